@@ -1,0 +1,1 @@
+# core/client/local.mk: rules for this part of the tree (included from Makefile.am)

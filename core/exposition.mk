@@ -1,0 +1,1 @@
+# core/exposition.mk: Prometheus text exposition helpers in libtally

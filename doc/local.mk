@@ -1,0 +1,1 @@
+# doc/local.mk: rules for this part of the tree (included from Makefile.am)

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally/config.h - option tables: how a plugin declares its configuration
+ *
+ * A plugin never reads the configuration file itself. It declares each
+ * option once, in a NULL-terminated table of struct tally_option; the core
+ * then, for every instance in the configuration:
+ *   - rejects unknown keys (suggesting the nearest valid one), wrong types,
+ *     out-of-range values and missing required options, each with file:line;
+ *   - applies the default of every option not given;
+ *   - stores each value at its offset in the instance's state struct, whose
+ *     size the plugin descriptor carries (tally/plugin.h);
+ *   - prints the table as documentation (tallyd --describe NAME).
+ *
+ * Field types by option type:
+ *   TALLY_OPT_T_STRING  char *             (core-owned, freed after fini)
+ *   TALLY_OPT_T_INT     int64_t
+ *   TALLY_OPT_T_DOUBLE  double             (an integer is accepted too)
+ *   TALLY_OPT_T_BOOL    bool
+ *   TALLY_OPT_T_LIST    struct tally_strlist (a single string is accepted
+ *                       as a one-element list)
+ *   TALLY_OPT_T_ENUM    int                (index into @choices)
+ *
+ * Values are filled before the plugin's init() runs and stay valid until
+ * after its fini() returns. Tables are read-only and thread-safe.
+ */
+#ifndef TALLY_CONFIG_H
+#define TALLY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** enum tally_opt_type - the type of an option's value */
+enum tally_opt_type {
+	TALLY_OPT_T_END = 0,
+	TALLY_OPT_T_STRING,
+	TALLY_OPT_T_INT,
+	TALLY_OPT_T_DOUBLE,
+	TALLY_OPT_T_BOOL,
+	TALLY_OPT_T_LIST,
+	TALLY_OPT_T_ENUM,
+};
+
+/* struct tally_option.flags */
+#define TALLY_OPT_REQUIRED	0x1u /* no default: the config must set it */
+
+/**
+ * struct tally_strlist - a list of strings option value
+ * @n: number of strings
+ * @v: @n NUL-terminated strings (core-owned)
+ */
+struct tally_strlist {
+	size_t n;
+	char **v;
+};
+
+/**
+ * struct tally_option - one entry of a plugin's option table
+ * @name:    key in the configuration (lower_snake_case, see the option
+ *           naming conventions in the design brief)
+ * @type:    enum tally_opt_type; TALLY_OPT_T_END terminates the table
+ * @offset:  offsetof() the field in the plugin's state struct
+ * @def:     default value written as it would appear in the config
+ *           ("/proc", "10", "1.5", "true", "eth0,ib0" for lists, a choice
+ *           name for enums), or NULL for no default (field left zero)
+ * @min:     inclusive minimum for INT/DOUBLE (ignored when min > max)
+ * @max:     inclusive maximum for INT/DOUBLE
+ * @choices: NULL-terminated choice names for ENUM
+ * @flags:   TALLY_OPT_* flags
+ * @doc:     one-line description, printed by tallyd --describe
+ */
+struct tally_option {
+	const char *name;
+	enum tally_opt_type type;
+	size_t offset;
+	const char *def;
+	double min;
+	double max;
+	const char *const *choices;
+	unsigned flags;
+	const char *doc;
+};
+
+/* Table builders: one line per option, fields named, see STYLE.md. */
+#define TALLY_OPT_STRING(key, type, field, dflt, help)                        \
+	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \
+	  .offset = offsetof(type, field), .def = (dflt), .min = 1, .max = 0, \
+	  .doc = (help) }
+#define TALLY_OPT_INT(key, type, field, dflt, lo, hi, help)                   \
+	{ .name = (key), .type = TALLY_OPT_T_INT,                             \
+	  .offset = offsetof(type, field), .def = (dflt), .min = (lo),        \
+	  .max = (hi), .doc = (help) }
+#define TALLY_OPT_DOUBLE(key, type, field, dflt, lo, hi, help)                \
+	{ .name = (key), .type = TALLY_OPT_T_DOUBLE,                          \
+	  .offset = offsetof(type, field), .def = (dflt), .min = (lo),        \
+	  .max = (hi), .doc = (help) }
+#define TALLY_OPT_BOOL(key, type, field, dflt, help)                          \
+	{ .name = (key), .type = TALLY_OPT_T_BOOL,                            \
+	  .offset = offsetof(type, field), .def = (dflt), .min = 1, .max = 0, \
+	  .doc = (help) }
+#define TALLY_OPT_LIST(key, type, field, dflt, help)                          \
+	{ .name = (key), .type = TALLY_OPT_T_LIST,                            \
+	  .offset = offsetof(type, field), .def = (dflt), .min = 1, .max = 0, \
+	  .doc = (help) }
+#define TALLY_OPT_ENUM(key, type, field, dflt, names, help)                   \
+	{ .name = (key), .type = TALLY_OPT_T_ENUM,                            \
+	  .offset = offsetof(type, field), .def = (dflt), .min = 1, .max = 0, \
+	  .choices = (names), .doc = (help) }
+/* A string option the configuration must set (no default). */
+#define TALLY_OPT_STRING_REQ(key, type, field, help)                          \
+	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \
+	  .offset = offsetof(type, field), .min = 1, .max = 0,                \
+	  .flags = TALLY_OPT_REQUIRED, .doc = (help) }
+#define TALLY_OPT_END { .name = NULL, .type = TALLY_OPT_T_END }
+
+/**
+ * tally_strlist_contains() - whether @list holds @s (strcmp)
+ * Return: true or false; false for an empty list.
+ */
+bool tally_strlist_contains(const struct tally_strlist *list, const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TALLY_CONFIG_H */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally/log.h - logging and drop accounting
+ *
+ * Log lines go to stderr or syslog (global.log in the config). Every line a
+ * plugin logs carries its plugin and instance name automatically:
+ *     procfs[host]: open /proc/stat: Permission denied
+ * Messages are one greppable string with no trailing period.
+ *
+ * A message logged again and again in a burst (same instance, same format
+ * string) is rate-limited: a few per window pass, the rest are counted and
+ * reported later as one "suppressed N similar messages" line.
+ *
+ * Thread-safety: all functions here may be called from any thread.
+ */
+#ifndef TALLY_LOG_H
+#define TALLY_LOG_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <syslog.h> /* LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct tally_instance;
+
+/**
+ * tally_log() - log a message for an instance
+ * @inst: the instance (prefix "plugin[name]: "), or NULL for the core
+ * @prio: syslog priority, LOG_ERR .. LOG_DEBUG
+ * @fmt:  printf format
+ *
+ * Messages above the configured level are discarded cheaply.
+ */
+void tally_log(const struct tally_instance *inst, int prio, const char *fmt,
+	       ...) __attribute__((format(printf, 3, 4)));
+
+/** tally_vlog() - va_list form of tally_log() */
+void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
+		va_list ap);
+
+/**
+ * tally_count_drop() - count dropped items, by reason, for self-metrics
+ * @inst:   the instance that dropped them (NULL: counted for the core)
+ * @reason: short snake_case reason with static storage duration, e.g.
+ *          "malformed", "queue_full", "truncated"; the pointer is kept
+ * @n:      number of items dropped
+ *
+ * Every drop in tally is counted here; the self input exports the totals as
+ * tally_dropped_total{instance, reason}. At most 32 reasons per instance;
+ * beyond that they are counted under "other".
+ */
+void tally_count_drop(struct tally_instance *inst, const char *reason,
+		      uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TALLY_LOG_H */

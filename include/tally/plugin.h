@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally/plugin.h - the plugin ABI: one const descriptor per shared object
+ *
+ * A plugin is a shared object (libtool -module -avoid-version) that exports
+ * exactly one symbol, "tally_plugin", a const struct tally_plugin built by
+ * one of the TALLY_PLUGIN_INPUT/FILTER/OUTPUT macros below. The loader
+ * (lt_dlopenext + lt_dlsym) refuses a plugin, with one log line naming the
+ * file and the reason, on: ABI mismatch, descriptor size mismatch, name not
+ * matching the file name, duplicate name, missing mandatory op.
+ *
+ * Life of an instance (one per configured instance; a filter gets one per
+ * pipeline that names it, so filter state is never shared):
+ *   1. the core allocates state_size zeroed bytes and fills the options
+ *      (tally/config.h);
+ *   2. init(inst, state)  - open files, bind sockets; -1 refuses to start;
+ *   3. running            - read/process/write/tick as below, all on the
+ *                           event loop thread unless marked blocking;
+ *   4. fini(inst, state)  - release everything init and the run acquired;
+ *                           the core then frees the option values and state.
+ * Every op may be NULL unless marked mandatory; the core never calls a NULL
+ * op. Ops return 0 on success or -1 with errno set.
+ */
+#ifndef TALLY_PLUGIN_H
+#define TALLY_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tally/config.h>
+#include <tally/labels.h>
+#include <tally/log.h>
+#include <tally/record.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Bumped on every incompatible change to this header, tally/record.h,
+ * tally/labels.h or tally/config.h.
+ */
+#define TALLY_PLUGIN_ABI 1
+
+struct event_base;
+struct tally_instance;
+
+/** enum tally_plugin_kind - the three kinds of plugin */
+enum tally_plugin_kind {
+	TALLY_KIND_INPUT = 1,
+	TALLY_KIND_FILTER,
+	TALLY_KIND_OUTPUT,
+};
+
+/* struct tally_input_ops.flags */
+#define TALLY_INPUT_BLOCKING	0x1u /* read() may block: run it on a worker thread */
+
+/**
+ * struct tally_input_ops - hooks of an input; read or start is mandatory
+ * @init:  set up after options are filled
+ * @read:  periodic: append this tick's records to @out. Called every
+ *         interval seconds, aligned to wall-clock multiples of the interval
+ *         so that nodes sample together. Records appended before a failure
+ *         are still emitted. With TALLY_INPUT_BLOCKING it runs on a worker
+ *         thread (one read at a time per instance) and must not touch the
+ *         event loop; a read still running at the next tick is logged and
+ *         that tick skipped.
+ * @start: event-driven: register fds/events on @base and call tally_emit()
+ *         when records arrive. Runs on the loop thread.
+ * @stop:  stop receiving (shutdown begins); pending data may still be
+ *         emitted from here with tally_emit()
+ * @fini:  release everything
+ * @flags: TALLY_INPUT_* flags
+ */
+struct tally_input_ops {
+	int (*init)(struct tally_instance *inst, void *state);
+	int (*read)(struct tally_instance *inst, void *state,
+		    struct tally_batch *out);
+	int (*start)(struct tally_instance *inst, void *state,
+		     struct event_base *base);
+	void (*stop)(struct tally_instance *inst, void *state);
+	void (*fini)(struct tally_instance *inst, void *state);
+	unsigned flags;
+};
+
+/**
+ * struct tally_filter_ops - hooks of a filter; process is mandatory
+ * @init:    set up
+ * @process: transform @in (never modify it: it may be shared) into the
+ *           batch passed downstream. Return tally_batch_ref(@in) to pass it
+ *           unchanged, a new batch (tally_batch_new() + copies/rewrites) to
+ *           change it, or NULL to pass nothing on (errno 0: dropped on
+ *           purpose, counted by the filter itself; else an error, logged).
+ * @tick:    timed emission (aggregate): called every interval seconds and
+ *           once more at shutdown; records appended to @out go downstream
+ * @fini:    release everything
+ */
+struct tally_filter_ops {
+	int (*init)(struct tally_instance *inst, void *state);
+	struct tally_batch *(*process)(struct tally_instance *inst, void *state,
+				       struct tally_batch *in);
+	int (*tick)(struct tally_instance *inst, void *state,
+		    struct tally_batch *out);
+	void (*fini)(struct tally_instance *inst, void *state);
+};
+
+/**
+ * struct tally_output_ops - hooks of an output; write is mandatory
+ * @init:  set up; network outputs register listeners/connections on
+ *         tally_instance_base(inst)
+ * @write: consume one batch, on the loop thread, without blocking. Keep a
+ *         reference (tally_batch_ref()) to hold on to it past the call.
+ *         Return 0 when done with it; -1 with errno = EAGAIN when the output
+ *         cannot take it now (server down, socket full): the core keeps it
+ *         at the head of the output's bounded queue and retries after
+ *         tally_output_ready() or a capped backoff; -1 with another errno
+ *         drops the batch (counted).
+ * @flush: push out anything buffered (called on shutdown and --once)
+ * @fini:  release everything
+ */
+struct tally_output_ops {
+	int (*init)(struct tally_instance *inst, void *state);
+	int (*write)(struct tally_instance *inst, void *state,
+		     struct tally_batch *b);
+	int (*flush)(struct tally_instance *inst, void *state);
+	void (*fini)(struct tally_instance *inst, void *state);
+};
+
+/**
+ * struct tally_plugin - the descriptor, the only symbol a plugin exports
+ * @abi:         TALLY_PLUGIN_ABI the plugin was built against
+ * @size:        sizeof(struct tally_plugin) the plugin was built with
+ * @name:        plugin name; must equal the file name without extension
+ * @kind:        enum tally_plugin_kind, selects the ops member
+ * @description: one line, shown by tallyd --list-plugins
+ * @state_size:  size of the per-instance state struct the options fill
+ * @options:     option table terminated by TALLY_OPT_END (never NULL)
+ */
+struct tally_plugin {
+	uint32_t abi;
+	uint32_t size;
+	const char *name;
+	enum tally_plugin_kind kind;
+	const char *description;
+	size_t state_size;
+	const struct tally_option *options;
+	union {
+		const struct tally_input_ops *input;
+		const struct tally_filter_ops *filter;
+		const struct tally_output_ops *output;
+	};
+};
+
+#define TALLY_PLUGIN_SYMBOL "tally_plugin"
+
+#define TALLY_PLUGIN__(n, k, member, desc, type, opts, ops)                   \
+	__attribute__((visibility("default")))                                \
+	const struct tally_plugin tally_plugin = {                            \
+		.abi = TALLY_PLUGIN_ABI,                                      \
+		.size = sizeof(struct tally_plugin),                          \
+		.name = #n,                                                   \
+		.kind = (k),                                                  \
+		.description = (desc),                                        \
+		.state_size = sizeof(type),                                   \
+		.options = (opts),                                            \
+		.member = (ops),                                              \
+	}
+
+/** Declare an input plugin: name (bare word), description, state type,
+ * option table, ops. */
+#define TALLY_PLUGIN_INPUT(n, desc, type, opts, ops)                          \
+	TALLY_PLUGIN__(n, TALLY_KIND_INPUT, input, desc, type, opts, ops)
+/** Declare a filter plugin. */
+#define TALLY_PLUGIN_FILTER(n, desc, type, opts, ops)                         \
+	TALLY_PLUGIN__(n, TALLY_KIND_FILTER, filter, desc, type, opts, ops)
+/** Declare an output plugin. */
+#define TALLY_PLUGIN_OUTPUT(n, desc, type, opts, ops)                         \
+	TALLY_PLUGIN__(n, TALLY_KIND_OUTPUT, output, desc, type, opts, ops)
+
+/*
+ * The instance handle. All accessors are valid from init() until fini()
+ * returns and may be called from any thread unless noted.
+ */
+
+/** tally_instance_name() - configured instance name, e.g. "host" */
+const char *tally_instance_name(const struct tally_instance *inst);
+
+/** tally_instance_plugin() - the plugin's name, e.g. "procfs" */
+const char *tally_instance_plugin(const struct tally_instance *inst);
+
+/**
+ * tally_instance_interval() - the instance's interval in seconds
+ *
+ * For inputs and filters: the instance's "interval" option, else
+ * global.interval. Outputs: global.interval.
+ */
+double tally_instance_interval(const struct tally_instance *inst);
+
+/**
+ * tally_instance_base() - the event loop
+ * Return: the libevent base; use it only from the loop thread.
+ */
+struct event_base *tally_instance_base(const struct tally_instance *inst);
+
+/**
+ * tally_emit() - send a batch from an event-driven input or a filter
+ * @inst: an input instance (from start/stop or a callback it registered)
+ * @b:    the batch; the caller's reference is consumed, also on error
+ *
+ * Loop thread only. The batch enters every pipeline fed by @inst. Empty
+ * batches are accepted and discarded.
+ * Return: 0, or -1 with errno = EINVAL (not an input instance).
+ */
+int tally_emit(struct tally_instance *inst, struct tally_batch *b);
+
+/**
+ * tally_output_ready() - an output that returned EAGAIN can take data again
+ *
+ * Loop thread only. Schedules delivery of the output's queue.
+ */
+void tally_output_ready(struct tally_instance *inst);
+
+/**
+ * tally_user_mode() - whether tallyd runs as a user collector (--user)
+ */
+int tally_user_mode(void);
+
+/**
+ * tally_runtime_dir() - directory for sockets and pid files
+ *
+ * System mode: /run/tally. User mode: $XDG_RUNTIME_DIR/tally, else
+ * /tmp/tally-UID; a job's collector adds "/job-ID" (see tally_jobid()).
+ * Created 0755 (system) or 0700 (user) on start.
+ * Return: an absolute path valid for the process life.
+ */
+const char *tally_runtime_dir(void);
+
+/**
+ * tally_jobid() - the batch job id in user mode
+ *
+ * From SLURM_JOB_ID, FLUX_JOB_ID, PBS_JOBID or LSB_JOBID, first set wins.
+ * Return: the id, or NULL outside a job or in system mode.
+ */
+const char *tally_jobid(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TALLY_PLUGIN_H */

@@ -1,0 +1,1 @@
+# plugins/input/netdev.mk: rules for this part of the tree (included from Makefile.am)

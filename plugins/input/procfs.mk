@@ -1,0 +1,1 @@
+# plugins/input/procfs.mk: rules for this part of the tree (included from Makefile.am)

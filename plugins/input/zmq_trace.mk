@@ -1,0 +1,1 @@
+# plugins/input/zmq_trace.mk: rules for this part of the tree (included from Makefile.am)

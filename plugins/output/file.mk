@@ -1,0 +1,1 @@
+# plugins/output/file.mk: rules for this part of the tree (included from Makefile.am)

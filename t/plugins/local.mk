@@ -1,0 +1,1 @@
+# t/plugins/local.mk: rules for this part of the tree (included from Makefile.am)

@@ -1,6 +1,6 @@
 # core/exposition.mk: Prometheus text exposition helpers in libtally
-# (included right after core/local.mk, which defines libtally_la_SOURCES)
-libtally_la_SOURCES += core/exposition.c
+# (included right after core/local.mk, which defines core_libtally_la_SOURCES)
+core_libtally_la_SOURCES += core/exposition.c
 pkginclude_HEADERS += include/tally/exposition.h
 
 check_PROGRAMS += t/unit/exposition.t

@@ -87,34 +87,34 @@ struct tally_option {
 };
 
 /* Table builders: one line per option, fields named, see STYLE.md. */
-#define TALLY_OPT_STRING(key, type, field, dflt, help)                        \
+#define TALLY_OPT_STRING(key, st, field, dflt, help)                        \
 	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \
-	  .offset = offsetof(type, field), .def = (dflt), .min = 1, .max = 0, \
+	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0, \
 	  .doc = (help) }
-#define TALLY_OPT_INT(key, type, field, dflt, lo, hi, help)                   \
+#define TALLY_OPT_INT(key, st, field, dflt, lo, hi, help)                   \
 	{ .name = (key), .type = TALLY_OPT_T_INT,                             \
-	  .offset = offsetof(type, field), .def = (dflt), .min = (lo),        \
+	  .offset = offsetof(st, field), .def = (dflt), .min = (lo),        \
 	  .max = (hi), .doc = (help) }
-#define TALLY_OPT_DOUBLE(key, type, field, dflt, lo, hi, help)                \
+#define TALLY_OPT_DOUBLE(key, st, field, dflt, lo, hi, help)                \
 	{ .name = (key), .type = TALLY_OPT_T_DOUBLE,                          \
-	  .offset = offsetof(type, field), .def = (dflt), .min = (lo),        \
+	  .offset = offsetof(st, field), .def = (dflt), .min = (lo),        \
 	  .max = (hi), .doc = (help) }
-#define TALLY_OPT_BOOL(key, type, field, dflt, help)                          \
+#define TALLY_OPT_BOOL(key, st, field, dflt, help)                          \
 	{ .name = (key), .type = TALLY_OPT_T_BOOL,                            \
-	  .offset = offsetof(type, field), .def = (dflt), .min = 1, .max = 0, \
+	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0, \
 	  .doc = (help) }
-#define TALLY_OPT_LIST(key, type, field, dflt, help)                          \
+#define TALLY_OPT_LIST(key, st, field, dflt, help)                          \
 	{ .name = (key), .type = TALLY_OPT_T_LIST,                            \
-	  .offset = offsetof(type, field), .def = (dflt), .min = 1, .max = 0, \
+	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0, \
 	  .doc = (help) }
-#define TALLY_OPT_ENUM(key, type, field, dflt, names, help)                   \
+#define TALLY_OPT_ENUM(key, st, field, dflt, names, help)                   \
 	{ .name = (key), .type = TALLY_OPT_T_ENUM,                            \
-	  .offset = offsetof(type, field), .def = (dflt), .min = 1, .max = 0, \
+	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0, \
 	  .choices = (names), .doc = (help) }
 /* A string option the configuration must set (no default). */
-#define TALLY_OPT_STRING_REQ(key, type, field, help)                          \
+#define TALLY_OPT_STRING_REQ(key, st, field, help)                          \
 	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \
-	  .offset = offsetof(type, field), .min = 1, .max = 0,                \
+	  .offset = offsetof(st, field), .min = 1, .max = 0,                \
 	  .flags = TALLY_OPT_REQUIRED, .doc = (help) }
 #define TALLY_OPT_END { .name = NULL, .type = TALLY_OPT_T_END }
 

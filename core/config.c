@@ -1,0 +1,831 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/config.c - read the configuration files and validate all of it
+ *
+ * Validation is complete before anything starts: every problem is reported
+ * with file:line, not just the first, so one run of --check-config shows a
+ * user everything to fix. Nothing here opens a socket or a file other than
+ * the configuration and the plugins it names.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core-internal.h"
+
+#define CONF_ERR(c, file, line, ...)                                          \
+	do {                                                                  \
+		(c)->errors++;                                                \
+		tally_log_conf(LOG_ERR, file, line, __VA_ARGS__);             \
+	} while (0)
+#define CONF_WARN(c, file, line, ...)                                         \
+	do {                                                                  \
+		(c)->warnings++;                                              \
+		tally_log_conf(LOG_WARNING, file, line, __VA_ARGS__);         \
+	} while (0)
+
+static const char *const conf_sections[] = { "global",	"inputs",
+					      "filters", "outputs",
+					      "pipelines", NULL };
+
+static const char *const global_keys[] = { "interval",	   "plugin_path",
+					   "include_dir",  "log",
+					   "log_level",	   "shutdown_timeout",
+					   NULL };
+
+static const char *const pipe_keys[] = { "from", "through", "to", NULL };
+
+/* The nearest name of @names to @word, or NULL if none is close. */
+static const char *nearest(const char *word, const char *const *names,
+			   const struct tally_option *opts)
+{
+	const char *best = NULL;
+	unsigned bestd = 3;	/* at most two edits away */
+
+	for (size_t i = 0; names && names[i]; i++) {
+		unsigned d = tally_edit_distance(word, names[i]);
+
+		if (d < bestd) {
+			bestd = d;
+			best = names[i];
+		}
+	}
+	for (; opts && opts->name; opts++) {
+		unsigned d = tally_edit_distance(word, opts->name);
+
+		if (d < bestd) {
+			bestd = d;
+			best = opts->name;
+		}
+	}
+	return best;
+}
+
+static bool in_list(const char *const *names, const char *s)
+{
+	for (size_t i = 0; names[i]; i++) {
+		if (!strcmp(names[i], s))
+			return true;
+	}
+	return false;
+}
+
+static void unknown_key(struct tally_conf *c, const char *file, int line,
+			const char *what, const char *key,
+			const char *const *names,
+			const struct tally_option *opts)
+{
+	const char *near = nearest(key, names, opts);
+
+	if (near)
+		CONF_ERR(c, file, line,
+			 "%s: unknown option '%s' (did you mean '%s'?)", what,
+			 key, near);
+	else
+		CONF_ERR(c, file, line, "%s: unknown option '%s'", what, key);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int conf_add_file(struct tally_conf *c, const char *path)
+{
+	config_t *cfgs;
+	char **paths, *p;
+
+	p = strdup(path);
+	if (!p)
+		return -1;
+	cfgs = realloc(c->cfgs, (c->nfiles + 1) * sizeof(*cfgs));
+	if (!cfgs)
+		goto out_free;
+	c->cfgs = cfgs;
+	paths = realloc(c->paths, (c->nfiles + 1) * sizeof(*paths));
+	if (!paths)
+		goto out_free;
+	c->paths = paths;
+	config_init(&c->cfgs[c->nfiles]);
+	c->paths[c->nfiles++] = p;
+	return 0;
+out_free:
+	free(p);
+	errno = ENOMEM;
+	return -1;
+}
+
+/* Every *.conf of @dir in lexical order. Missing dir: 0 if !required. */
+static int conf_add_dir(struct tally_conf *c, const char *dir, bool required)
+{
+	char **names = NULL, path[PATH_MAX];
+	size_t n = 0;
+	struct dirent *de;
+	int ret = 0;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d) {
+		if (!required && errno == ENOENT)
+			return 0;
+		CONF_ERR(c, dir, 0, "cannot read include directory: %s",
+			 strerror(errno));
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char **v;
+
+		if (len < 6 || de->d_name[0] == '.' ||
+		    strcmp(de->d_name + len - 5, ".conf"))
+			continue;
+		v = realloc(names, (n + 1) * sizeof(*v));
+		if (!v)
+			goto out_nomem;
+		names = v;
+		names[n] = strdup(de->d_name);
+		if (!names[n])
+			goto out_nomem;
+		n++;
+	}
+	closedir(d);
+	d = NULL;
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		ret = conf_add_file(c, path);
+	}
+	goto out;
+out_nomem:
+	errno = ENOMEM;
+	ret = -1;
+out:
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return ret;
+}
+
+static int conf_parse(struct tally_conf *c, size_t i)
+{
+	config_t *cfg = &c->cfgs[i];
+	char dir[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s", c->paths[i]);
+	config_set_include_dir(cfg, dirname(dir));
+	if (config_read_file(cfg, c->paths[i]) == CONFIG_TRUE)
+		return 0;
+	if (config_error_type(cfg) == CONFIG_ERR_FILE_IO)
+		CONF_ERR(c, c->paths[i], 0, "cannot read: %s", strerror(errno));
+	else
+		CONF_ERR(c,
+			 config_error_file(cfg) ? config_error_file(cfg)
+						: c->paths[i],
+			 config_error_line(cfg), "%s", config_error_text(cfg));
+	return -1;
+}
+
+static int sline(const config_setting_t *s)
+{
+	return (int)config_setting_source_line(s);
+}
+
+/* global: each key at most once over all files */
+static void conf_global(struct tally_conf *c, struct tally_loader *ld)
+{
+	const config_setting_t *seen[8] = { 0 };
+	const char *seen_file[8] = { 0 };
+
+	for (size_t f = 0; f < c->nfiles; f++) {
+		config_setting_t *g = config_lookup(&c->cfgs[f], "global");
+		int n;
+
+		if (!g)
+			continue;
+		if (!config_setting_is_group(g)) {
+			CONF_ERR(c, c->paths[f], sline(g),
+				 "global must be a group: global = { ... };");
+			continue;
+		}
+		n = config_setting_length(g);
+		for (int i = 0; i < n; i++) {
+			config_setting_t *s = config_setting_get_elem(g, i);
+			const char *key = config_setting_name(s);
+			size_t k;
+
+			for (k = 0; global_keys[k]; k++) {
+				if (!strcmp(global_keys[k], key))
+					break;
+			}
+			if (!global_keys[k]) {
+				unknown_key(c, c->paths[f], sline(s), "global",
+					    key, global_keys, NULL);
+				continue;
+			}
+			if (seen[k]) {
+				CONF_ERR(c, c->paths[f], sline(s),
+					 "global.%s set twice (first at %s:%d)",
+					 key, seen_file[k], sline(seen[k]));
+				continue;
+			}
+			seen[k] = s;
+			seen_file[k] = c->paths[f];
+			switch (k) {
+			case 0: /* interval */
+			case 5: /* shutdown_timeout */
+				if (config_setting_type(s) != CONFIG_TYPE_FLOAT &&
+				    config_setting_type(s) != CONFIG_TYPE_INT &&
+				    config_setting_type(s) != CONFIG_TYPE_INT64) {
+					CONF_ERR(c, c->paths[f], sline(s),
+						 "global.%s must be a number",
+						 key);
+					break;
+				}
+				double num = config_setting_type(s) ==
+							   CONFIG_TYPE_FLOAT
+						   ? config_setting_get_float(s)
+						   : (double)config_setting_get_int64(
+							     s);
+				if (!(num > 0 && num <= 86400)) {
+					CONF_ERR(c, c->paths[f], sline(s),
+						 "global.%s = %g is out of "
+						 "range (0, 86400]",
+						 key, num);
+					break;
+				}
+				if (k == 0)
+					c->interval = num;
+				else
+					c->shutdown_timeout = num;
+				break;
+			case 1: /* plugin_path */
+				for (int e = 0;
+				     e < config_setting_length(s) ||
+				     (config_setting_type(s) ==
+					      CONFIG_TYPE_STRING &&
+				      e == 0);
+				     e++) {
+					const config_setting_t *el =
+						config_setting_type(s) ==
+								CONFIG_TYPE_STRING
+							? s
+							: config_setting_get_elem(
+								  s, e);
+					if (config_setting_type(el) !=
+					    CONFIG_TYPE_STRING) {
+						CONF_ERR(c, c->paths[f],
+							 sline(s),
+							 "global.plugin_path "
+							 "must be a list of "
+							 "directories");
+						break;
+					}
+					tally_loader_add_path(
+						ld,
+						config_setting_get_string(el));
+				}
+				break;
+			case 2: /* include_dir */
+			case 3: /* log */
+			case 4: /* log_level */
+				if (config_setting_type(s) !=
+				    CONFIG_TYPE_STRING) {
+					CONF_ERR(c, c->paths[f], sline(s),
+						 "global.%s must be a string",
+						 key);
+					break;
+				}
+				if (k == 2) {
+					if (f != 0)
+						CONF_WARN(c, c->paths[f],
+							  sline(s),
+							  "global.include_dir "
+							  "only has an effect "
+							  "in the main file");
+				} else if (k == 3) {
+					const char *v =
+						config_setting_get_string(s);
+					if (strcmp(v, "stderr") &&
+					    strcmp(v, "syslog"))
+						CONF_ERR(c, c->paths[f],
+							 sline(s),
+							 "global.log must be "
+							 "\"stderr\" or "
+							 "\"syslog\"");
+					free(c->log);
+					c->log = strdup(v);
+				} else {
+					const char *v =
+						config_setting_get_string(s);
+					if (tally_log_level_parse(v) < 0)
+						CONF_ERR(c, c->paths[f],
+							 sline(s),
+							 "global.log_level "
+							 "\"%s\" is not one "
+							 "of error, warning, "
+							 "notice, info, debug",
+							 v);
+					free(c->log_level);
+					c->log_level = strdup(v);
+				}
+				break;
+			}
+		}
+	}
+}
+
+static struct tally_conf_decl *conf_decl_find(struct tally_conf *c,
+					      const char *name)
+{
+	for (size_t i = 0; i < c->ndecls; i++) {
+		if (!strcmp(c->decls[i].name, name))
+			return &c->decls[i];
+	}
+	return NULL;
+}
+
+static const char *kind_section(enum tally_plugin_kind k)
+{
+	return k == TALLY_KIND_INPUT    ? "inputs"
+	       : k == TALLY_KIND_FILTER ? "filters"
+					: "outputs";
+}
+
+static const char *kind_word(enum tally_plugin_kind k)
+{
+	return k == TALLY_KIND_INPUT    ? "an input"
+	       : k == TALLY_KIND_FILTER ? "a filter"
+					: "an output";
+}
+
+/*
+ * Fill @state from the instance's settings after applying defaults. Used
+ * both to validate (then freed) and to configure the running instance.
+ * Returns the number of problems found, each already reported.
+ */
+static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
+			  void *state)
+{
+	const struct tally_option *opts = d->plugin->options;
+	const config_setting_t *g = d->setting;
+	char what[256];
+	unsigned errors = 0;
+	int n = config_setting_length(g);
+
+	snprintf(what, sizeof(what), "%s.%s", kind_section(d->kind), d->name);
+	if (tally_options_defaults(opts, state, what) < 0)
+		errors++;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *s = config_setting_get_elem(g, i);
+		const char *key = config_setting_name(s);
+		const struct tally_option *o;
+
+		if (!strcmp(key, "plugin"))
+			continue;
+		if (!strcmp(key, "interval") && d->kind != TALLY_KIND_OUTPUT) {
+			static const struct tally_option iv = TALLY_OPT_DOUBLE(
+				"interval", struct tally_conf_decl, interval,
+				NULL, 0.001, 86400, "");
+
+			if (tally_options_set(&iv, d, s, d->file, sline(s),
+					      what) < 0)
+				errors++;
+			continue;
+		}
+		if (!strcmp(key, "queue_size") &&
+		    d->kind == TALLY_KIND_OUTPUT) {
+			static const struct tally_option qs = TALLY_OPT_INT(
+				"queue_size", struct tally_conf_decl,
+				queue_size, NULL, 1, 1 << 20, "");
+
+			if (tally_options_set(&qs, d, s, d->file, sline(s),
+					      what) < 0)
+				errors++;
+			continue;
+		}
+		o = tally_options_find(opts, key);
+		if (!o) {
+			static const char *const in_common[] = { "plugin",
+								 "interval",
+								 NULL };
+			static const char *const out_common[] = { "plugin",
+								  "queue_size",
+								  NULL };
+
+			unknown_key(c, d->file, sline(s), what, key,
+				    d->kind == TALLY_KIND_OUTPUT ? out_common
+								 : in_common,
+				    opts);
+			errors++;
+			continue;
+		}
+		if (tally_options_set(o, state, s, d->file, sline(s), what) < 0)
+			errors++;
+	}
+	for (const struct tally_option *o = opts; o->name; o++) {
+		if ((o->flags & TALLY_OPT_REQUIRED) &&
+		    !config_setting_get_member(g, o->name)) {
+			tally_log_conf(LOG_ERR, d->file, d->line,
+				       "%s: missing required option '%s' (%s)",
+				       what, o->name, o->doc ? o->doc : "");
+			errors++;
+		}
+	}
+	return errors;
+}
+
+int tally_conf_fill_state(struct tally_conf *c, struct tally_conf_decl *d,
+			  void *state);
+int tally_conf_fill_state(struct tally_conf *c, struct tally_conf_decl *d,
+			  void *state)
+{
+	if (conf_fill(c, d, state)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
+			   size_t f, enum tally_plugin_kind kind)
+{
+	config_setting_t *sec = config_lookup(&c->cfgs[f], kind_section(kind));
+	const char *file = c->paths[f];
+	int n;
+
+	if (!sec)
+		return;
+	if (!config_setting_is_group(sec)) {
+		CONF_ERR(c, file, sline(sec), "%s must be a group of instances",
+			 kind_section(kind));
+		return;
+	}
+	n = config_setting_length(sec);
+	for (int i = 0; i < n; i++) {
+		config_setting_t *s = config_setting_get_elem(sec, i);
+		const char *name = config_setting_name(s);
+		struct tally_conf_decl *d, *prev, *v;
+		const char *pname;
+		void *state;
+
+		if (!config_setting_is_group(s)) {
+			CONF_ERR(c, file, sline(s),
+				 "%s.%s must be a group: %s = { plugin = "
+				 "\"...\"; };",
+				 kind_section(kind), name, name);
+			continue;
+		}
+		prev = conf_decl_find(c, name);
+		if (prev) {
+			CONF_ERR(c, file, sline(s),
+				 "instance '%s' defined twice: here and at "
+				 "%s:%d",
+				 name, prev->file, prev->line);
+			continue;
+		}
+		if (!config_setting_lookup_string(s, "plugin", &pname)) {
+			CONF_ERR(c, file, sline(s),
+				 "%s.%s: missing required option 'plugin' "
+				 "(a string)",
+				 kind_section(kind), name);
+			continue;
+		}
+		v = realloc(c->decls, (c->ndecls + 1) * sizeof(*v));
+		if (!v) {
+			CONF_ERR(c, file, sline(s), "out of memory");
+			return;
+		}
+		c->decls = v;
+		d = &c->decls[c->ndecls];
+		*d = (struct tally_conf_decl){ .name = strdup(name),
+					       .kind = kind,
+					       .setting = s,
+					       .file = file,
+					       .line = sline(s),
+					       .queue_size = 1024 };
+		if (!d->name) {
+			CONF_ERR(c, file, sline(s), "out of memory");
+			return;
+		}
+		c->ndecls++;
+		d->plugin = tally_loader_get(ld, pname);
+		if (!d->plugin) {
+			if (errno == ENOENT)
+				CONF_ERR(c, file, sline(s),
+					 "%s.%s: no plugin named '%s' in the "
+					 "plugin path (tallyd --list-plugins "
+					 "shows them)",
+					 kind_section(kind), name, pname);
+			else
+				CONF_ERR(c, file, sline(s),
+					 "%s.%s: plugin '%s' was refused (see "
+					 "above)",
+					 kind_section(kind), name, pname);
+			continue;
+		}
+		if (d->plugin->kind != kind) {
+			CONF_ERR(c, file, sline(s),
+				 "%s.%s: plugin '%s' is %s, not %s",
+				 kind_section(kind), name, pname,
+				 kind_word(d->plugin->kind), kind_word(kind));
+			d->plugin = NULL;
+			continue;
+		}
+		/* validate by filling a scratch state */
+		state = calloc(1, d->plugin->state_size ? d->plugin->state_size
+							: 1);
+		if (!state) {
+			CONF_ERR(c, file, sline(s), "out of memory");
+			continue;
+		}
+		c->errors += conf_fill(c, d, state);
+		tally_options_free(d->plugin->options, state);
+		free(state);
+	}
+}
+
+/* Resolve a pipeline's from/through/to list. */
+static void conf_pipe_list(struct tally_conf *c, struct tally_conf_pipe *p,
+			   const config_setting_t *g, const char *key,
+			   enum tally_plugin_kind kind,
+			   struct tally_conf_decl ***out, size_t *nout)
+{
+	const config_setting_t *s = config_setting_get_member(g, key);
+	bool mandatory = kind != TALLY_KIND_FILTER;
+	int n;
+
+	if (!s) {
+		if (mandatory)
+			CONF_ERR(c, p->file, p->line,
+				 "pipelines.%s: missing '%s' (a list of %s)",
+				 p->name, key, kind_section(kind));
+		return;
+	}
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		n = 1;
+	} else if (config_setting_type(s) == CONFIG_TYPE_ARRAY ||
+		   config_setting_type(s) == CONFIG_TYPE_LIST) {
+		n = config_setting_length(s);
+	} else {
+		CONF_ERR(c, p->file, sline(s),
+			 "pipelines.%s: '%s' must be a list of instance names",
+			 p->name, key);
+		return;
+	}
+	if (n == 0 && mandatory) {
+		CONF_ERR(c, p->file, sline(s), "pipelines.%s: '%s' is empty",
+			 p->name, key);
+		return;
+	}
+	*out = calloc(n ? (size_t)n : 1, sizeof(**out));
+	if (!*out)
+		return;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_type(s) ==
+							    CONFIG_TYPE_STRING
+						    ? s
+						    : config_setting_get_elem(
+							      s, i);
+		struct tally_conf_decl *d;
+		const char *name;
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			CONF_ERR(c, p->file, sline(s),
+				 "pipelines.%s: '%s' must be a list of "
+				 "instance names",
+				 p->name, key);
+			continue;
+		}
+		name = config_setting_get_string(e);
+		d = conf_decl_find(c, name);
+		if (!d) {
+			CONF_ERR(c, p->file, sline(s),
+				 "pipelines.%s: %s names unknown instance '%s'",
+				 p->name, key, name);
+			continue;
+		}
+		if (d->kind != kind) {
+			CONF_ERR(c, p->file, sline(s),
+				 "pipelines.%s: '%s' in %s is %s (defined at "
+				 "%s:%d), not %s",
+				 p->name, name, key, kind_word(d->kind),
+				 d->file, d->line, kind_word(kind));
+			continue;
+		}
+		for (size_t j = 0; j < *nout; j++) {
+			if ((*out)[j] == d) {
+				CONF_ERR(c, p->file, sline(s),
+					 "pipelines.%s: '%s' named twice in "
+					 "%s",
+					 p->name, name, key);
+				d = NULL;
+				break;
+			}
+		}
+		if (!d)
+			continue;
+		d->used = true;
+		(*out)[(*nout)++] = d;
+	}
+}
+
+static void conf_pipelines(struct tally_conf *c, size_t f)
+{
+	config_setting_t *sec = config_lookup(&c->cfgs[f], "pipelines");
+	const char *file = c->paths[f];
+	int n;
+
+	if (!sec)
+		return;
+	if (!config_setting_is_group(sec)) {
+		CONF_ERR(c, file, sline(sec), "pipelines must be a group");
+		return;
+	}
+	n = config_setting_length(sec);
+	for (int i = 0; i < n; i++) {
+		config_setting_t *g = config_setting_get_elem(sec, i);
+		const char *name = config_setting_name(g);
+		struct tally_conf_pipe *p, *v;
+		int m;
+
+		if (!config_setting_is_group(g)) {
+			CONF_ERR(c, file, sline(g),
+				 "pipelines.%s must be a group: %s = { from = "
+				 "[...]; to = [...]; };",
+				 name, name);
+			continue;
+		}
+		for (size_t j = 0; j < c->npipes; j++) {
+			if (!strcmp(c->pipes[j].name, name)) {
+				CONF_ERR(c, file, sline(g),
+					 "pipeline '%s' defined twice: here "
+					 "and at %s:%d",
+					 name, c->pipes[j].file,
+					 c->pipes[j].line);
+				name = NULL;
+				break;
+			}
+		}
+		if (!name)
+			continue;
+		m = config_setting_length(g);
+		for (int k = 0; k < m; k++) {
+			const char *key = config_setting_name(
+				config_setting_get_elem(g, k));
+			char what[256];
+
+			if (in_list(pipe_keys, key))
+				continue;
+			snprintf(what, sizeof(what), "pipelines.%s", name);
+			unknown_key(c, file,
+				    sline(config_setting_get_elem(g, k)), what,
+				    key, pipe_keys, NULL);
+		}
+		v = realloc(c->pipes, (c->npipes + 1) * sizeof(*v));
+		if (!v)
+			return;
+		c->pipes = v;
+		p = &c->pipes[c->npipes++];
+		*p = (struct tally_conf_pipe){ .name = strdup(name),
+					       .file = file,
+					       .line = sline(g) };
+		conf_pipe_list(c, p, g, "from", TALLY_KIND_INPUT, &p->from,
+			       &p->nfrom);
+		conf_pipe_list(c, p, g, "through", TALLY_KIND_FILTER,
+			       &p->through, &p->nthrough);
+		conf_pipe_list(c, p, g, "to", TALLY_KIND_OUTPUT, &p->to,
+			       &p->nto);
+	}
+}
+
+static void conf_sections_check(struct tally_conf *c, size_t f)
+{
+	config_setting_t *root = config_root_setting(&c->cfgs[f]);
+	int n = config_setting_length(root);
+
+	for (int i = 0; i < n; i++) {
+		config_setting_t *s = config_setting_get_elem(root, i);
+		const char *key = config_setting_name(s);
+		const char *near;
+
+		if (in_list(conf_sections, key))
+			continue;
+		near = nearest(key, conf_sections, NULL);
+		if (near)
+			CONF_ERR(c, c->paths[f], sline(s),
+				 "unknown section '%s' (did you mean '%s'?)",
+				 key, near);
+		else
+			CONF_ERR(c, c->paths[f], sline(s),
+				 "unknown section '%s' (sections: global, "
+				 "inputs, filters, outputs, pipelines)",
+				 key);
+	}
+}
+
+struct tally_conf *tally_conf_load(const char *path, struct tally_loader *ld)
+{
+	struct tally_conf *c = calloc(1, sizeof(*c));
+	size_t parsed;
+	struct stat st;
+
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->interval = 10.0;
+	c->shutdown_timeout = 5.0;
+	if (stat(path, &st) < 0) {
+		CONF_ERR(c, path, 0, "cannot read: %s", strerror(errno));
+		return c;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		/* a directory is a set of files, no main file */
+		if (conf_add_dir(c, path, true) < 0)
+			goto out_fail;
+		if (c->nfiles == 0)
+			CONF_ERR(c, path, 0, "no *.conf file in directory");
+	} else if (conf_add_file(c, path) < 0) {
+		goto out_fail;
+	}
+	for (size_t i = 0; i < c->nfiles; i++)
+		conf_parse(c, i);
+	if (!S_ISDIR(st.st_mode)) {
+		/* the main file names the include directory; default conf.d */
+		char dir[PATH_MAX], incpath[PATH_MAX];
+		const char *inc = NULL;
+
+		config_lookup_string(&c->cfgs[0], "global.include_dir", &inc);
+		snprintf(dir, sizeof(dir), "%s", path);
+		if (!inc)
+			snprintf(incpath, sizeof(incpath), "%s/conf.d",
+				 dirname(dir));
+		else if (inc[0] == '/')
+			snprintf(incpath, sizeof(incpath), "%s", inc);
+		else
+			snprintf(incpath, sizeof(incpath), "%s/%s",
+				 dirname(dir), inc);
+		parsed = c->nfiles;
+		if (conf_add_dir(c, incpath, inc != NULL) < 0)
+			goto out_fail;
+		for (size_t i = parsed; i < c->nfiles; i++)
+			conf_parse(c, i);
+	}
+	conf_global(c, ld);
+	for (size_t f = 0; f < c->nfiles; f++)
+		conf_sections_check(c, f);
+	for (enum tally_plugin_kind k = TALLY_KIND_INPUT; k <= TALLY_KIND_OUTPUT;
+	     k++) {
+		for (size_t f = 0; f < c->nfiles; f++)
+			conf_instances(c, ld, f, k);
+	}
+	for (size_t f = 0; f < c->nfiles; f++)
+		conf_pipelines(c, f);
+	for (size_t i = 0; i < c->ndecls; i++) {
+		if (!c->decls[i].used && c->decls[i].plugin)
+			CONF_WARN(c, c->decls[i].file, c->decls[i].line,
+				  "%s.%s is not used by any pipeline",
+				  kind_section(c->decls[i].kind),
+				  c->decls[i].name);
+	}
+	if (c->npipes == 0 && c->errors == 0)
+		CONF_WARN(c, path, 0, "no pipelines: nothing will be collected");
+	return c;
+out_fail:
+	tally_conf_free(c);
+	return NULL;
+}
+
+void tally_conf_free(struct tally_conf *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->ndecls; i++)
+		free(c->decls[i].name);
+	free(c->decls);
+	for (size_t i = 0; i < c->npipes; i++) {
+		free(c->pipes[i].name);
+		free(c->pipes[i].from);
+		free(c->pipes[i].through);
+		free(c->pipes[i].to);
+	}
+	free(c->pipes);
+	for (size_t i = 0; i < c->nfiles; i++) {
+		config_destroy(&c->cfgs[i]);
+		free(c->paths[i]);
+	}
+	free(c->cfgs);
+	free(c->paths);
+	free(c->log);
+	free(c->log_level);
+	free(c);
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/core-internal.h - what the core's files share; not for plugins
+ *
+ * Names here start with tally_ because libtally exports ^tally_ symbols and
+ * the unit tests link against it; they are still private: no plugin may
+ * call them and they change without an ABI bump.
+ */
+#ifndef TALLY_CORE_INTERNAL_H
+#define TALLY_CORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <libconfig.h>
+
+#include <tally/plugin.h>
+
+struct event;
+struct event_base;
+
+/* hashing (labels.c) */
+uint64_t tally_hash_bytes(uint64_t h, const void *data, size_t len);
+
+/* logging (log.c) */
+enum tally_log_target { TALLY_LOG_STDERR, TALLY_LOG_SYSLOG };
+void tally_log_setup(enum tally_log_target target, int level);
+int tally_log_level_parse(const char *s);
+/* "file:line: " prefixed configuration diagnostics, always to stderr */
+void tally_log_conf(int prio, const char *file, int line, const char *fmt,
+		    ...) __attribute__((format(printf, 4, 5)));
+
+/* loader.c */
+struct tally_loader;
+struct tally_loader *tally_loader_new(void);
+void tally_loader_free(struct tally_loader *ld);
+/* append a directory (or a colon-separated list) to the search path */
+int tally_loader_add_path(struct tally_loader *ld, const char *dirs);
+/* load plugin @name (cached); NULL with errno ENOENT, EINVAL (refused) */
+const struct tally_plugin *tally_loader_get(struct tally_loader *ld,
+					    const char *name);
+/* print every plugin of the search path; refused ones are logged */
+int tally_loader_list(struct tally_loader *ld, FILE *out);
+/* print one plugin's documentation */
+int tally_loader_describe(struct tally_loader *ld, const char *name,
+			  FILE *out);
+/* check a descriptor; 0, or -1 with a static reason in *why */
+int tally_plugin_check(const struct tally_plugin *p, const char *want_name,
+		       const char **why);
+
+/* options.c: applying option tables */
+int tally_options_defaults(const struct tally_option *opts, void *state,
+			   const char *what);
+int tally_options_set(const struct tally_option *opt, void *state,
+		      const config_setting_t *s, const char *file, int line,
+		      const char *what);
+void tally_options_free(const struct tally_option *opts, void *state);
+const struct tally_option *tally_options_find(const struct tally_option *opts,
+					      const char *name);
+const char *tally_options_type_name(enum tally_opt_type t);
+unsigned tally_edit_distance(const char *a, const char *b);
+
+/* config.c: the parsed, validated configuration */
+struct tally_conf_decl {
+	char *name;
+	enum tally_plugin_kind kind;
+	const struct tally_plugin *plugin;
+	const config_setting_t *setting;
+	const char *file;
+	int line;
+	bool used;
+	double interval;	/* inputs and filters; 0 = global */
+	int64_t queue_size;	/* outputs */
+};
+
+struct tally_conf_pipe {
+	char *name;
+	const char *file;
+	int line;
+	struct tally_conf_decl **from, **through, **to;
+	size_t nfrom, nthrough, nto;
+};
+
+struct tally_conf {
+	config_t *cfgs;		/* one libconfig tree per file */
+	char **paths;
+	size_t nfiles;
+	double interval;
+	double shutdown_timeout;
+	char *log;
+	char *log_level;
+	struct tally_conf_decl *decls;
+	size_t ndecls;
+	struct tally_conf_pipe *pipes;
+	size_t npipes;
+	unsigned errors, warnings;
+};
+
+/*
+ * Read @path (a file, then its include_dir; or a directory of *.conf) and
+ * validate everything. Problems are logged with file:line. Returns the
+ * configuration (check ->errors) or NULL with errno on a fatal error.
+ */
+struct tally_conf *tally_conf_load(const char *path,
+				   struct tally_loader *ld);
+void tally_conf_free(struct tally_conf *conf);
+
+/* instance.c / pipeline.c: the running graph */
+#define TALLY_MAX_DROP_REASONS 32
+
+struct tally_drop {
+	const char *reason;
+	uint64_t n;
+};
+
+struct tally_outq {
+	struct tally_batch **ring;
+	size_t cap, head, len;
+	bool busy;		/* write() said EAGAIN */
+	double backoff;		/* seconds until the next retry */
+	struct event *deliver;	/* activated to run write() */
+	struct event *retry;	/* backoff timer */
+};
+
+struct tally_pipeline;
+
+struct tally_instance {
+	const struct tally_plugin *plugin;
+	char *name;
+	char *label;		/* "plugin[name]" for logs */
+	void *state;
+	double interval;
+	struct tally_core *core;
+	bool initialized;
+
+	pthread_mutex_t stat_lock;
+	struct tally_drop drops[TALLY_MAX_DROP_REASONS];
+	size_t ndrops;
+	uint64_t records_in, records_out;
+	uint64_t reads, read_ns;
+
+	/* inputs */
+	struct tally_pipeline **pipes;
+	size_t npipes;
+	struct event *timer;
+	bool started;
+	/* blocking inputs: one worker thread */
+	pthread_t worker;
+	bool worker_running;
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;
+	bool wbusy, wgo, wstop;
+	struct tally_batch *wresult;
+	struct event *wdone;
+
+	/* filters: the pipeline this instance belongs to, and its place */
+	struct tally_pipeline *pipe;
+	size_t pos;
+
+	/* outputs */
+	struct tally_outq q;
+};
+
+struct tally_pipeline {
+	char *name;
+	struct tally_instance **filters;
+	size_t nfilters;
+	struct tally_instance **outputs;
+	size_t noutputs;
+};
+
+struct tally_core {
+	struct event_base *base;
+	struct tally_conf *conf;
+	struct tally_instance **insts;
+	size_t ninsts;
+	struct tally_pipeline *pipes;
+	size_t npipes;
+	struct tally_instance core_inst;	/* for drops counted with NULL */
+	bool stopping;
+	bool finished;
+	bool once;
+	struct event *sigs[4];
+	struct event *deadline;
+};
+
+struct tally_core *tally_core_new(struct tally_conf *conf, bool once);
+int tally_core_start(struct tally_core *core);
+int tally_core_run(struct tally_core *core);
+void tally_core_free(struct tally_core *core);
+struct tally_core *tally_core_current(void);
+
+/* record.c */
+void tally_batch_set_source(struct tally_batch *b, const char *source,
+			    double interval);
+
+/* modes (mode.c) */
+int tally_mode_setup(bool user);
+
+#endif /* TALLY_CORE_INTERNAL_H */

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/labels.c - interned label sets
+ *
+ * All label sets live in one hash table keyed by their content, so equal
+ * sets are one pointer. The table holds no reference: a set is removed when
+ * its last reference goes. Lookups take a reference only if the count is
+ * still non-zero; a set whose count reached zero is dying and is never
+ * handed out again, which is what makes the lock-free unref safe: only the
+ * thread that moved the count to zero frees it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tally/labels.h>
+
+#include "core-internal.h"
+
+#define LABELS_MAX_VARARGS 32
+
+struct tally_labels {
+	atomic_uint refs;
+	bool immortal;
+	uint32_t n;
+	uint64_t hash;
+	struct tally_labels *next; /* hash chain */
+	struct tally_label pairs[];
+	/* followed by the key and value strings */
+};
+
+static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tally_labels **labels_table;
+static size_t labels_nbuckets;
+static size_t labels_count;
+
+static struct tally_labels labels_empty_set = {
+	.immortal = true,
+	.hash = 0xcbf29ce484222325ull,
+};
+
+static int label_cmp(const void *a, const void *b)
+{
+	const struct tally_label *x = a, *y = b;
+
+	return strcmp(x->key, y->key);
+}
+
+uint64_t tally_hash_bytes(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	/* FNV-1a: short keys, good enough spread, no dependency */
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t labels_hash(const struct tally_label *pairs, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		/* include the NULs so ("ab","c") differs from ("a","bc") */
+		h = tally_hash_bytes(h, pairs[i].key, strlen(pairs[i].key) + 1);
+		h = tally_hash_bytes(h, pairs[i].value,
+				     strlen(pairs[i].value) + 1);
+	}
+	return h;
+}
+
+static bool labels_equal(const struct tally_labels *ls,
+			 const struct tally_label *pairs, size_t n)
+{
+	if (ls->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ls->pairs[i].key, pairs[i].key) ||
+		    strcmp(ls->pairs[i].value, pairs[i].value))
+			return false;
+	}
+	return true;
+}
+
+/* Called with labels_lock held. Failure to grow is harmless: chains lengthen. */
+static void labels_grow(void)
+{
+	size_t nb = labels_nbuckets ? labels_nbuckets * 2 : 256;
+	struct tally_labels **t = calloc(nb, sizeof(*t));
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < labels_nbuckets; i++) {
+		struct tally_labels *ls = labels_table[i], *next;
+
+		for (; ls; ls = next) {
+			next = ls->next;
+			ls->next = t[ls->hash & (nb - 1)];
+			t[ls->hash & (nb - 1)] = ls;
+		}
+	}
+	free(labels_table);
+	labels_table = t;
+	labels_nbuckets = nb;
+}
+
+static struct tally_labels *labels_alloc(const struct tally_label *pairs,
+					 size_t n, uint64_t hash)
+{
+	size_t strsize = 0;
+	struct tally_labels *ls;
+	char *p;
+
+	for (size_t i = 0; i < n; i++)
+		strsize += strlen(pairs[i].key) + strlen(pairs[i].value) + 2;
+	ls = malloc(sizeof(*ls) + n * sizeof(ls->pairs[0]) + strsize);
+	if (!ls)
+		return NULL;
+	atomic_init(&ls->refs, 1);
+	ls->immortal = false;
+	ls->n = (uint32_t)n;
+	ls->hash = hash;
+	ls->next = NULL;
+	p = (char *)&ls->pairs[n];
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = strlen(pairs[i].key) + 1;
+		size_t vl = strlen(pairs[i].value) + 1;
+
+		ls->pairs[i].key = memcpy(p, pairs[i].key, kl);
+		p += kl;
+		ls->pairs[i].value = memcpy(p, pairs[i].value, vl);
+		p += vl;
+	}
+	return ls;
+}
+
+/* Intern a sorted, validated array of pairs. */
+static struct tally_labels *labels_intern(const struct tally_label *pairs,
+					  size_t n)
+{
+	uint64_t hash;
+	struct tally_labels *ls, *found = NULL;
+	size_t b;
+
+	if (n == 0)
+		return &labels_empty_set;
+	hash = labels_hash(pairs, n);
+	pthread_mutex_lock(&labels_lock);
+	if (labels_count >= labels_nbuckets)
+		labels_grow();
+	if (!labels_nbuckets) {
+		pthread_mutex_unlock(&labels_lock);
+		errno = ENOMEM;
+		return NULL;
+	}
+	b = hash & (labels_nbuckets - 1);
+	for (ls = labels_table[b]; ls; ls = ls->next) {
+		unsigned r;
+
+		if (ls->hash != hash || !labels_equal(ls, pairs, n))
+			continue;
+		/* take a reference only if the set is not dying */
+		r = atomic_load(&ls->refs);
+		while (r && !atomic_compare_exchange_weak(&ls->refs, &r, r + 1))
+			;
+		if (r) {
+			found = ls;
+			break;
+		}
+	}
+	if (!found) {
+		found = labels_alloc(pairs, n, hash);
+		if (found) {
+			found->next = labels_table[b];
+			labels_table[b] = found;
+			labels_count++;
+		}
+	}
+	pthread_mutex_unlock(&labels_lock);
+	if (!found)
+		errno = ENOMEM;
+	return found;
+}
+
+struct tally_labels *tally_labels_new(const struct tally_label *pairs,
+				      size_t n)
+{
+	struct tally_label stackbuf[16], *sorted = stackbuf;
+	struct tally_labels *ls = NULL;
+
+	if (n && !pairs) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (n > sizeof(stackbuf) / sizeof(stackbuf[0])) {
+		sorted = malloc(n * sizeof(*sorted));
+		if (!sorted) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!pairs[i].key || !*pairs[i].key || !pairs[i].value) {
+			errno = EINVAL;
+			goto out;
+		}
+		sorted[i] = pairs[i];
+	}
+	qsort(sorted, n, sizeof(*sorted), label_cmp);
+	for (size_t i = 1; i < n; i++) {
+		if (!strcmp(sorted[i - 1].key, sorted[i].key)) {
+			errno = EINVAL;
+			goto out;
+		}
+	}
+	ls = labels_intern(sorted, n);
+out:
+	if (sorted != stackbuf)
+		free(sorted);
+	return ls;
+}
+
+struct tally_labels *tally_labels_newv(const char *key, ...)
+{
+	struct tally_label pairs[LABELS_MAX_VARARGS];
+	size_t n = 0;
+	va_list ap;
+
+	va_start(ap, key);
+	for (const char *k = key; k; k = va_arg(ap, const char *)) {
+		if (n == LABELS_MAX_VARARGS) {
+			va_end(ap);
+			errno = EINVAL;
+			return NULL;
+		}
+		pairs[n].key = k;
+		pairs[n].value = va_arg(ap, const char *);
+		n++;
+	}
+	va_end(ap);
+	return tally_labels_new(pairs, n);
+}
+
+struct tally_labels *tally_labels_with(const struct tally_labels *base,
+				       const char *key, const char *value)
+{
+	size_t n = tally_labels_count(base);
+	struct tally_label *pairs;
+	struct tally_labels *ls;
+	size_t j = 0;
+
+	if (!key || !*key || !value) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pairs = malloc((n + 1) * sizeof(*pairs));
+	if (!pairs) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(base->pairs[i].key, key))
+			pairs[j++] = base->pairs[i];
+	}
+	pairs[j].key = key;
+	pairs[j].value = value;
+	ls = tally_labels_new(pairs, j + 1);
+	free(pairs);
+	return ls;
+}
+
+struct tally_labels *tally_labels_ref(struct tally_labels *ls)
+{
+	if (ls && !ls->immortal)
+		atomic_fetch_add_explicit(&ls->refs, 1, memory_order_relaxed);
+	return ls;
+}
+
+void tally_labels_unref(struct tally_labels *ls)
+{
+	struct tally_labels **pp;
+
+	if (!ls || ls->immortal)
+		return;
+	if (atomic_fetch_sub_explicit(&ls->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_lock(&labels_lock);
+	pp = &labels_table[ls->hash & (labels_nbuckets - 1)];
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == ls) {
+			*pp = ls->next;
+			labels_count--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&labels_lock);
+	free(ls);
+}
+
+struct tally_labels *tally_labels_empty(void)
+{
+	return &labels_empty_set;
+}
+
+size_t tally_labels_count(const struct tally_labels *ls)
+{
+	return ls ? ls->n : 0;
+}
+
+const struct tally_label *tally_labels_at(const struct tally_labels *ls,
+					  size_t i)
+{
+	if (!ls || i >= ls->n)
+		return NULL;
+	return &ls->pairs[i];
+}
+
+const char *tally_labels_get(const struct tally_labels *ls, const char *key)
+{
+	if (!ls || !key)
+		return NULL;
+	for (size_t i = 0; i < ls->n; i++) {
+		int c = strcmp(ls->pairs[i].key, key);
+
+		if (c == 0)
+			return ls->pairs[i].value;
+		if (c > 0)
+			break;
+	}
+	return NULL;
+}
+
+uint64_t tally_labels_hash(const struct tally_labels *ls)
+{
+	return ls ? ls->hash : labels_empty_set.hash;
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/log.c - logging with per-source burst suppression, drop counters
+ *
+ * A broken peer can make a plugin log the same complaint thousands of times
+ * a second; that must not flood syslog nor cost the loop its time. Each
+ * (instance, format string) pair may log LOG_BURST lines per LOG_WINDOW
+ * seconds; the rest are counted, and the first line after the window says
+ * how many were suppressed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tally/log.h>
+
+#include "core-internal.h"
+
+#define LOG_BURST	5
+#define LOG_WINDOW	10	/* seconds */
+#define LOG_SLOTS	128
+
+struct log_slot {
+	const void *inst;
+	const char *fmt;
+	time_t window;
+	unsigned count;
+	unsigned suppressed;
+};
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static enum tally_log_target log_target = TALLY_LOG_STDERR;
+static int log_level = LOG_INFO;
+static struct log_slot log_slots[LOG_SLOTS];
+
+static const char *const log_prio_names[] = {
+	[LOG_EMERG] = "emerg",	 [LOG_ALERT] = "alert",
+	[LOG_CRIT] = "crit",	 [LOG_ERR] = "error",
+	[LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
+	[LOG_INFO] = "info",	 [LOG_DEBUG] = "debug",
+};
+
+void tally_log_setup(enum tally_log_target target, int level)
+{
+	pthread_mutex_lock(&log_lock);
+	if (target == TALLY_LOG_SYSLOG && log_target != TALLY_LOG_SYSLOG)
+		openlog("tallyd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	log_target = target;
+	log_level = level;
+	pthread_mutex_unlock(&log_lock);
+}
+
+int tally_log_level_parse(const char *s)
+{
+	for (int i = 0; i <= LOG_DEBUG; i++) {
+		if (!strcasecmp(s, log_prio_names[i]))
+			return i;
+	}
+	if (!strcasecmp(s, "err"))
+		return LOG_ERR;
+	if (!strcasecmp(s, "warn"))
+		return LOG_WARNING;
+	errno = EINVAL;
+	return -1;
+}
+
+static void log_emit(int prio, const char *prefix, const char *msg)
+{
+	if (log_target == TALLY_LOG_SYSLOG) {
+		syslog(prio, "%s%s", prefix, msg);
+		return;
+	}
+	fprintf(stderr, "tallyd: %s: %s%s\n", log_prio_names[prio & 7], prefix,
+		msg);
+}
+
+/* Returns how many earlier messages were suppressed, or -1 to suppress. */
+static long log_throttle(const void *inst, const char *fmt)
+{
+	size_t h = ((uintptr_t)inst >> 4) ^ ((uintptr_t)fmt >> 2);
+	struct log_slot *s = &log_slots[h % LOG_SLOTS];
+	time_t now = time(NULL);
+	long prev;
+
+	if (s->inst != inst || s->fmt != fmt) {
+		/* slot taken by another source: give it up (best effort) */
+		*s = (struct log_slot){ .inst = inst, .fmt = fmt, .window = now };
+	}
+	if (now - s->window >= LOG_WINDOW) {
+		prev = s->suppressed;
+		s->window = now;
+		s->count = 0;
+		s->suppressed = 0;
+	} else {
+		prev = 0;
+	}
+	if (++s->count > LOG_BURST) {
+		s->suppressed++;
+		return -1;
+	}
+	return prev;
+}
+
+void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
+		va_list ap)
+{
+	char msg[1024], prefix[160] = "";
+	long suppressed;
+
+	if (prio > log_level)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (inst && inst->label)
+		snprintf(prefix, sizeof(prefix), "%s: ", inst->label);
+	pthread_mutex_lock(&log_lock);
+	suppressed = log_throttle(inst, fmt);
+	if (suppressed > 0) {
+		char note[64];
+
+		snprintf(note, sizeof(note), "suppressed %ld similar messages",
+			 suppressed);
+		log_emit(prio, prefix, note);
+	}
+	if (suppressed >= 0)
+		log_emit(prio, prefix, msg);
+	pthread_mutex_unlock(&log_lock);
+}
+
+void tally_log(const struct tally_instance *inst, int prio, const char *fmt,
+	       ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tally_vlog(inst, prio, fmt, ap);
+	va_end(ap);
+}
+
+void tally_log_conf(int prio, const char *file, int line, const char *fmt,
+		    ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&log_lock);
+	if (file && line > 0)
+		fprintf(stderr, "%s:%d: %s: %s\n", file, line,
+			log_prio_names[prio & 7], msg);
+	else if (file)
+		fprintf(stderr, "%s: %s: %s\n", file, log_prio_names[prio & 7],
+			msg);
+	else
+		fprintf(stderr, "tallyd: %s: %s\n", log_prio_names[prio & 7],
+			msg);
+	pthread_mutex_unlock(&log_lock);
+}
+
+void tally_count_drop(struct tally_instance *inst, const char *reason,
+		      uint64_t n)
+{
+	struct tally_core *core = tally_core_current();
+	size_t i;
+
+	if (!inst) {
+		if (!core)
+			return;
+		inst = &core->core_inst;
+	}
+	pthread_mutex_lock(&inst->stat_lock);
+	for (i = 0; i < inst->ndrops; i++) {
+		if (inst->drops[i].reason == reason ||
+		    !strcmp(inst->drops[i].reason, reason))
+			break;
+	}
+	if (i == inst->ndrops) {
+		if (i == TALLY_MAX_DROP_REASONS) {
+			/* table full: fold into the last slot */
+			i--;
+			inst->drops[i].reason = "other";
+		} else {
+			inst->drops[i].reason = reason;
+			inst->drops[i].n = 0;
+			inst->ndrops++;
+		}
+	}
+	inst->drops[i].n += n;
+	pthread_mutex_unlock(&inst->stat_lock);
+}

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/options.c - option tables: defaults, type checks, storage, freeing
+ *
+ * The option table is the only place a plugin declares its configuration,
+ * so everything about turning a libconfig setting into a field of the
+ * plugin's state struct lives here, once.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tally/config.h>
+
+#include "core-internal.h"
+
+#define FIELD(state, opt, type) ((type *)((char *)(state) + (opt)->offset))
+
+const char *tally_options_type_name(enum tally_opt_type t)
+{
+	switch (t) {
+	case TALLY_OPT_T_STRING:
+		return "string";
+	case TALLY_OPT_T_INT:
+		return "integer";
+	case TALLY_OPT_T_DOUBLE:
+		return "number";
+	case TALLY_OPT_T_BOOL:
+		return "boolean";
+	case TALLY_OPT_T_LIST:
+		return "list of strings";
+	case TALLY_OPT_T_ENUM:
+		return "choice";
+	default:
+		return "?";
+	}
+}
+
+const struct tally_option *tally_options_find(const struct tally_option *opts,
+					      const char *name)
+{
+	for (; opts && opts->name; opts++) {
+		if (!strcmp(opts->name, name))
+			return opts;
+	}
+	return NULL;
+}
+
+unsigned tally_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned row[64], prev, tmp;
+
+	/* option names are short; anything longer is simply "far" */
+	if (la >= 64 || lb >= 64)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned best = prev + (a[i - 1] != b[j - 1]);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			tmp = row[j];
+			row[j] = best;
+			prev = tmp;
+		}
+	}
+	return row[lb];
+}
+
+static void list_free(struct tally_strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+/* Split a default like "eth0,ib0" into a list. */
+static int list_from_csv(struct tally_strlist *l, const char *csv)
+{
+	struct tally_strlist tmp = { 0 };
+	const char *p = csv;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		char **v = realloc(tmp.v, (tmp.n + 1) * sizeof(*v));
+
+		if (!v)
+			goto out_nomem;
+		tmp.v = v;
+		tmp.v[tmp.n] = strndup(p, len);
+		if (!tmp.v[tmp.n])
+			goto out_nomem;
+		tmp.n++;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	list_free(l);
+	*l = tmp;
+	return 0;
+out_nomem:
+	list_free(&tmp);
+	errno = ENOMEM;
+	return -1;
+}
+
+static int enum_index(const struct tally_option *o, const char *s)
+{
+	for (int i = 0; o->choices && o->choices[i]; i++) {
+		if (!strcmp(o->choices[i], s))
+			return i;
+	}
+	return -1;
+}
+
+static bool in_range(const struct tally_option *o, double v)
+{
+	return o->min > o->max || (v >= o->min && v <= o->max);
+}
+
+/* Store a value given as text (defaults). */
+static int option_from_text(const struct tally_option *o, void *state,
+			    const char *text)
+{
+	char *end, *s;
+	int idx;
+
+	switch (o->type) {
+	case TALLY_OPT_T_STRING:
+		s = strdup(text);
+		if (!s)
+			return -1;
+		free(*FIELD(state, o, char *));
+		*FIELD(state, o, char *) = s;
+		return 0;
+	case TALLY_OPT_T_INT:
+		errno = 0;
+		*FIELD(state, o, int64_t) = strtoll(text, &end, 0);
+		break;
+	case TALLY_OPT_T_DOUBLE:
+		errno = 0;
+		*FIELD(state, o, double) = strtod(text, &end);
+		break;
+	case TALLY_OPT_T_BOOL:
+		*FIELD(state, o, bool) = !strcmp(text, "true");
+		return 0;
+	case TALLY_OPT_T_LIST:
+		return list_from_csv(FIELD(state, o, struct tally_strlist),
+				     text);
+	case TALLY_OPT_T_ENUM:
+		idx = enum_index(o, text);
+		if (idx < 0)
+			goto out_inval;
+		*FIELD(state, o, int) = idx;
+		return 0;
+	default:
+		goto out_inval;
+	}
+	if (errno || *end)
+		goto out_inval;
+	return 0;
+out_inval:
+	errno = EINVAL;
+	return -1;
+}
+
+int tally_options_defaults(const struct tally_option *opts, void *state,
+			   const char *what)
+{
+	for (const struct tally_option *o = opts; o && o->name; o++) {
+		if (!o->def)
+			continue;
+		if (option_from_text(o, state, o->def) < 0) {
+			/* a plugin bug, caught the first time it is used */
+			tally_log_conf(LOG_ERR, NULL, 0,
+				       "%s: bad default '%s' for option '%s'",
+				       what, o->def, o->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int set_list(const struct tally_option *o, void *state,
+		    const config_setting_t *s, const char *file, int line,
+		    const char *what)
+{
+	struct tally_strlist tmp = { 0 };
+	int n;
+
+	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+		tmp.v = calloc(1, sizeof(char *));
+		if (!tmp.v || !(tmp.v[0] = strdup(config_setting_get_string(s))))
+			goto out_nomem;
+		tmp.n = 1;
+		goto out_store;
+	}
+	if (!config_setting_is_aggregate(s) ||
+	    config_setting_type(s) == CONFIG_TYPE_GROUP)
+		goto out_type;
+	n = config_setting_length(s);
+	tmp.v = calloc(n ? (size_t)n : 1, sizeof(char *));
+	if (!tmp.v)
+		goto out_nomem;
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, i);
+
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			list_free(&tmp);
+			goto out_type;
+		}
+		tmp.v[i] = strdup(config_setting_get_string(e));
+		if (!tmp.v[i])
+			goto out_nomem;
+		tmp.n++;
+	}
+out_store:
+	list_free(FIELD(state, o, struct tally_strlist));
+	*FIELD(state, o, struct tally_strlist) = tmp;
+	return 0;
+out_type:
+	tally_log_conf(LOG_ERR, file, line,
+		       "%s: option '%s' must be a string or a list of strings",
+		       what, o->name);
+	errno = EINVAL;
+	return -1;
+out_nomem:
+	list_free(&tmp);
+	errno = ENOMEM;
+	return -1;
+}
+
+int tally_options_set(const struct tally_option *o, void *state,
+		      const config_setting_t *s, const char *file, int line,
+		      const char *what)
+{
+	int type = config_setting_type(s);
+	long long iv;
+	double dv;
+	int idx;
+
+	switch (o->type) {
+	case TALLY_OPT_T_STRING:
+		if (type != CONFIG_TYPE_STRING)
+			break;
+		return option_from_text(o, state, config_setting_get_string(s));
+	case TALLY_OPT_T_INT:
+		if (type != CONFIG_TYPE_INT && type != CONFIG_TYPE_INT64)
+			break;
+		iv = config_setting_get_int64(s);
+		if (!in_range(o, (double)iv)) {
+			tally_log_conf(LOG_ERR, file, line,
+				       "%s: option '%s' = %lld is out of range "
+				       "[%.15g, %.15g]",
+				       what, o->name, iv, o->min, o->max);
+			errno = ERANGE;
+			return -1;
+		}
+		*FIELD(state, o, int64_t) = iv;
+		return 0;
+	case TALLY_OPT_T_DOUBLE:
+		if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64)
+			dv = (double)config_setting_get_int64(s);
+		else if (type == CONFIG_TYPE_FLOAT)
+			dv = config_setting_get_float(s);
+		else
+			break;
+		if (!isfinite(dv) || !in_range(o, dv)) {
+			tally_log_conf(LOG_ERR, file, line,
+				       "%s: option '%s' = %g is out of range "
+				       "[%.15g, %.15g]",
+				       what, o->name, dv, o->min, o->max);
+			errno = ERANGE;
+			return -1;
+		}
+		*FIELD(state, o, double) = dv;
+		return 0;
+	case TALLY_OPT_T_BOOL:
+		if (type != CONFIG_TYPE_BOOL)
+			break;
+		*FIELD(state, o, bool) = config_setting_get_bool(s);
+		return 0;
+	case TALLY_OPT_T_LIST:
+		return set_list(o, state, s, file, line, what);
+	case TALLY_OPT_T_ENUM:
+		if (type != CONFIG_TYPE_STRING)
+			break;
+		idx = enum_index(o, config_setting_get_string(s));
+		if (idx < 0) {
+			char choices[256] = "";
+
+			for (int i = 0; o->choices && o->choices[i]; i++) {
+				if (i)
+					strncat(choices, ", ",
+						sizeof(choices) -
+							strlen(choices) - 1);
+				strncat(choices, o->choices[i],
+					sizeof(choices) - strlen(choices) - 1);
+			}
+			tally_log_conf(LOG_ERR, file, line,
+				       "%s: option '%s' = \"%s\" is not one of: "
+				       "%s",
+				       what, o->name,
+				       config_setting_get_string(s), choices);
+			errno = EINVAL;
+			return -1;
+		}
+		*FIELD(state, o, int) = idx;
+		return 0;
+	default:
+		break;
+	}
+	tally_log_conf(LOG_ERR, file, line, "%s: option '%s' must be a %s", what,
+		       o->name, tally_options_type_name(o->type));
+	errno = EINVAL;
+	return -1;
+}
+
+void tally_options_free(const struct tally_option *opts, void *state)
+{
+	if (!state)
+		return;
+	for (const struct tally_option *o = opts; o && o->name; o++) {
+		if (o->type == TALLY_OPT_T_STRING) {
+			free(*FIELD(state, o, char *));
+			*FIELD(state, o, char *) = NULL;
+		} else if (o->type == TALLY_OPT_T_LIST) {
+			list_free(FIELD(state, o, struct tally_strlist));
+		}
+	}
+}
+
+bool tally_strlist_contains(const struct tally_strlist *list, const char *s)
+{
+	for (size_t i = 0; list && i < list->n; i++) {
+		if (!strcmp(list->v[i], s))
+			return true;
+	}
+	return false;
+}

@@ -1,0 +1,779 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/pipeline.c - the running graph: instances, pipelines, output queues
+ *
+ * Everything here runs on the event loop thread except the bodies of
+ * blocking inputs' reads, which run on one worker thread per such input
+ * and hand their batch back through an event (libevent is set up for
+ * pthreads, so event_active() from the worker is safe).
+ *
+ * Data flow: an input's batch enters each pipeline that names the input.
+ * The pipeline's own filter instances run in order; what comes out is
+ * pushed, shared by reference, onto the queue of each output. Outputs are
+ * written from their queue by a deferred event, so a slow output only
+ * fills its own queue (bounded; the oldest batch is dropped and counted)
+ * and never delays an input or another output.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "core-internal.h"
+
+#define RETRY_MIN	0.1	/* seconds, first retry of a busy output */
+#define RETRY_MAX	5.0	/* seconds, retry backoff cap */
+
+int tally_conf_fill_state(struct tally_conf *c, struct tally_conf_decl *d,
+			  void *state);
+
+static struct tally_core *current_core;
+
+struct tally_core *tally_core_current(void)
+{
+	return current_core;
+}
+
+/* Accessors of the public instance handle (tally/plugin.h). */
+
+const char *tally_instance_name(const struct tally_instance *inst)
+{
+	return inst->name;
+}
+
+const char *tally_instance_plugin(const struct tally_instance *inst)
+{
+	return inst->plugin ? inst->plugin->name : "core";
+}
+
+double tally_instance_interval(const struct tally_instance *inst)
+{
+	return inst->interval;
+}
+
+struct event_base *tally_instance_base(const struct tally_instance *inst)
+{
+	return inst->core ? inst->core->base : NULL;
+}
+
+static struct timeval tv_of(double s)
+{
+	struct timeval tv;
+
+	if (s < 0)
+		s = 0;
+	tv.tv_sec = (time_t)s;
+	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+	return tv;
+}
+
+/* Output queues */
+
+static void outq_schedule(struct tally_instance *o)
+{
+	if (o->q.len && !o->q.busy)
+		event_active(o->q.deliver, 0, 0);
+}
+
+static void outq_push(struct tally_instance *o, struct tally_batch *b)
+{
+	struct tally_outq *q = &o->q;
+
+	if (q->len == q->cap) {
+		/* full: the oldest data is the least useful, drop it */
+		struct tally_batch *old = q->ring[q->head];
+
+		tally_count_drop(o, "queue_full", tally_batch_count(old));
+		tally_log(o, LOG_WARNING,
+			  "queue full (%zu batches): dropping the oldest",
+			  q->cap);
+		tally_batch_unref(old);
+		q->head = (q->head + 1) % q->cap;
+		q->len--;
+	}
+	q->ring[(q->head + q->len) % q->cap] = b;
+	q->len++;
+	outq_schedule(o);
+}
+
+static void outq_deliver(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_instance *o = arg;
+	struct tally_outq *q = &o->q;
+	size_t budget = 64;	/* yield to the loop between bursts */
+
+	while (q->len && !q->busy && budget--) {
+		struct tally_batch *b = q->ring[q->head];
+		size_t n = tally_batch_count(b);
+		int r;
+
+		errno = 0;
+		r = o->plugin->output->write(o, o->state, b);
+		if (r < 0 && errno == EAGAIN) {
+			struct timeval tv = tv_of(q->backoff);
+
+			q->busy = true;
+			evtimer_add(q->retry, &tv);
+			q->backoff = fmin(q->backoff * 2, RETRY_MAX);
+			return;
+		}
+		q->ring[q->head] = NULL;
+		q->head = (q->head + 1) % q->cap;
+		q->len--;
+		if (r < 0) {
+			tally_count_drop(o, "write_error", n);
+			tally_log(o, LOG_WARNING,
+				  "write failed, %zu records dropped: %s", n,
+				  strerror(errno));
+		} else {
+			o->records_out += n;
+		}
+		q->backoff = RETRY_MIN;
+		tally_batch_unref(b);
+	}
+	outq_schedule(o);
+}
+
+static void outq_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_instance *o = arg;
+
+	o->q.busy = false;
+	outq_schedule(o);
+}
+
+void tally_output_ready(struct tally_instance *inst)
+{
+	if (inst->plugin->kind != TALLY_KIND_OUTPUT)
+		return;
+	evtimer_del(inst->q.retry);
+	inst->q.busy = false;
+	inst->q.backoff = RETRY_MIN;
+	outq_schedule(inst);
+}
+
+/* Pipelines */
+
+/* Run @b (a reference the callee consumes) from filter @from onwards. */
+static void pipe_run(struct tally_pipeline *p, size_t from,
+		     struct tally_batch *b)
+{
+	for (size_t i = from; i < p->nfilters && b; i++) {
+		struct tally_instance *f = p->filters[i];
+		struct tally_batch *out;
+		size_t n = tally_batch_count(b);
+
+		f->records_in += n;
+		errno = 0;
+		out = f->plugin->filter->process(f, f->state, b);
+		if (!out && errno)
+			tally_log(f, LOG_WARNING, "process failed: %s",
+				  strerror(errno));
+		tally_batch_unref(b);
+		b = out;
+		if (b)
+			f->records_out += tally_batch_count(b);
+	}
+	if (!b)
+		return;
+	if (tally_batch_count(b) == 0) {
+		tally_batch_unref(b);
+		return;
+	}
+	for (size_t i = 0; i < p->noutputs; i++) {
+		p->outputs[i]->records_in += tally_batch_count(b);
+		outq_push(p->outputs[i], tally_batch_ref(b));
+	}
+	tally_batch_unref(b);
+}
+
+int tally_emit(struct tally_instance *inst, struct tally_batch *b)
+{
+	if (!inst || !inst->plugin || inst->plugin->kind != TALLY_KIND_INPUT) {
+		tally_batch_unref(b);
+		errno = EINVAL;
+		return -1;
+	}
+	if (!b)
+		return 0;
+	tally_batch_set_source(b, inst->name, inst->interval);
+	inst->records_out += tally_batch_count(b);
+	if (tally_batch_count(b))
+		for (size_t i = 0; i < inst->npipes; i++)
+			pipe_run(inst->pipes[i], 0, tally_batch_ref(b));
+	tally_batch_unref(b);
+	return 0;
+}
+
+/* Filter ticks */
+
+static void filter_tick_once(struct tally_instance *f)
+{
+	struct tally_batch *b = tally_batch_new();
+
+	if (!b) {
+		tally_count_drop(f, "nomem", 1);
+		return;
+	}
+	tally_batch_set_source(b, f->name, f->interval);
+	if (f->plugin->filter->tick(f, f->state, b) < 0)
+		tally_log(f, LOG_WARNING, "tick failed: %s", strerror(errno));
+	f->records_out += tally_batch_count(b);
+	pipe_run(f->pipe, f->pos + 1, b);
+}
+
+/* Delay until the next wall-clock multiple of @interval seconds. */
+static struct timeval next_aligned(double interval)
+{
+	double now = (double)tally_now_ns() / 1e9;
+	double next = (floor(now / interval) + 1) * interval;
+
+	return tv_of(next - now);
+}
+
+static void filter_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_instance *f = arg;
+	struct timeval tv = next_aligned(f->interval);
+
+	filter_tick_once(f);
+	evtimer_add(f->timer, &tv);
+}
+
+/* Inputs */
+
+static void input_read_once(struct tally_instance *in)
+{
+	struct tally_batch *b = tally_batch_new();
+	int64_t t0 = tally_monotonic_ns();
+
+	if (!b) {
+		tally_count_drop(in, "nomem", 1);
+		return;
+	}
+	if (in->plugin->input->read(in, in->state, b) < 0)
+		tally_log(in, LOG_WARNING, "read failed: %s", strerror(errno));
+	in->reads++;
+	in->read_ns += (uint64_t)(tally_monotonic_ns() - t0);
+	tally_emit(in, b);
+}
+
+static void *input_worker(void *arg)
+{
+	struct tally_instance *in = arg;
+
+	pthread_mutex_lock(&in->wlock);
+	for (;;) {
+		struct tally_batch *b;
+		int64_t t0;
+
+		while (!in->wgo && !in->wstop)
+			pthread_cond_wait(&in->wcond, &in->wlock);
+		if (in->wstop)
+			break;
+		in->wgo = false;
+		pthread_mutex_unlock(&in->wlock);
+
+		t0 = tally_monotonic_ns();
+		b = tally_batch_new();
+		if (b && in->plugin->input->read(in, in->state, b) < 0)
+			tally_log(in, LOG_WARNING, "read failed: %s",
+				  strerror(errno));
+
+		pthread_mutex_lock(&in->wlock);
+		in->reads++;
+		in->read_ns += (uint64_t)(tally_monotonic_ns() - t0);
+		in->wresult = b;
+		event_active(in->wdone, 0, 0);
+	}
+	pthread_mutex_unlock(&in->wlock);
+	return NULL;
+}
+
+static void input_worker_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_instance *in = arg;
+	struct tally_batch *b;
+
+	pthread_mutex_lock(&in->wlock);
+	b = in->wresult;
+	in->wresult = NULL;
+	in->wbusy = false;
+	pthread_mutex_unlock(&in->wlock);
+	if (b && !in->core->stopping)
+		tally_emit(in, b);
+	else
+		tally_batch_unref(b);
+}
+
+static void input_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_instance *in = arg;
+	struct timeval tv = next_aligned(in->interval);
+
+	evtimer_add(in->timer, &tv);
+	if (!(in->plugin->input->flags & TALLY_INPUT_BLOCKING)) {
+		input_read_once(in);
+		return;
+	}
+	pthread_mutex_lock(&in->wlock);
+	if (in->wbusy) {
+		/* never queue reads behind a stuck one: skip this tick */
+		pthread_mutex_unlock(&in->wlock);
+		tally_count_drop(in, "read_overrun", 1);
+		tally_log(in, LOG_WARNING,
+			  "read still running after %.3g s: tick skipped",
+			  in->interval);
+		return;
+	}
+	in->wbusy = true;
+	in->wgo = true;
+	pthread_cond_signal(&in->wcond);
+	pthread_mutex_unlock(&in->wlock);
+}
+
+/* Building the graph */
+
+static struct tally_instance *inst_new(struct tally_core *core,
+				       struct tally_conf_decl *d,
+				       const char *pipe_name)
+{
+	struct tally_instance *inst = calloc(1, sizeof(*inst));
+	size_t len;
+
+	if (!inst)
+		return NULL;
+	inst->plugin = d->plugin;
+	inst->core = core;
+	inst->name = strdup(d->name);
+	len = strlen(d->plugin->name) + strlen(d->name) +
+	      (pipe_name ? strlen(pipe_name) + 1 : 0) + 3;
+	inst->label = malloc(len);
+	inst->state = calloc(1, d->plugin->state_size ? d->plugin->state_size
+						      : 1);
+	pthread_mutex_init(&inst->stat_lock, NULL);
+	if (!inst->name || !inst->label || !inst->state)
+		goto out_free;
+	if (pipe_name)
+		snprintf(inst->label, len, "%s[%s@%s]", d->plugin->name,
+			 d->name, pipe_name);
+	else
+		snprintf(inst->label, len, "%s[%s]", d->plugin->name, d->name);
+	inst->interval = d->interval > 0 ? d->interval : core->conf->interval;
+	if (tally_conf_fill_state(core->conf, d, inst->state) < 0)
+		goto out_free;
+	return inst;
+out_free:
+	tally_options_free(d->plugin->options, inst->state);
+	free(inst->state);
+	free(inst->label);
+	free(inst->name);
+	free(inst);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static int core_add(struct tally_core *core, struct tally_instance *inst)
+{
+	struct tally_instance **v;
+
+	v = realloc(core->insts, (core->ninsts + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	core->insts = v;
+	core->insts[core->ninsts++] = inst;
+	return 0;
+}
+
+static struct tally_instance *core_find(struct tally_core *core,
+					const struct tally_conf_decl *d)
+{
+	for (size_t i = 0; i < core->ninsts; i++) {
+		if (core->insts[i]->plugin->kind != TALLY_KIND_FILTER &&
+		    !strcmp(core->insts[i]->name, d->name))
+			return core->insts[i];
+	}
+	return NULL;
+}
+
+static int core_build(struct tally_core *core)
+{
+	struct tally_conf *c = core->conf;
+
+	/* inputs and outputs: one instance each, shared by pipelines */
+	for (size_t i = 0; i < c->ndecls; i++) {
+		struct tally_conf_decl *d = &c->decls[i];
+		struct tally_instance *inst;
+
+		if (d->kind == TALLY_KIND_FILTER || !d->used)
+			continue;
+		inst = inst_new(core, d, NULL);
+		if (!inst || core_add(core, inst) < 0)
+			return -1;
+		if (d->kind == TALLY_KIND_OUTPUT) {
+			inst->q.cap = (size_t)d->queue_size;
+			inst->q.ring = calloc(inst->q.cap, sizeof(*inst->q.ring));
+			inst->q.backoff = RETRY_MIN;
+			inst->q.deliver = event_new(core->base, -1, 0,
+						    outq_deliver, inst);
+			inst->q.retry = evtimer_new(core->base, outq_retry,
+						    inst);
+			if (!inst->q.ring || !inst->q.deliver || !inst->q.retry)
+				return -1;
+		}
+	}
+	core->pipes = calloc(c->npipes ? c->npipes : 1, sizeof(*core->pipes));
+	if (!core->pipes)
+		return -1;
+	core->npipes = c->npipes;
+	for (size_t i = 0; i < c->npipes; i++) {
+		struct tally_conf_pipe *cp = &c->pipes[i];
+		struct tally_pipeline *p = &core->pipes[i];
+
+		p->name = cp->name;
+		p->filters = calloc(cp->nthrough + 1, sizeof(*p->filters));
+		p->outputs = calloc(cp->nto + 1, sizeof(*p->outputs));
+		if (!p->filters || !p->outputs)
+			return -1;
+		/* each pipeline gets its own instance of every filter */
+		for (size_t j = 0; j < cp->nthrough; j++) {
+			struct tally_instance *f;
+
+			f = inst_new(core, cp->through[j], cp->name);
+			if (!f || core_add(core, f) < 0)
+				return -1;
+			f->pipe = p;
+			f->pos = j;
+			p->filters[p->nfilters++] = f;
+		}
+		for (size_t j = 0; j < cp->nto; j++)
+			p->outputs[p->noutputs++] = core_find(core, cp->to[j]);
+		for (size_t j = 0; j < cp->nfrom; j++) {
+			struct tally_instance *in = core_find(core,
+							      cp->from[j]);
+			struct tally_pipeline **v;
+
+			v = realloc(in->pipes, (in->npipes + 1) * sizeof(*v));
+			if (!v)
+				return -1;
+			in->pipes = v;
+			in->pipes[in->npipes++] = p;
+		}
+	}
+	return 0;
+}
+
+struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
+{
+	struct tally_core *core = calloc(1, sizeof(*core));
+
+	if (!core) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	core->conf = conf;
+	core->once = once;
+	core->core_inst.name = "tallyd";
+	pthread_mutex_init(&core->core_inst.stat_lock, NULL);
+	current_core = core;
+	if (evthread_use_pthreads() < 0)
+		goto out_free;
+	core->base = event_base_new();
+	if (!core->base)
+		goto out_free;
+	if (core_build(core) < 0) {
+		tally_log(NULL, LOG_ERR, "cannot build pipelines: %s",
+			  strerror(errno));
+		goto out_free;
+	}
+	return core;
+out_free:
+	tally_core_free(core);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* Shutdown: stop inputs, drain filters, flush outputs within a deadline. */
+
+static bool queues_empty(struct tally_core *core)
+{
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *o = core->insts[i];
+
+		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->q.len)
+			return false;
+	}
+	return true;
+}
+
+static void core_finish(struct tally_core *core)
+{
+	if (core->finished)
+		return;
+	core->finished = true;
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *o = core->insts[i];
+
+		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->initialized &&
+		    o->plugin->output->flush &&
+		    o->plugin->output->flush(o, o->state) < 0)
+			tally_log(o, LOG_WARNING, "flush failed: %s",
+				  strerror(errno));
+	}
+	event_base_loopexit(core->base, NULL);
+}
+
+static void core_drain_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_core *core = arg;
+	struct timeval tv = tv_of(0.01);
+
+	if (core->finished)
+		return;
+	if (queues_empty(core)) {
+		core_finish(core);
+		return;
+	}
+	event_base_once(core->base, -1, EV_TIMEOUT, core_drain_check, core,
+			&tv);
+}
+
+static void core_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_core *core = arg;
+	size_t left = 0;
+
+	if (core->finished)
+		return;
+
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *o = core->insts[i];
+
+		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->q.len) {
+			for (size_t k = 0; k < o->q.len; k++)
+				left += tally_batch_count(
+					o->q.ring[(o->q.head + k) % o->q.cap]);
+			tally_count_drop(o, "shutdown", left);
+			tally_log(o, LOG_WARNING,
+				  "shutdown deadline: %zu queued batches not "
+				  "delivered",
+				  o->q.len);
+		}
+	}
+	core_finish(core);
+}
+
+static void core_stop(struct tally_core *core)
+{
+	struct timeval dl = tv_of(core->conf->shutdown_timeout);
+
+	if (core->stopping)
+		return;
+	core->stopping = true;
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *in = core->insts[i];
+
+		if (in->plugin->kind != TALLY_KIND_INPUT)
+			continue;
+		if (in->timer)
+			evtimer_del(in->timer);
+		if (in->started && in->plugin->input->stop)
+			in->plugin->input->stop(in, in->state);
+	}
+	/* filters: a last tick so aggregated data is not lost */
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *f = core->insts[i];
+
+		if (f->plugin->kind != TALLY_KIND_FILTER || !f->initialized)
+			continue;
+		if (f->timer)
+			evtimer_del(f->timer);
+		if (f->plugin->filter->tick)
+			filter_tick_once(f);
+	}
+	core->deadline = evtimer_new(core->base, core_deadline, core);
+	if (core->deadline)
+		evtimer_add(core->deadline, &dl);
+	core_drain_check(-1, 0, core);
+}
+
+static void core_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct tally_core *core = arg;
+
+	if (sig == SIGHUP) {
+		tally_log(NULL, LOG_WARNING,
+			  "SIGHUP: configuration reload is not supported yet; "
+			  "restart tallyd to apply changes");
+		return;
+	}
+	tally_log(NULL, LOG_INFO, "%s: stopping",
+		  sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	core_stop(core);
+}
+
+int tally_core_start(struct tally_core *core)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+
+	/* init everything first: a failure must not leave half a daemon */
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *inst = core->insts[i];
+		int (*init)(struct tally_instance *, void *) =
+			inst->plugin->kind == TALLY_KIND_INPUT
+				? inst->plugin->input->init
+			: inst->plugin->kind == TALLY_KIND_FILTER
+				? inst->plugin->filter->init
+				: inst->plugin->output->init;
+
+		if (init && init(inst, inst->state) < 0) {
+			tally_log(inst, LOG_ERR, "init failed: %s",
+				  strerror(errno));
+			return -1;
+		}
+		inst->initialized = true;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	for (size_t i = 0; i < 3; i++) {
+		core->sigs[i] = evsignal_new(core->base, sigs[i], core_signal,
+					     core);
+		if (!core->sigs[i] || evsignal_add(core->sigs[i], NULL) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *inst = core->insts[i];
+		const struct tally_plugin *p = inst->plugin;
+		struct timeval tv;
+
+		if (p->kind == TALLY_KIND_FILTER && p->filter->tick &&
+		    !core->once) {
+			inst->timer = evtimer_new(core->base, filter_tick, inst);
+			if (!inst->timer)
+				return -1;
+			tv = next_aligned(inst->interval);
+			evtimer_add(inst->timer, &tv);
+		}
+		if (p->kind != TALLY_KIND_INPUT)
+			continue;
+		if (p->input->start && !core->once) {
+			if (p->input->start(inst, inst->state, core->base) < 0) {
+				tally_log(inst, LOG_ERR, "start failed: %s",
+					  strerror(errno));
+				return -1;
+			}
+			inst->started = true;
+		}
+		if (!p->input->read)
+			continue;
+		if (core->once) {
+			/* scripts and tests: one synchronous read each */
+			input_read_once(inst);
+			continue;
+		}
+		if (p->input->flags & TALLY_INPUT_BLOCKING) {
+			pthread_mutex_init(&inst->wlock, NULL);
+			pthread_cond_init(&inst->wcond, NULL);
+			inst->wdone = event_new(core->base, -1, 0,
+						input_worker_done, inst);
+			if (!inst->wdone ||
+			    pthread_create(&inst->worker, NULL, input_worker,
+					   inst)) {
+				errno = EAGAIN;
+				return -1;
+			}
+			inst->worker_running = true;
+		}
+		inst->timer = evtimer_new(core->base, input_tick, inst);
+		if (!inst->timer)
+			return -1;
+		tv = next_aligned(inst->interval);
+		evtimer_add(inst->timer, &tv);
+	}
+	if (core->once)
+		core_stop(core);
+	return 0;
+}
+
+int tally_core_run(struct tally_core *core)
+{
+	return event_base_dispatch(core->base) < 0 ? -1 : 0;
+}
+
+static void inst_free(struct tally_instance *inst)
+{
+	const struct tally_plugin *p = inst->plugin;
+	void (*fini)(struct tally_instance *, void *) =
+		p->kind == TALLY_KIND_INPUT    ? p->input->fini
+		: p->kind == TALLY_KIND_FILTER ? p->filter->fini
+					       : p->output->fini;
+
+	if (inst->worker_running) {
+		pthread_mutex_lock(&inst->wlock);
+		inst->wstop = true;
+		pthread_cond_signal(&inst->wcond);
+		pthread_mutex_unlock(&inst->wlock);
+		pthread_join(inst->worker, NULL);
+		tally_batch_unref(inst->wresult);
+	}
+	if (inst->initialized && fini)
+		fini(inst, inst->state);
+	if (inst->timer)
+		event_free(inst->timer);
+	if (inst->wdone)
+		event_free(inst->wdone);
+	if (p->kind == TALLY_KIND_OUTPUT) {
+		for (size_t k = 0; k < inst->q.len; k++)
+			tally_batch_unref(
+				inst->q.ring[(inst->q.head + k) % inst->q.cap]);
+		free(inst->q.ring);
+		if (inst->q.deliver)
+			event_free(inst->q.deliver);
+		if (inst->q.retry)
+			event_free(inst->q.retry);
+	}
+	tally_options_free(p->options, inst->state);
+	free(inst->state);
+	free(inst->pipes);
+	free(inst->label);
+	free(inst->name);
+	pthread_mutex_destroy(&inst->stat_lock);
+	free(inst);
+}
+
+void tally_core_free(struct tally_core *core)
+{
+	if (!core)
+		return;
+	/* outputs last: inputs and filters may still hold their batches */
+	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_OUTPUT; kind++) {
+		for (size_t i = 0; i < core->ninsts; i++) {
+			if ((int)core->insts[i]->plugin->kind == kind)
+				inst_free(core->insts[i]);
+		}
+	}
+	free(core->insts);
+	for (size_t i = 0; i < core->npipes; i++) {
+		free(core->pipes[i].filters);
+		free(core->pipes[i].outputs);
+	}
+	free(core->pipes);
+	for (size_t i = 0; i < 4; i++) {
+		if (core->sigs[i])
+			event_free(core->sigs[i]);
+	}
+	if (core->deadline)
+		event_free(core->deadline);
+	if (core->base)
+		event_base_free(core->base);
+	if (current_core == core)
+		current_core = NULL;
+	pthread_mutex_destroy(&core->core_inst.stat_lock);
+	free(core);
+}

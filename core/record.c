@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/record.c - batches: a record array plus an arena for what it points to
+ *
+ * One allocation per batch, not per record: strings and bucket arrays are
+ * carved out of arena chunks that are freed (or recycled) with the batch.
+ * Freed batches go to a small free list with their first chunk and record
+ * array kept, so an input that emits one batch per tick allocates nothing
+ * in steady state.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <tally/record.h>
+
+#include "core-internal.h"
+
+#define ARENA_CHUNK	4096
+#define FREELIST_MAX	64
+
+struct chunk {
+	struct chunk *next;
+	size_t size, used;
+	_Alignas(16) unsigned char data[];
+};
+
+struct tally_batch {
+	atomic_uint refs;
+	struct tally_record *recs;
+	size_t n, cap;
+	struct chunk *chunks;
+	const char *source;
+	double interval;
+	struct tally_batch *free_next;
+};
+
+static pthread_mutex_t freelist_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tally_batch *freelist;
+static size_t freelist_len;
+
+int64_t tally_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t tally_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct tally_batch *tally_batch_new(void)
+{
+	struct tally_batch *b = NULL;
+
+	pthread_mutex_lock(&freelist_lock);
+	if (freelist) {
+		b = freelist;
+		freelist = b->free_next;
+		freelist_len--;
+	}
+	pthread_mutex_unlock(&freelist_lock);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	atomic_init(&b->refs, 1);
+	b->source = "";
+	b->interval = 0;
+	b->free_next = NULL;
+	return b;
+}
+
+struct tally_batch *tally_batch_ref(struct tally_batch *b)
+{
+	if (b)
+		atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+	return b;
+}
+
+static void batch_destroy(struct tally_batch *b)
+{
+	struct chunk *c, *next;
+
+	for (c = b->chunks; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(b->recs);
+	free(b);
+}
+
+void tally_batch_unref(struct tally_batch *b)
+{
+	struct chunk *c, *next;
+
+	if (!b)
+		return;
+	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	for (size_t i = 0; i < b->n; i++) {
+		struct tally_record *r = &b->recs[i];
+
+		if (r->kind == TALLY_REC_METRIC)
+			tally_labels_unref(r->metric.labels);
+		else if (r->kind == TALLY_REC_SPAN)
+			tally_labels_unref(r->span.attrs);
+	}
+	b->n = 0;
+	/* keep one chunk (the last in the list is the first allocated) */
+	for (c = b->chunks; c && c->next; c = next) {
+		next = c->next;
+		free(c);
+	}
+	b->chunks = c;
+	if (c)
+		c->used = 0;
+	pthread_mutex_lock(&freelist_lock);
+	if (freelist_len < FREELIST_MAX && b->cap <= 65536) {
+		b->free_next = freelist;
+		freelist = b;
+		freelist_len++;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&freelist_lock);
+	if (b)
+		batch_destroy(b);
+}
+
+size_t tally_batch_count(const struct tally_batch *b)
+{
+	return b ? b->n : 0;
+}
+
+const struct tally_record *tally_batch_at(const struct tally_batch *b,
+					  size_t i)
+{
+	if (!b || i >= b->n)
+		return NULL;
+	return &b->recs[i];
+}
+
+const char *tally_batch_source(const struct tally_batch *b)
+{
+	return b && b->source ? b->source : "";
+}
+
+double tally_batch_interval(const struct tally_batch *b)
+{
+	return b ? b->interval : 0;
+}
+
+void tally_batch_set_source(struct tally_batch *b, const char *source,
+			    double interval)
+{
+	/* the instance name outlives every batch it emits */
+	if (!b->source || !*b->source) {
+		b->source = source;
+		b->interval = interval;
+	}
+}
+
+void *tally_batch_alloc(struct tally_batch *b, size_t size)
+{
+	struct chunk *c = b->chunks;
+	size_t need = (size + 15) & ~(size_t)15;
+
+	if (need < size) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!c || c->size - c->used < need) {
+		size_t csize = need > ARENA_CHUNK ? need : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + csize);
+		if (!c) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		c->size = csize;
+		c->used = 0;
+		c->next = b->chunks;
+		b->chunks = c;
+	}
+	c->used += need;
+	return c->data + c->used - need;
+}
+
+const char *tally_batch_strdup(struct tally_batch *b, const char *s)
+{
+	size_t len = strlen(s) + 1;
+	char *p = tally_batch_alloc(b, len);
+
+	if (p)
+		memcpy(p, s, len);
+	return p;
+}
+
+struct tally_record *tally_batch_append(struct tally_batch *b)
+{
+	struct tally_record *r;
+
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		struct tally_record *recs;
+
+		recs = realloc(b->recs, cap * sizeof(*recs));
+		if (!recs) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		b->recs = recs;
+		b->cap = cap;
+	}
+	r = &b->recs[b->n++];
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/* Append a metric record with name, help and labels set; NULL/errno. */
+static struct tally_record *batch_add_common(struct tally_batch *b,
+					     enum tally_metric_type type,
+					     const char *name, const char *help,
+					     struct tally_labels *labels,
+					     int64_t ts_ns)
+{
+	const char *n, *h = NULL;
+	struct tally_record *r;
+
+	if (!name || !*name) {
+		errno = EINVAL;
+		return NULL;
+	}
+	n = tally_batch_strdup(b, name);
+	if (n && help)
+		h = tally_batch_strdup(b, help);
+	if (!n || (help && !h))
+		return NULL;
+	r = tally_batch_append(b);
+	if (!r)
+		return NULL;
+	r->kind = TALLY_REC_METRIC;
+	r->ts_ns = ts_ns ? ts_ns : tally_now_ns();
+	r->metric.name = n;
+	r->metric.help = h;
+	r->metric.type = type;
+	r->metric.labels = tally_labels_ref(labels ? labels
+						   : tally_labels_empty());
+	return r;
+}
+
+int tally_batch_add_metric(struct tally_batch *b, enum tally_metric_type type,
+			   const char *name, const char *help,
+			   struct tally_labels *labels, double value,
+			   int64_t ts_ns)
+{
+	struct tally_record *r;
+
+	if (type != TALLY_COUNTER && type != TALLY_GAUGE && type != TALLY_INFO) {
+		errno = EINVAL;
+		return -1;
+	}
+	r = batch_add_common(b, type, name, help, labels, ts_ns);
+	if (!r)
+		return -1;
+	r->metric.value = value;
+	return 0;
+}
+
+int tally_batch_add_histogram(struct tally_batch *b, const char *name,
+			      const char *help, struct tally_labels *labels,
+			      const struct tally_bucket *buckets, size_t n,
+			      uint64_t count, double sum, int64_t ts_ns)
+{
+	bool add_inf = n == 0 || !isinf(buckets[n - 1].le);
+	struct tally_bucket *copy;
+	struct tally_record *r;
+
+	for (size_t i = 0; i < n; i++) {
+		if (isnan(buckets[i].le) ||
+		    (i && (buckets[i].le <= buckets[i - 1].le ||
+			   buckets[i].count < buckets[i - 1].count)) ||
+		    buckets[i].count > count) {
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	copy = tally_batch_alloc(b, (n + add_inf) * sizeof(*copy));
+	if (!copy)
+		return -1;
+	if (n)
+		memcpy(copy, buckets, n * sizeof(*copy));
+	if (add_inf)
+		copy[n] = (struct tally_bucket){ .le = INFINITY, .count = count };
+	r = batch_add_common(b, TALLY_HISTOGRAM, name, help, labels, ts_ns);
+	if (!r)
+		return -1;
+	r->metric.count = count;
+	r->metric.sum = sum;
+	r->metric.n = n + add_inf;
+	r->metric.buckets = copy;
+	return 0;
+}
+
+int tally_batch_add_summary(struct tally_batch *b, const char *name,
+			    const char *help, struct tally_labels *labels,
+			    const struct tally_quantile *quantiles, size_t n,
+			    uint64_t count, double sum, int64_t ts_ns)
+{
+	struct tally_quantile *copy = NULL;
+	struct tally_record *r;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!(quantiles[i].q >= 0 && quantiles[i].q <= 1) ||
+		    (i && quantiles[i].q <= quantiles[i - 1].q)) {
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	if (n) {
+		copy = tally_batch_alloc(b, n * sizeof(*copy));
+		if (!copy)
+			return -1;
+		memcpy(copy, quantiles, n * sizeof(*copy));
+	}
+	r = batch_add_common(b, TALLY_SUMMARY, name, help, labels, ts_ns);
+	if (!r)
+		return -1;
+	r->metric.count = count;
+	r->metric.sum = sum;
+	r->metric.n = n;
+	r->metric.quantiles = copy;
+	return 0;
+}
+
+int tally_batch_add_span(struct tally_batch *b, const struct tally_span *span,
+			 int64_t ts_ns)
+{
+	struct tally_record *r;
+
+	if (!span || !span->trace || !span->name ||
+	    (span->phase != TALLY_SPAN_BEGIN && span->phase != TALLY_SPAN_END)) {
+		errno = EINVAL;
+		return -1;
+	}
+	r = tally_batch_copy_record(
+		b, &(struct tally_record){ .kind = TALLY_REC_SPAN,
+					   .ts_ns = ts_ns ? ts_ns
+							  : tally_now_ns(),
+					   .span = *span });
+	return r ? 0 : -1;
+}
+
+struct tally_record *tally_batch_copy_record(struct tally_batch *b,
+					     const struct tally_record *rec)
+{
+	struct tally_record tmp = *rec, *r;
+
+	if (rec->kind == TALLY_REC_METRIC) {
+		struct tally_metric *m = &tmp.metric;
+		size_t esize = m->type == TALLY_HISTOGRAM ? sizeof(*m->buckets)
+			       : m->type == TALLY_SUMMARY ? sizeof(*m->quantiles)
+							  : 0;
+
+		m->name = tally_batch_strdup(b, rec->metric.name);
+		if (!m->name)
+			return NULL;
+		if (rec->metric.help) {
+			m->help = tally_batch_strdup(b, rec->metric.help);
+			if (!m->help)
+				return NULL;
+		}
+		if (esize && m->n) {
+			void *arr = tally_batch_alloc(b, esize * m->n);
+
+			if (!arr)
+				return NULL;
+			memcpy(arr, rec->metric.buckets, esize * m->n);
+			m->buckets = arr;
+		}
+		m->labels = rec->metric.labels ? rec->metric.labels
+					       : tally_labels_empty();
+	} else if (rec->kind == TALLY_REC_SPAN) {
+		struct tally_span *s = &tmp.span;
+
+		s->trace = tally_batch_strdup(b, rec->span.trace);
+		s->name = tally_batch_strdup(b, rec->span.name);
+		s->src.host = tally_batch_strdup(
+			b, rec->span.src.host ? rec->span.src.host : "");
+		if (!s->trace || !s->name || !s->src.host)
+			return NULL;
+		s->attrs = rec->span.attrs ? rec->span.attrs
+					   : tally_labels_empty();
+	} else {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = tally_batch_append(b);
+	if (!r)
+		return NULL;
+	*r = tmp;
+	if (r->kind == TALLY_REC_METRIC)
+		tally_labels_ref(r->metric.labels);
+	else
+		tally_labels_ref(r->span.attrs);
+	return r;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/tallyd.c - the tallyd command line
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core-internal.h"
+
+#ifndef TALLY_SYSCONFDIR
+#define TALLY_SYSCONFDIR "/etc/tally"
+#endif
+
+int tally_runtime_dir_create(void);
+
+enum {
+	OPT_CHECK = 256,
+	OPT_LIST,
+	OPT_DESCRIBE,
+	OPT_PLUGIN_DIR,
+	OPT_ONCE,
+	OPT_VERSION,
+};
+
+static const struct option tallyd_longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "user", no_argument, NULL, 'u' },
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "check-config", no_argument, NULL, OPT_CHECK },
+	{ "list-plugins", no_argument, NULL, OPT_LIST },
+	{ "describe", required_argument, NULL, OPT_DESCRIBE },
+	{ "plugin-dir", required_argument, NULL, OPT_PLUGIN_DIR },
+	{ "once", no_argument, NULL, OPT_ONCE },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void tallyd_usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: tallyd [OPTION]...\n"
+		"Collect host, GPU and application-trace telemetry through "
+		"configured pipelines.\n\n"
+		"  -c, --config=PATH      configuration file (its conf.d is "
+		"read too) or a\n"
+		"                         directory of *.conf files\n"
+		"                         (default: %s/tally.conf;\n"
+		"                         with --user: "
+		"~/.config/tally/tally.conf)\n"
+		"  -u, --user             run as a user (per-job) collector\n"
+		"  -f, --foreground       do not detach; log to stderr\n"
+		"      --check-config     validate the configuration and exit\n"
+		"      --once             run every input once, flush every "
+		"output, exit\n"
+		"      --list-plugins     list the plugins found and exit\n"
+		"      --describe=NAME    document plugin NAME's options and "
+		"exit\n"
+		"      --plugin-dir=DIR   search DIR for plugins first "
+		"(repeatable)\n"
+		"      --version          print the version and exit\n"
+		"  -h, --help             print this help and exit\n\n"
+		"Plugin search path: --plugin-dir, TALLY_PLUGIN_PATH, "
+		"global.plugin_path, %s.\n"
+		"See tallyd(8) and tally.conf(5).\n",
+		TALLY_SYSCONFDIR, TALLY_PLUGINDIR);
+}
+
+static const char *default_config(bool user, char *buf, size_t len)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+
+	if (!user)
+		return TALLY_SYSCONFDIR "/tally.conf";
+	if (xdg && *xdg)
+		snprintf(buf, len, "%s/tally/tally.conf", xdg);
+	else
+		snprintf(buf, len, "%s/.config/tally/tally.conf",
+			 home ? home : ".");
+	return buf;
+}
+
+int main(int argc, char **argv)
+{
+	bool user = false, foreground = false, check = false, once = false;
+	bool list = false;
+	const char *config = NULL, *describe = NULL, *env;
+	char cfgbuf[PATH_MAX];
+	struct tally_loader *ld;
+	struct tally_conf *conf = NULL;
+	struct tally_core *core = NULL;
+	int opt, ret = 1;
+
+	ld = tally_loader_new();
+	if (!ld) {
+		fprintf(stderr, "tallyd: cannot initialise libltdl\n");
+		return 1;
+	}
+	while ((opt = getopt_long(argc, argv, "c:ufh", tallyd_longopts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'u':
+			user = true;
+			break;
+		case 'f':
+			foreground = true;
+			break;
+		case OPT_CHECK:
+			check = true;
+			break;
+		case OPT_LIST:
+			list = true;
+			break;
+		case OPT_DESCRIBE:
+			describe = optarg;
+			break;
+		case OPT_PLUGIN_DIR:
+			tally_loader_add_path(ld, optarg);
+			break;
+		case OPT_ONCE:
+			once = true;
+			break;
+		case OPT_VERSION:
+			printf("tallyd %s (plugin ABI %d)\n", PACKAGE_VERSION,
+			       TALLY_PLUGIN_ABI);
+			ret = 0;
+			goto out;
+		case 'h':
+			tallyd_usage(stdout);
+			ret = 0;
+			goto out;
+		default:
+			tallyd_usage(stderr);
+			ret = 2;
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "tallyd: unexpected argument '%s'\n",
+			argv[optind]);
+		tallyd_usage(stderr);
+		ret = 2;
+		goto out;
+	}
+	env = getenv("TALLY_PLUGIN_PATH");
+	if (env)
+		tally_loader_add_path(ld, env);
+	tally_mode_setup(user);
+
+	if (list) {
+		ret = tally_loader_list(ld, stdout) < 0 ? 1 : 0;
+		goto out;
+	}
+	if (describe) {
+		if (tally_loader_describe(ld, describe, stdout) < 0) {
+			fprintf(stderr,
+				"tallyd: no plugin named '%s' in the plugin "
+				"path\n",
+				describe);
+			ret = 1;
+		} else {
+			ret = 0;
+		}
+		goto out;
+	}
+
+	if (!config)
+		config = default_config(user, cfgbuf, sizeof(cfgbuf));
+	conf = tally_conf_load(config, ld);
+	if (!conf) {
+		fprintf(stderr, "tallyd: %s: %s\n", config, strerror(errno));
+		goto out;
+	}
+	if (check || conf->errors) {
+		fprintf(stderr, "%s: %u error%s, %u warning%s\n", config,
+			conf->errors, conf->errors == 1 ? "" : "s",
+			conf->warnings, conf->warnings == 1 ? "" : "s");
+		ret = conf->errors ? 1 : 0;
+		goto out;
+	}
+
+	tally_log_setup(conf->log && !strcmp(conf->log, "syslog")
+				? TALLY_LOG_SYSLOG
+				: TALLY_LOG_STDERR,
+			conf->log_level ? tally_log_level_parse(conf->log_level)
+					: LOG_INFO);
+	if (!foreground && !once) {
+		if (!conf->log)
+			tally_log_setup(TALLY_LOG_SYSLOG,
+					conf->log_level
+						? tally_log_level_parse(
+							  conf->log_level)
+						: LOG_INFO);
+		if (daemon(0, 0) < 0) {
+			tally_log(NULL, LOG_ERR, "cannot detach: %s",
+				  strerror(errno));
+			goto out;
+		}
+	}
+	if (!once && tally_runtime_dir_create() < 0)
+		goto out;
+	core = tally_core_new(conf, once);
+	if (!core)
+		goto out;
+	if (tally_core_start(core) < 0)
+		goto out;
+	tally_log(NULL, LOG_INFO, "started: %zu instances, %zu pipelines",
+		  core->ninsts, core->npipes);
+	if (tally_core_run(core) < 0)
+		goto out;
+	tally_log(NULL, LOG_INFO, "stopped");
+	ret = 0;
+out:
+	tally_core_free(core);
+	tally_conf_free(conf);
+	tally_loader_free(ld);
+	return ret;
+}

@@ -1,1 +1,54 @@
-# t/local.mk: rules for this part of the tree (included from Makefile.am)
+# t/local.mk: the test harness (included from Makefile.am)
+#
+# Every test is a .t file speaking TAP: C unit tests (check_PROGRAMS named
+# t/unit/NAME.t, linked with t/unit/libtap.la) and sharness scripts
+# (t/tNNNN-name.t, executable, #!/bin/sh). automake's tap-driver.sh reads
+# them all. Shell tests run from any build directory: they find their
+# sources through SHARNESS_TEST_SRCDIR and write only under the build
+# tree's t/ (their trash directories), so `make distcheck` works with a
+# read-only source tree.
+
+TEST_EXTENSIONS = .t
+T_LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) \
+	$(top_srcdir)/config/tap-driver.sh
+LOG_DRIVER = $(T_LOG_DRIVER)
+
+# Paths are absolute: sharness scripts cd into their trash directory.
+# SHARNESS_TEST_DIRECTORY puts the trash directories in the build tree's
+# t/; HARNESS_ACTIVE stops sharness writing a test-results/ directory.
+AM_TESTS_ENVIRONMENT = \
+	top_srcdir='$(abs_top_srcdir)'; export top_srcdir; \
+	top_builddir='$(abs_top_builddir)'; export top_builddir; \
+	TALLYD='$(abs_top_builddir)/core/tallyd'; export TALLYD; \
+	TALLY_PLUGIN_PATH='$(abs_top_builddir)/plugins/input:$(abs_top_builddir)/plugins/filter:$(abs_top_builddir)/plugins/output:$(abs_top_builddir)/t/plugins'; \
+	export TALLY_PLUGIN_PATH; \
+	PYTHON3='$(PYTHON3)'; export PYTHON3; \
+	PROMTOOL='$(PROMTOOL)'; export PROMTOOL; \
+	PROMETHEUS='$(PROMETHEUS)'; export PROMETHEUS; \
+	SHARNESS_TEST_SRCDIR='$(abs_top_srcdir)/t'; export SHARNESS_TEST_SRCDIR; \
+	SHARNESS_TEST_DIRECTORY='$(abs_top_builddir)/t'; \
+	export SHARNESS_TEST_DIRECTORY; \
+	HARNESS_ACTIVE=t; export HARNESS_ACTIVE; \
+	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}; \
+	export UBSAN_OPTIONS; \
+	$(MKDIR_P) '$(abs_top_builddir)/t';
+
+# The TAP library of the C unit tests (t/unit/tap.h).
+check_LTLIBRARIES += t/unit/libtap.la
+t_unit_libtap_la_SOURCES = t/unit/tap.c t/unit/tap.h
+t_unit_libtap_la_LIBADD = $(PTHREAD_LIBS) -lm
+
+# The TAP library's own test: passes, and checks its failure output in a
+# child process.
+check_PROGRAMS += t/unit/tap.t
+t_unit_tap_t_SOURCES = t/unit/tap-selftest.c
+t_unit_tap_t_LDADD = t/unit/libtap.la
+TESTS += t/unit/tap.t
+
+EXTRA_DIST += t/lib/tally.sh
+
+# Trash directories of failed shell tests (passing ones remove their own).
+clean-local: clean-local-t
+clean-local-t:
+	-rm -rf '$(top_builddir)/t/trash directory.'*
+.PHONY: clean-local-t

@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: MIT
+/*
+ * t/unit/tap.c - the TAP library of the C unit tests (see tap.h)
+ *
+ * Output follows TAP version 12 as automake's tap-driver.sh reads it:
+ * "1..N" once, "ok N - desc" / "not ok N - desc", "ok N # skip reason",
+ * "# ..." diagnostics and "Bail out! reason".
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+
+/* No plan() yet: NO_PLAN is assumed, but a second plan() is still caught. */
+#define PLAN_UNSET (-2)
+
+static pthread_mutex_t tap_lock = PTHREAD_MUTEX_INITIALIZER;
+static int tap_planned = PLAN_UNSET;
+static int tap_run;	/* tests numbered so far, skips included */
+static int tap_failed;	/* "not ok" lines printed */
+static int tap_done;	/* done_testing() already called */
+
+static void tap_setup(void)
+{
+	static int done;
+
+	if (done)
+		return;
+	done = 1;
+	/*
+	 * Line-buffered stdout: the log then shows each TAP line next to
+	 * whatever the code under test printed to stderr at that moment.
+	 */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/*
+ * Format a description into @buf as one TAP-safe line: a newline would
+ * end the line early and a bare '#' would start a directive, so newlines
+ * become spaces and '#' becomes "\#" (TAP's escape).
+ */
+static void tap_vdesc(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	char raw[512];
+	size_t i, o = 0;
+
+	if (!fmt) {
+		buf[0] = '\0';
+		return;
+	}
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	for (i = 0; raw[i] && o + 2 < len; i++) {
+		if (raw[i] == '#')
+			buf[o++] = '\\';
+		buf[o++] = raw[i] == '\n' || raw[i] == '\r' ? ' ' : raw[i];
+	}
+	buf[o] = '\0';
+}
+
+/* Print @text as "# " lines; callers hold tap_lock. */
+static void tap_diag_locked(const char *text)
+{
+	const char *p = text;
+
+	do {
+		const char *nl = strchr(p, '\n');
+		int n = nl ? (int)(nl - p) : (int)strlen(p);
+
+		printf("# %.*s\n", n, p);
+		p = nl ? nl + 1 : NULL;
+	} while (p && *p);
+}
+
+/*
+ * Print one result line and, for a failure, where it was; returns @cond.
+ * Callers hold tap_lock so a result and its diagnostics stay together.
+ */
+static int tap_result_locked(const char *file, int line, int cond,
+			     const char *desc)
+{
+	tap_setup();
+	tap_run++;
+	printf("%sok %d%s%s\n", cond ? "" : "not ", tap_run,
+	       desc[0] ? " - " : "", desc);
+	if (!cond) {
+		tap_failed++;
+		if (desc[0])
+			printf("#   Failed test '%s'\n#   at %s line %d.\n",
+			       desc, file, line);
+		else
+			printf("#   Failed test at %s line %d.\n", file, line);
+	}
+	return cond;
+}
+
+void plan(int n)
+{
+	pthread_mutex_lock(&tap_lock);
+	if (tap_planned != PLAN_UNSET && tap_planned != NO_PLAN) {
+		pthread_mutex_unlock(&tap_lock);
+		bail_out("plan() called twice");
+	}
+	if (n <= 0 && n != NO_PLAN) {
+		pthread_mutex_unlock(&tap_lock);
+		bail_out("plan(%d): use a positive count, NO_PLAN or skip_all()",
+			 n);
+	}
+	tap_setup();
+	tap_planned = n;
+	if (n != NO_PLAN)
+		printf("1..%d\n", n);
+	pthread_mutex_unlock(&tap_lock);
+}
+
+void skip_all(const char *fmt, ...)
+{
+	char reason[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	tap_vdesc(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	printf("1..0 # SKIP %s\n", reason);
+	fflush(stdout);
+	exit(0);
+}
+
+int tap_ok_(const char *file, int line, int cond, const char *fmt, ...)
+{
+	char desc[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	tap_vdesc(desc, sizeof(desc), fmt, ap);
+	va_end(ap);
+
+	pthread_mutex_lock(&tap_lock);
+	tap_result_locked(file, line, cond, desc);
+	pthread_mutex_unlock(&tap_lock);
+	return cond;
+}
+
+int tap_is_(const char *file, int line, const char *got, const char *want,
+	    const char *fmt, ...)
+{
+	char desc[1024];
+	va_list ap;
+	int pass;
+
+	if (!got || !want)
+		pass = got == want;
+	else
+		pass = strcmp(got, want) == 0;
+
+	va_start(ap, fmt);
+	tap_vdesc(desc, sizeof(desc), fmt, ap);
+	va_end(ap);
+
+	pthread_mutex_lock(&tap_lock);
+	if (!tap_result_locked(file, line, pass, desc)) {
+		/* Quotes show leading/trailing blanks; NULL stands bare. */
+		printf("#          got: %s%s%s\n", got ? "'" : "",
+		       got ? got : "NULL", got ? "'" : "");
+		printf("#     expected: %s%s%s\n", want ? "'" : "",
+		       want ? want : "NULL", want ? "'" : "");
+	}
+	pthread_mutex_unlock(&tap_lock);
+	return pass;
+}
+
+/*
+ * Integers print without an exponent (counters are easier to compare that
+ * way); anything else with 17 significant digits, enough to tell any two
+ * doubles apart.
+ */
+static void tap_fmt_num(char *buf, size_t len, long double v)
+{
+	if (isfinite(v) && v == truncl(v) && fabsl(v) < 1e21L)
+		snprintf(buf, len, "%.0Lf", v);
+	else
+		snprintf(buf, len, "%.17Lg", v);
+}
+
+int tap_cmp_ok_(const char *file, int line, long double a, const char *op,
+		long double b, const char *fmt, ...)
+{
+	char desc[1024], sa[64], sb[64];
+	int known = 1, pass;
+	va_list ap;
+
+	if (!op)
+		known = 0, pass = 0;
+	else if (!strcmp(op, "=="))
+		pass = a == b;
+	else if (!strcmp(op, "!="))
+		pass = a != b;
+	else if (!strcmp(op, "<"))
+		pass = a < b;
+	else if (!strcmp(op, "<="))
+		pass = a <= b;
+	else if (!strcmp(op, ">"))
+		pass = a > b;
+	else if (!strcmp(op, ">="))
+		pass = a >= b;
+	else
+		known = 0, pass = 0;
+
+	va_start(ap, fmt);
+	tap_vdesc(desc, sizeof(desc), fmt, ap);
+	va_end(ap);
+
+	pthread_mutex_lock(&tap_lock);
+	if (!tap_result_locked(file, line, pass, desc)) {
+		tap_fmt_num(sa, sizeof(sa), a);
+		tap_fmt_num(sb, sizeof(sb), b);
+		if (!known)
+			printf("#     unknown operator: %s\n", op ? op : "NULL");
+		printf("#     %s\n#         %s\n#     %s\n", sa,
+		       op ? op : "NULL", sb);
+	}
+	pthread_mutex_unlock(&tap_lock);
+	return pass;
+}
+
+void diag(const char *fmt, ...)
+{
+	char text[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+
+	pthread_mutex_lock(&tap_lock);
+	tap_diag_locked(text);
+	pthread_mutex_unlock(&tap_lock);
+}
+
+void skip(int n, const char *fmt, ...)
+{
+	char reason[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	tap_vdesc(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+
+	pthread_mutex_lock(&tap_lock);
+	while (n-- > 0)
+		printf("ok %d # skip %s\n", ++tap_run, reason);
+	pthread_mutex_unlock(&tap_lock);
+}
+
+int done_testing(void)
+{
+	int status = 0;
+
+	pthread_mutex_lock(&tap_lock);
+	if (tap_done) {
+		pthread_mutex_unlock(&tap_lock);
+		bail_out("done_testing() called twice");
+	}
+	tap_done = 1;
+	if (tap_run == 0) {
+		/*
+		 * No plan line on purpose: the driver reports a missing plan
+		 * as an error, where "1..0" would count as a skip.
+		 */
+		printf("# no tests run\n");
+		status = 1;
+	} else if (tap_planned >= 0 && tap_planned != tap_run) {
+		printf("# planned %d tests but ran %d\n", tap_planned, tap_run);
+		status = 1;
+	} else if (tap_planned < 0) {
+		printf("1..%d\n", tap_run);
+	}
+	if (tap_failed) {
+		printf("# failed %d of %d tests\n", tap_failed, tap_run);
+		status = 1;
+	}
+	fflush(stdout);
+	pthread_mutex_unlock(&tap_lock);
+	return status;
+}
+
+void bail_out(const char *fmt, ...)
+{
+	char reason[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	tap_vdesc(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	printf("Bail out! %s\n", reason);
+	fflush(stdout);
+	exit(255);
+}

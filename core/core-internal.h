@@ -17,6 +17,7 @@
 #include <libconfig.h>
 
 #include <tally/plugin.h>
+#include <tally/stats.h>
 
 struct event;
 struct event_base;
@@ -108,13 +109,6 @@ struct tally_conf *tally_conf_load(const char *path,
 void tally_conf_free(struct tally_conf *conf);
 
 /* instance.c / pipeline.c: the running graph */
-#define TALLY_MAX_DROP_REASONS 32
-
-struct tally_drop {
-	const char *reason;
-	uint64_t n;
-};
-
 struct tally_outq {
 	struct tally_batch **ring;
 	size_t cap, head, len;
@@ -136,7 +130,7 @@ struct tally_instance {
 	bool initialized;
 
 	pthread_mutex_t stat_lock;
-	struct tally_drop drops[TALLY_MAX_DROP_REASONS];
+	struct tally_stats_drop drops[TALLY_STATS_MAX_DROPS];
 	size_t ndrops;
 	uint64_t records_in, records_out;
 	uint64_t reads, read_ns;

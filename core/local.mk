@@ -23,6 +23,7 @@ pkginclude_HEADERS += \
 	include/tally/record.h \
 	include/tally/labels.h \
 	include/tally/log.h \
+	include/tally/stats.h \
 	include/tally/wire.h
 
 sbin_PROGRAMS += core/tallyd

@@ -185,7 +185,7 @@ void tally_count_drop(struct tally_instance *inst, const char *reason,
 			break;
 	}
 	if (i == inst->ndrops) {
-		if (i == TALLY_MAX_DROP_REASONS) {
+		if (i == TALLY_STATS_MAX_DROPS) {
 			/* table full: fold into the last slot */
 			i--;
 			inst->drops[i].reason = "other";

@@ -26,6 +26,8 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
+#include <tally/stats.h>
+
 #include "core-internal.h"
 
 #define RETRY_MIN	0.1	/* seconds, first retry of a busy output */
@@ -776,4 +778,49 @@ void tally_core_free(struct tally_core *core)
 		current_core = NULL;
 	pthread_mutex_destroy(&core->core_inst.stat_lock);
 	free(core);
+}
+
+/* Self-metrics (tally/stats.h) */
+
+static void stats_fill(const struct tally_instance *inst,
+		       struct tally_instance_stats *st)
+{
+	struct tally_instance *mut = (struct tally_instance *)inst;
+
+	memset(st, 0, sizeof(*st));
+	st->name = inst->name;
+	st->plugin = inst->plugin ? inst->plugin->name : "core";
+	st->kind = inst->plugin ? (int)inst->plugin->kind : 0;
+	st->pipeline = inst->pipe ? inst->pipe->name : NULL;
+	st->queue_len = inst->q.len;
+	st->queue_cap = inst->q.cap;
+	pthread_mutex_lock(&mut->stat_lock);
+	st->records_in = inst->records_in;
+	st->records_out = inst->records_out;
+	st->reads = inst->reads;
+	st->read_seconds = (double)inst->read_ns / 1e9;
+	st->ndrops = inst->ndrops;
+	memcpy(st->drops, inst->drops, inst->ndrops * sizeof(st->drops[0]));
+	pthread_mutex_unlock(&mut->stat_lock);
+}
+
+int tally_stats_foreach(int (*cb)(const struct tally_instance_stats *st,
+				  void *arg),
+			void *arg)
+{
+	struct tally_core *core = current_core;
+	struct tally_instance_stats st;
+	int r;
+
+	if (!core) {
+		errno = ENODEV;
+		return -1;
+	}
+	stats_fill(&core->core_inst, &st);
+	r = cb(&st, arg);
+	for (size_t i = 0; i < core->ninsts && !r; i++) {
+		stats_fill(core->insts[i], &st);
+		r = cb(&st, arg);
+	}
+	return r;
 }

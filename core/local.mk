@@ -30,3 +30,14 @@ sbin_PROGRAMS += core/tallyd
 core_tallyd_SOURCES = core/tallyd.c
 core_tallyd_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_tallyd_LDADD = core/libtally.la
+
+# Unit tests of the core
+check_PROGRAMS += t/unit/labels.t t/unit/batch.t t/unit/options.t
+t_unit_labels_t_SOURCES = t/unit/labels.c
+t_unit_labels_t_LDADD = t/unit/libtap.la core/libtally.la $(PTHREAD_LIBS)
+t_unit_batch_t_SOURCES = t/unit/batch.c
+t_unit_batch_t_LDADD = t/unit/libtap.la core/libtally.la -lm
+t_unit_options_t_SOURCES = t/unit/options.c
+t_unit_options_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_options_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t

@@ -52,9 +52,9 @@ static void tallyd_usage(FILE *out)
 		"  -c, --config=PATH      configuration file (its conf.d is "
 		"read too) or a\n"
 		"                         directory of *.conf files\n"
-		"                         (default: %s/tally.conf;\n"
-		"                         with --user: "
-		"~/.config/tally/tally.conf)\n"
+		"                         (default: %s/tally.conf, else its\n"
+		"                         conf.d; with --user:\n"
+		"                         ~/.config/tally/tally.conf)\n"
 		"  -u, --user             run as a user (per-job) collector\n"
 		"  -f, --foreground       do not detach; log to stderr\n"
 		"      --check-config     validate the configuration and exit\n"
@@ -78,8 +78,11 @@ static const char *default_config(bool user, char *buf, size_t len)
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
 
+	/* no main file: the conf.d directory alone is a configuration */
 	if (!user)
-		return TALLY_SYSCONFDIR "/tally.conf";
+		return access(TALLY_SYSCONFDIR "/tally.conf", F_OK) == 0
+			       ? TALLY_SYSCONFDIR "/tally.conf"
+			       : TALLY_SYSCONFDIR "/conf.d";
 	if (xdg && *xdg)
 		snprintf(buf, len, "%s/tally/tally.conf", xdg);
 	else

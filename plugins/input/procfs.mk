@@ -1,1 +1,14 @@
-# plugins/input/procfs.mk: rules for this part of the tree (included from Makefile.am)
+# plugins/input/procfs.mk: the procfs input and its tests (included from
+# Makefile.am)
+
+pkgplugin_LTLIBRARIES += plugins/input/procfs.la
+plugins_input_procfs_la_SOURCES = plugins/input/procfs.c
+plugins_input_procfs_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_input_procfs_la_LIBADD = core/libtally.la
+
+# The unit test includes plugins/input/procfs.c to reach its static parsers.
+check_PROGRAMS += t/unit/procfs.t
+t_unit_procfs_t_SOURCES = t/unit/procfs.c t/unit/procfs-alloc.h
+t_unit_procfs_t_LDADD = t/unit/libtap.la core/libtally.la -lm
+
+TESTS += t/unit/procfs.t

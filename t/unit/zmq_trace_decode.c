@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t/unit/zmq_trace_decode.c - the zmq_trace decoders on valid and
+ * malformed messages (native v1 per include/tally/wire.h, Omnistat JSON)
+ *
+ * Native messages are written out byte by byte from the layout in wire.h,
+ * not built with the encoder helpers, so a shared mistake in wire.h's
+ * helpers and the decoder would still show.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "../../plugins/input/zmq_trace/decode.h"
+
+static struct zmq_trace_event ev;
+
+/* BEGIN: dropped 3, ts 0x0102030405060708, span 42, parent 0, pid 1234,
+ * tid 1235, rank -1, trace "job", name "solve", host "n1". */
+static const uint8_t begin_msg[] = {
+	0x74, 0x59, 0x01, 0x01,				/* tY v1 BEGIN */
+	0x03, 0x00, 0x00, 0x00,				/* dropped */
+	0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, /* ts_ns */
+	0x2a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* span_id */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* parent_id */
+	0xd2, 0x04, 0x00, 0x00,				/* pid */
+	0xd3, 0x04, 0x00, 0x00,				/* tid */
+	0xff, 0xff, 0xff, 0xff,				/* rank */
+	0x03, 0x00, 0x05, 0x00, 0x02, 0x00, 0x00, 0x00, /* lengths, rsvd */
+	'j', 'o', 'b', 's', 'o', 'l', 'v', 'e', 'n', '1',
+};
+
+/* END of span 0x1122334455667788 (parent 7), no name, no host, rank 5. */
+static const uint8_t end_msg[] = {
+	0x74, 0x59, 0x01, 0x02,				/* tY v1 END */
+	0x00, 0x00, 0x00, 0x00,				/* dropped */
+	0x00, 0xca, 0x9a, 0x3b, 0x00, 0x00, 0x00, 0x00, /* 1e9 ns */
+	0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* span_id */
+	0x07, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* parent_id */
+	0x01, 0x00, 0x00, 0x00,				/* pid */
+	0x00, 0x00, 0x00, 0x00,				/* tid */
+	0x05, 0x00, 0x00, 0x00,				/* rank */
+	0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* lengths, rsvd */
+	'T',
+};
+
+/* A native message with the given strings, header fields from begin_msg. */
+static size_t build(uint8_t *m, uint8_t type, const char *trace, size_t tl,
+		    const char *name, size_t nl, const char *host, size_t hl)
+{
+	memcpy(m, begin_msg, 52);
+	m[3] = type;
+	m[44] = (uint8_t)tl;
+	m[45] = (uint8_t)(tl >> 8);
+	m[46] = (uint8_t)nl;
+	m[47] = (uint8_t)(nl >> 8);
+	m[48] = (uint8_t)hl;
+	m[49] = (uint8_t)(hl >> 8);
+	memcpy(m + 52, trace, tl);
+	memcpy(m + 52 + tl, name, nl);
+	memcpy(m + 52 + tl + nl, host, hl);
+	return 52 + tl + nl + hl;
+}
+
+static enum zmq_trace_err dec(const void *m, size_t len)
+{
+	return zmq_trace_decode(m, len, &ev);
+}
+
+static void test_native_valid(void)
+{
+	uint8_t m[64];
+
+	cmp_ok(dec(begin_msg, sizeof(begin_msg)), "==", ZMQ_TRACE_OK,
+	       "native BEGIN decodes");
+	cmp_ok(ev.format, "==", ZMQ_TRACE_NATIVE, "format native");
+	cmp_ok(ev.phase, "==", TALLY_SPAN_BEGIN, "phase begin");
+	cmp_ok(ev.dropped, "==", 3, "dropped");
+	cmp_ok(ev.ts_ns, "==", 0x0102030405060708ll, "ts_ns little-endian");
+	cmp_ok(ev.span_id, "==", 42, "span_id");
+	cmp_ok(ev.parent_id, "==", 0, "parent_id");
+	cmp_ok(ev.pid, "==", 1234, "pid");
+	cmp_ok(ev.tid, "==", 1235, "tid");
+	cmp_ok(ev.rank, "==", -1, "rank -1");
+	is(ev.trace, "job", "trace");
+	is(ev.name, "solve", "name");
+	is(ev.host, "n1", "host");
+	cmp_ok(ev.trace_len + ev.name_len + ev.host_len, "==", 10, "lengths");
+
+	cmp_ok(dec(end_msg, sizeof(end_msg)), "==", ZMQ_TRACE_OK,
+	       "native END without name decodes");
+	cmp_ok(ev.phase, "==", TALLY_SPAN_END, "phase end");
+	cmp_ok(ev.ts_ns, "==", 1000000000, "ts 1 s");
+	cmp_ok(ev.span_id, "==", 0x1122334455667788ull, "64-bit span id");
+	cmp_ok(ev.parent_id, "==", 7, "parent_id");
+	cmp_ok(ev.rank, "==", 5, "rank");
+	is(ev.trace, "T", "one-byte trace");
+	is(ev.name, "", "empty name");
+	is(ev.host, "", "empty host");
+
+	memcpy(m, begin_msg, sizeof(begin_msg));
+	m[50] = 0xab; /* reserved: ignored for forward compatibility */
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_OK,
+	       "non-zero reserved field is ignored");
+}
+
+static void test_native_max(void)
+{
+	static uint8_t m[TALLY_WIRE_MAX_MSG + 1];
+	static char s[TALLY_WIRE_MAX_STR + 1];
+	size_t len;
+
+	memset(s, 'x', sizeof(s));
+	len = build(m, TALLY_WIRE_BEGIN, s, TALLY_WIRE_MAX_STR, s,
+		    TALLY_WIRE_MAX_STR, s, TALLY_WIRE_MAX_STR);
+	cmp_ok(len, "==", TALLY_WIRE_MAX_MSG, "largest message is MAX_MSG");
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "1024-byte strings decode");
+	cmp_ok(strlen(ev.name), "==", TALLY_WIRE_MAX_STR, "name kept whole");
+
+	len = build(m, TALLY_WIRE_BEGIN, s, TALLY_WIRE_MAX_STR + 1, "n", 1,
+		    "", 0);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "1025-byte trace id: bad_length");
+	len = build(m, TALLY_WIRE_END, "t", 1, s, TALLY_WIRE_MAX_STR + 1, "",
+		    0);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "1025-byte name: bad_length");
+	len = build(m, TALLY_WIRE_END, "t", 1, "", 0, s,
+		    TALLY_WIRE_MAX_STR + 1);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "1025-byte host: bad_length");
+}
+
+static void test_native_malformed(void)
+{
+	uint8_t m[128];
+	size_t len;
+	int all = 1;
+
+	cmp_ok(dec(NULL, 0), "==", ZMQ_TRACE_ERR_TRUNCATED,
+	       "empty message: truncated");
+	for (size_t n = 1; n < sizeof(begin_msg); n++) {
+		if (dec(begin_msg, n) != ZMQ_TRACE_ERR_TRUNCATED) {
+			diag("prefix of %zu bytes: %s", n,
+			     zmq_trace_err_reason(dec(begin_msg, n)));
+			all = 0;
+		}
+	}
+	ok(all, "every strict prefix of a valid message is truncated");
+
+	memcpy(m, begin_msg, sizeof(begin_msg));
+	m[sizeof(begin_msg)] = 'x';
+	cmp_ok(dec(m, sizeof(begin_msg) + 1), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "one trailing byte: bad_length");
+
+	memcpy(m, begin_msg, sizeof(begin_msg));
+	m[0] = 'x';
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_MAGIC,
+	       "first magic byte wrong: bad_magic");
+	m[0] = 't';
+	m[1] = 'y';
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_MAGIC,
+	       "second magic byte wrong: bad_magic");
+	cmp_ok(dec("x", 1), "==", ZMQ_TRACE_ERR_BAD_MAGIC,
+	       "one stray byte: bad_magic");
+
+	memcpy(m, begin_msg, sizeof(begin_msg));
+	m[2] = 2;
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_UNKNOWN_VERSION,
+	       "version 2: unknown_version");
+	cmp_ok(dec(m, 4), "==", ZMQ_TRACE_ERR_UNKNOWN_VERSION,
+	       "short version 2 message: unknown_version, not truncated");
+	m[2] = 0;
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_UNKNOWN_VERSION,
+	       "version 0: unknown_version");
+
+	memcpy(m, begin_msg, sizeof(begin_msg));
+	m[3] = 0;
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_TYPE,
+	       "type 0: bad_type");
+	m[3] = 3;
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_TYPE,
+	       "type 3: bad_type");
+
+	len = build(m, TALLY_WIRE_BEGIN, "", 0, "n", 1, "", 0);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "empty trace id: bad_length");
+	len = build(m, TALLY_WIRE_BEGIN, "t", 1, "", 0, "", 0);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "BEGIN without name: bad_length");
+	len = build(m, TALLY_WIRE_END, "t", 1, "", 0, "h", 1);
+	m[44] = 0x01; /* trace_len 0x0401 = 1025, one byte follows */
+	m[45] = 0x04;
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "trace_len over 1024: bad_length");
+	len = build(m, TALLY_WIRE_END, "t", 1, "", 0, "h", 1);
+	m[48] = 5; /* host_len says 5, one byte follows */
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_TRUNCATED,
+	       "lengths past the end: truncated");
+
+	memcpy(m, begin_msg, sizeof(begin_msg));
+	memset(m + 16, 0, 8);
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_VALUE,
+	       "span id 0: bad_value");
+	memcpy(m, begin_msg, sizeof(begin_msg));
+	m[15] = 0x80;
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_VALUE,
+	       "negative timestamp: bad_value");
+}
+
+static void test_native_utf8(void)
+{
+	static const struct {
+		const char *name;
+		size_t len;
+		enum zmq_trace_err want;
+		const char *what;
+	} cases[] = {
+		{ "caf\xc3\xa9", 5, ZMQ_TRACE_OK, "2-byte sequence" },
+		{ "\xe2\x82\xac", 3, ZMQ_TRACE_OK, "3-byte sequence (euro)" },
+		{ "\xf0\x9f\x98\x80", 4, ZMQ_TRACE_OK, "4-byte sequence" },
+		{ "\xf4\x8f\xbf\xbf", 4, ZMQ_TRACE_OK, "U+10FFFF" },
+		{ "\xff", 1, ZMQ_TRACE_ERR_BAD_UTF8, "byte 0xff" },
+		{ "\x80", 1, ZMQ_TRACE_ERR_BAD_UTF8, "lone continuation" },
+		{ "\xc0\xaf", 2, ZMQ_TRACE_ERR_BAD_UTF8, "overlong '/'" },
+		{ "\xe0\x80\xaf", 3, ZMQ_TRACE_ERR_BAD_UTF8, "overlong 3-byte" },
+		{ "\xf0\x80\x80\xaf", 4, ZMQ_TRACE_ERR_BAD_UTF8,
+		  "overlong 4-byte" },
+		{ "\xed\xa0\x80", 3, ZMQ_TRACE_ERR_BAD_UTF8, "surrogate D800" },
+		{ "\xf4\x90\x80\x80", 4, ZMQ_TRACE_ERR_BAD_UTF8,
+		  "above U+10FFFF" },
+		{ "\xe2\x82", 2, ZMQ_TRACE_ERR_BAD_UTF8, "cut sequence" },
+		{ "a\0b", 3, ZMQ_TRACE_ERR_BAD_UTF8, "embedded NUL" },
+	};
+	uint8_t m[128];
+	size_t len;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		len = build(m, TALLY_WIRE_BEGIN, "t", 1, cases[i].name,
+			    cases[i].len, "", 0);
+		cmp_ok(dec(m, len), "==", cases[i].want, "name: %s",
+		       cases[i].what);
+	}
+	len = build(m, TALLY_WIRE_BEGIN, "t", 1, "n", 1, "\xc3", 1);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_UTF8, "host checked too");
+	len = build(m, TALLY_WIRE_BEGIN, "t\xe2", 2, "\x82\xac", 2, "", 0);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_UTF8,
+	       "a sequence split across trace and name: bad_utf8");
+}
+
+static enum zmq_trace_err jdec(const char *s)
+{
+	return zmq_trace_decode(s, strlen(s), &ev);
+}
+
+static void test_json_valid(void)
+{
+	cmp_ok(jdec("[\"start\", 1722000000123, \"3\", \"solver\"]"), "==",
+	       ZMQ_TRACE_OK, "Omnistat start decodes");
+	cmp_ok(ev.format, "==", ZMQ_TRACE_OMNISTAT, "format omnistat");
+	cmp_ok(ev.phase, "==", TALLY_SPAN_BEGIN, "start is begin");
+	cmp_ok(ev.ts_ns, "==", 1722000000123000000ll, "ms to ns");
+	is(ev.trace, "3", "trace id");
+	is(ev.name, "solver", "label");
+	is(ev.host, "", "no host: the collector's");
+	cmp_ok(ev.pid, "==", 0, "no pid");
+	cmp_ok(ev.rank, "==", -1, "rank unknown");
+	cmp_ok(ev.span_id, "==", 0, "no span id");
+	cmp_ok(ev.dropped, "==", 0, "no drop count");
+
+	cmp_ok(jdec("[\"end\",1722000000456,\"3\",\"solver\"]"), "==",
+	       ZMQ_TRACE_OK, "compact end decodes");
+	cmp_ok(ev.phase, "==", TALLY_SPAN_END, "end is end");
+	cmp_ok(ev.ts_ns, "==", 1722000000456000000ll, "end time");
+
+	cmp_ok(jdec(" \n[ \"start\" ,\t5 ,\r\"a\" , \"b\" ] \n"), "==",
+	       ZMQ_TRACE_OK, "JSON whitespace everywhere");
+	cmp_ok(ev.ts_ns, "==", 5000000, "5 ms");
+
+	cmp_ok(jdec("[\"start\", 1722000000123.5, \"a\", \"b\"]"), "==",
+	       ZMQ_TRACE_OK, "fractional ms");
+	cmp_ok(ev.ts_ns, "==", 1722000000123500000ll, "exact ns, no rounding");
+	cmp_ok(jdec("[\"start\", 0.000001, \"a\", \"b\"]"), "==", ZMQ_TRACE_OK,
+	       "1 ns");
+	cmp_ok(ev.ts_ns, "==", 1, "0.000001 ms = 1 ns");
+	cmp_ok(jdec("[\"start\", 0.0000019, \"a\", \"b\"]"), "==",
+	       ZMQ_TRACE_OK, "sub-ns digits");
+	cmp_ok(ev.ts_ns, "==", 1, "truncated below 1 ns");
+	cmp_ok(jdec("[\"start\", 1.5e3, \"a\", \"b\"]"), "==", ZMQ_TRACE_OK,
+	       "exponent");
+	cmp_ok(ev.ts_ns, "==", 1500000000, "1.5e3 ms");
+	cmp_ok(jdec("[\"start\", 17220000001235E-1, \"a\", \"b\"]"), "==",
+	       ZMQ_TRACE_OK, "negative exponent");
+	cmp_ok(ev.ts_ns, "==", 1722000000123500000ll, "E-1");
+	cmp_ok(jdec("[\"start\", 9223372036854, \"a\", \"b\"]"), "==",
+	       ZMQ_TRACE_OK, "largest whole ms in int64 ns");
+	cmp_ok(ev.ts_ns, "==", 9223372036854000000ll, "no overflow");
+	cmp_ok(jdec("[\"start\", 0, \"a\", \"b\"]"), "==", ZMQ_TRACE_OK,
+	       "zero time");
+	cmp_ok(jdec("[\"start\", -0, \"a\", \"b\"]"), "==", ZMQ_TRACE_OK,
+	       "minus zero");
+	cmp_ok(ev.ts_ns, "==", 0, "-0 is 0");
+
+	cmp_ok(jdec("[\"start\", 1, 7, \"b\"]"), "==", ZMQ_TRACE_OK,
+	       "integer trace id");
+	is(ev.trace, "7", "taken as its text");
+
+	cmp_ok(jdec("[\"start\",1,\"a\\\"b\\\\c\\/\",\"\\u00e9\\n\\t\"]"), "==",
+	       ZMQ_TRACE_OK, "escapes");
+	is(ev.trace, "a\"b\\c/", "quote, backslash, slash");
+	is(ev.name, "\xc3\xa9\n\t", "\\u00e9 is UTF-8 é, \\n, \\t");
+	cmp_ok(jdec("[\"start\",1,\"a\",\"\\ud83d\\ude00\"]"), "==",
+	       ZMQ_TRACE_OK, "surrogate pair");
+	is(ev.name, "\xf0\x9f\x98\x80", "U+1F600 as 4 UTF-8 bytes");
+	cmp_ok(jdec("[\"start\",1,\"a\",\"caf\xc3\xa9\"]"), "==", ZMQ_TRACE_OK,
+	       "raw UTF-8");
+	is(ev.name, "caf\xc3\xa9", "kept as is");
+}
+
+static void test_json_malformed(void)
+{
+	static const struct {
+		const char *msg;
+		enum zmq_trace_err want;
+		const char *what;
+	} cases[] = {
+		{ "[\"begin\",1,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_TYPE,
+		  "unknown kind" },
+		{ "[\"Start\",1,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_TYPE,
+		  "kinds are case-sensitive" },
+		{ "[1,1,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "kind not a string" },
+		{ "[\"start\",1,\"a\"]", ZMQ_TRACE_ERR_BAD_JSON, "3 elements" },
+		{ "[\"start\",1,\"a\",\"b\",\"c\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "5 elements" },
+		{ "[\"start\",\"1\",\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "time as a string" },
+		{ "[\"start\",01,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "leading zero" },
+		{ "[\"start\",1.,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "dot without digits" },
+		{ "[\"start\",1e,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "exponent without digits" },
+		{ "[\"start\",-5,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_VALUE,
+		  "negative time" },
+		{ "[\"start\",1e400,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_VALUE,
+		  "time out of range" },
+		{ "[\"start\",9223372036855,\"a\",\"b\"]",
+		  ZMQ_TRACE_ERR_BAD_VALUE, "first ms past int64 ns" },
+		{ "[\"start\",1,\"\",\"b\"]", ZMQ_TRACE_ERR_BAD_VALUE,
+		  "empty trace id" },
+		{ "[\"end\",1,\"a\",\"\"]", ZMQ_TRACE_ERR_BAD_VALUE,
+		  "empty label" },
+		{ "[\"start\",1,\"a\",\"b\"] x", ZMQ_TRACE_ERR_BAD_JSON,
+		  "trailing garbage" },
+		{ "[\"start\",1,\"a\",\"b\"", ZMQ_TRACE_ERR_BAD_JSON,
+		  "unterminated array" },
+		{ "[\"start\",1,\"a\",\"b", ZMQ_TRACE_ERR_BAD_JSON,
+		  "unterminated string" },
+		{ "[\"start\",1,\"a\",\"b\\", ZMQ_TRACE_ERR_BAD_JSON,
+		  "cut escape" },
+		{ "[\"start\",1,\"a\",\"\\u12\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "short \\u escape" },
+		{ "[\"start\",1,\"a\",\"\\x41\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "unknown escape" },
+		{ "[\"start\",1,[\"a\"],\"b\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "nested array" },
+		{ "[\"start\" 1,\"a\",\"b\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "missing comma" },
+		{ "[\"start\",1,\"a\",\"b\x01\"]", ZMQ_TRACE_ERR_BAD_JSON,
+		  "raw control character" },
+		{ "[", ZMQ_TRACE_ERR_BAD_JSON, "lone bracket" },
+		{ "[]", ZMQ_TRACE_ERR_BAD_JSON, "empty array" },
+		{ "[\"start\",1,\"a\",\"\\ud800\"]", ZMQ_TRACE_ERR_BAD_UTF8,
+		  "lone high surrogate" },
+		{ "[\"start\",1,\"a\",\"\\udc00x\"]", ZMQ_TRACE_ERR_BAD_UTF8,
+		  "lone low surrogate" },
+		{ "[\"start\",1,\"a\",\"\\u0000\"]", ZMQ_TRACE_ERR_BAD_UTF8,
+		  "escaped NUL" },
+		{ "[\"start\",1,\"a\",\"\xff\"]", ZMQ_TRACE_ERR_BAD_UTF8,
+		  "raw invalid byte" },
+		{ "{\"start\":1}", ZMQ_TRACE_ERR_BAD_MAGIC, "a JSON object" },
+		{ "hello", ZMQ_TRACE_ERR_BAD_MAGIC, "plain text" },
+		{ "   ", ZMQ_TRACE_ERR_BAD_MAGIC, "whitespace only" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cmp_ok(jdec(cases[i].msg), "==", cases[i].want, "%s: %s",
+		       cases[i].what, zmq_trace_err_reason(cases[i].want));
+}
+
+static void test_json_lengths(void)
+{
+	char *m = malloc(2 * TALLY_WIRE_MAX_STR + 64);
+	int n;
+
+	n = sprintf(m, "[\"start\",1,\"a\",\"");
+	memset(m + n, 'x', TALLY_WIRE_MAX_STR);
+	strcpy(m + n + TALLY_WIRE_MAX_STR, "\"]");
+	cmp_ok(jdec(m), "==", ZMQ_TRACE_OK, "1024-byte label");
+	cmp_ok(ev.name_len, "==", TALLY_WIRE_MAX_STR, "kept whole");
+
+	memset(m + n, 'x', TALLY_WIRE_MAX_STR + 1);
+	strcpy(m + n + TALLY_WIRE_MAX_STR + 1, "\"]");
+	cmp_ok(jdec(m), "==", ZMQ_TRACE_ERR_BAD_LENGTH, "1025-byte label");
+
+	/* 342 escapes of 3 UTF-8 bytes each: 1026 bytes once decoded */
+	n = sprintf(m, "[\"start\",1,\"a\",\"");
+	for (int i = 0; i < 342; i++)
+		n += sprintf(m + n, "\\u20ac");
+	strcpy(m + n, "\"]");
+	cmp_ok(jdec(m), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "the limit applies to the decoded length");
+	free(m);
+}
+
+static void test_reasons(void)
+{
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_TRUNCATED), "truncated",
+	   "reason truncated");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_LENGTH), "bad_length",
+	   "reason bad_length");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_MAGIC), "bad_magic",
+	   "reason bad_magic");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_UNKNOWN_VERSION),
+	   "unknown_version", "reason unknown_version");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_TYPE), "bad_type",
+	   "reason bad_type");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_UTF8), "bad_utf8",
+	   "reason bad_utf8");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_JSON), "bad_json",
+	   "reason bad_json");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_VALUE), "bad_value",
+	   "reason bad_value");
+	is(zmq_trace_err_reason((enum zmq_trace_err)99), "other",
+	   "out of range");
+}
+
+int main(void)
+{
+	plan(NO_PLAN);
+	test_native_valid();
+	test_native_max();
+	test_native_malformed();
+	test_native_utf8();
+	test_json_valid();
+	test_json_malformed();
+	test_json_lengths();
+	test_reasons();
+	return done_testing();
+}

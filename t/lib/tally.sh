@@ -99,11 +99,12 @@ TALLYD_PIDS=
 # start_tallyd [--wait COND] [--log FILE] CONF [ARGS...] - start tallyd in
 # the background (-c CONF --foreground ARGS), stderr and stdout to FILE
 # (default tallyd.log, truncated), and wait until COND holds. COND defaults
-# to the log saying the daemon started (TALLYD_READY_RE, a grep -E regex).
+# to the log saying the daemon started (TALLYD_READY_RE, a grep -E regex:
+# keep global.log_level at "info" or lower for it).
 # Sets TALLYD_PID and TALLYD_LOG. Fails, printing the log as a diagnostic,
 # if tallyd exits or COND stays false for TALLY_WAIT_TIMEOUT seconds.
 #	start_tallyd --wait "port_listening $port" prom.conf
-TALLYD_READY_RE=${TALLYD_READY_RE:-started}
+TALLYD_READY_RE=${TALLYD_READY_RE:-"started: [0-9]+ instances"}
 start_tallyd() {
 	tally_st_wait="grep -Eq \"\$TALLYD_READY_RE\" \"\$TALLYD_LOG\""
 	TALLYD_LOG=tallyd.log

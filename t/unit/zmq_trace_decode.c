@@ -5,9 +5,12 @@
  *
  * Native messages are written out byte by byte from the layout in wire.h,
  * not built with the encoder helpers, so a shared mistake in wire.h's
- * helpers and the decoder would still show.
+ * helpers and the decoder would still show. The test vectors of
+ * doc/wire-format.md are read from the document itself, with the reasons
+ * its table of invalid messages gives.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,13 +144,17 @@ static void test_native_malformed(void)
 	cmp_ok(dec(NULL, 0), "==", ZMQ_TRACE_ERR_TRUNCATED,
 	       "empty message: truncated");
 	for (size_t n = 1; n < sizeof(begin_msg); n++) {
-		if (dec(begin_msg, n) != ZMQ_TRACE_ERR_TRUNCATED) {
+		enum zmq_trace_err want = n < 52 ? ZMQ_TRACE_ERR_TRUNCATED :
+						   ZMQ_TRACE_ERR_BAD_LENGTH;
+
+		if (dec(begin_msg, n) != want) {
 			diag("prefix of %zu bytes: %s", n,
 			     zmq_trace_err_reason(dec(begin_msg, n)));
 			all = 0;
 		}
 	}
-	ok(all, "every strict prefix of a valid message is truncated");
+	ok(all, "every strict prefix of a valid message: truncated below "
+		"the 52-byte header, bad_length from there on");
 
 	memcpy(m, begin_msg, sizeof(begin_msg));
 	m[sizeof(begin_msg)] = 'x';
@@ -196,17 +203,18 @@ static void test_native_malformed(void)
 	       "trace_len over 1024: bad_length");
 	len = build(m, TALLY_WIRE_END, "t", 1, "", 0, "h", 1);
 	m[48] = 5; /* host_len says 5, one byte follows */
-	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_TRUNCATED,
-	       "lengths past the end: truncated");
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "lengths past the end: bad_length");
 
 	memcpy(m, begin_msg, sizeof(begin_msg));
 	memset(m + 16, 0, 8);
-	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_VALUE,
-	       "span id 0: bad_value");
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_SPAN_ID,
+	       "span id 0: bad_span_id");
 	memcpy(m, begin_msg, sizeof(begin_msg));
-	m[15] = 0x80;
-	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_VALUE,
-	       "negative timestamp: bad_value");
+	m[15] = 0xff;
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_OK,
+	       "a timestamp before 1970 is well-formed");
+	cmp_ok(ev.ts_ns, "==", (int64_t)0xff02030405060708ull, "negative ts");
 }
 
 static void test_native_utf8(void)
@@ -247,6 +255,172 @@ static void test_native_utf8(void)
 	len = build(m, TALLY_WIRE_BEGIN, "t\xe2", 2, "\x82\xac", 2, "", 0);
 	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_UTF8,
 	       "a sequence split across trace and name: bad_utf8");
+}
+
+/* Test vectors of doc/wire-format.md, as its "Test vectors" section says
+ * to read them. */
+struct vector {
+	char name[64];
+	uint8_t b[TALLY_WIRE_MAX_MSG];
+	size_t len;
+	char reason[32]; /* from the invalid-messages table, "" if valid */
+};
+
+static struct vector vectors[32];
+static int nvectors;
+
+static struct vector *find_vector(const char *name)
+{
+	for (int i = 0; i < nvectors; i++)
+		if (!strcmp(vectors[i].name, name))
+			return &vectors[i];
+	return NULL;
+}
+
+static int load_vectors(const char *path)
+{
+	char line[512];
+	struct vector *v = NULL;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char name[64] = "bad-", change[128], reason[32];
+		unsigned byte;
+		char *p;
+		int n;
+
+		if (sscanf(line, "# vector %63s", name) == 1) {
+			v = find_vector(name);
+			if (!v && nvectors < (int)(sizeof(vectors) /
+						   sizeof(vectors[0]))) {
+				v = &vectors[nvectors++];
+				strcpy(v->name, name);
+			}
+			continue;
+		}
+		if (!strncmp(line, "```", 3)) {
+			v = NULL;
+			continue;
+		}
+		if (v) {
+			p = strchr(line, '#');
+			if (p)
+				*p = '\0';
+			for (p = line; sscanf(p, " %2x%n", &byte, &n) == 1;
+			     p += n)
+				if (v->len < sizeof(v->b))
+					v->b[v->len++] = (uint8_t)byte;
+			continue;
+		}
+		/* | bad-type | byte 3 = `03` | type | */
+		if (sscanf(line, "| bad-%58[a-z0-9-] | %127[^|] | %31[a-z_0-9] |",
+			   name + 4, change, reason) == 3) {
+			struct vector *t = find_vector(name);
+
+			/* The table precedes the blocks: remember rows. */
+			if (!t && nvectors < (int)(sizeof(vectors) /
+						   sizeof(vectors[0]))) {
+				t = &vectors[nvectors++];
+				strcpy(t->name, name);
+			}
+			if (t)
+				strcpy(t->reason, reason);
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Our reason for each of the document's informal reason names. */
+static enum zmq_trace_err doc_reason(const char *r)
+{
+	static const struct {
+		const char *doc;
+		enum zmq_trace_err err;
+	} map[] = {
+		{ "truncated", ZMQ_TRACE_ERR_TRUNCATED },
+		{ "version", ZMQ_TRACE_ERR_UNKNOWN_VERSION },
+		{ "type", ZMQ_TRACE_ERR_BAD_TYPE },
+		{ "length", ZMQ_TRACE_ERR_BAD_LENGTH },
+		{ "span_id", ZMQ_TRACE_ERR_BAD_SPAN_ID },
+		{ "utf8", ZMQ_TRACE_ERR_BAD_UTF8 },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(map[i].doc, r))
+			return map[i].err;
+	return ZMQ_TRACE_ERR_COUNT;
+}
+
+static void test_doc_vectors(void)
+{
+	/* Expected values read off the document's prose by hand. */
+	static const struct {
+		const char *name;
+		enum tally_span_phase phase;
+		uint32_t dropped;
+		int64_t ts_ns;
+		uint64_t span_id, parent_id;
+		int32_t rank;
+		const char *span_name, *host;
+	} valid[] = {
+		{ "begin-root", TALLY_SPAN_BEGIN, 0, 1722000000123456789ll, 1,
+		  0, 3, "solver", "n01" },
+		{ "begin-nested", TALLY_SPAN_BEGIN, 0, 1722000000200000000ll,
+		  2, 1, -1, "\xc3\xa9tape", "" },
+		{ "end-dropped", TALLY_SPAN_END, 7, 1722000000623456789ll, 2,
+		  1, 3, "", "n01" },
+		{ "end-root", TALLY_SPAN_END, 0, 1722000001000000000ll, 1, 0,
+		  3, "solver", "n01" },
+	};
+	const char *top = getenv("top_srcdir");
+	char path[4096];
+	int nbad = 0;
+
+	snprintf(path, sizeof(path), "%s/doc/wire-format.md",
+		 top ? top : TOP_SRCDIR);
+	if (load_vectors(path)) {
+		skip(1, "cannot read %s", path);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
+		struct vector *v = find_vector(valid[i].name);
+
+		if (!ok(v && v->len, "vector %s in the document",
+			valid[i].name))
+			continue;
+		if (!cmp_ok(dec(v->b, v->len), "==", ZMQ_TRACE_OK,
+			    "%s decodes", v->name))
+			continue;
+		cmp_ok(ev.phase, "==", valid[i].phase, "%s: phase", v->name);
+		cmp_ok(ev.dropped, "==", valid[i].dropped, "%s: dropped",
+		       v->name);
+		cmp_ok(ev.ts_ns, "==", valid[i].ts_ns, "%s: ts_ns", v->name);
+		cmp_ok(ev.span_id, "==", valid[i].span_id, "%s: span_id",
+		       v->name);
+		cmp_ok(ev.parent_id, "==", valid[i].parent_id,
+		       "%s: parent_id", v->name);
+		cmp_ok(ev.pid, "==", 4242, "%s: pid", v->name);
+		cmp_ok(ev.tid, "==", 4243, "%s: tid", v->name);
+		cmp_ok(ev.rank, "==", valid[i].rank, "%s: rank", v->name);
+		is(ev.trace, "job42", "%s: trace", v->name);
+		is(ev.name, valid[i].span_name, "%s: name", v->name);
+		is(ev.host, valid[i].host, "%s: host", v->name);
+	}
+	for (int i = 0; i < nvectors; i++) {
+		struct vector *v = &vectors[i];
+
+		if (!v->reason[0])
+			continue;
+		nbad++;
+		cmp_ok(dec(v->b, v->len), "==", doc_reason(v->reason),
+		       "%s (%zu bytes): dropped as %s (document: %s)",
+		       v->name, v->len,
+		       zmq_trace_err_reason(doc_reason(v->reason)), v->reason);
+	}
+	cmp_ok(nbad, ">=", 9, "the document's invalid vectors were all found");
 }
 
 static enum zmq_trace_err jdec(const char *s)
@@ -427,6 +601,8 @@ static void test_reasons(void)
 	   "unknown_version", "reason unknown_version");
 	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_TYPE), "bad_type",
 	   "reason bad_type");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_SPAN_ID), "bad_span_id",
+	   "reason bad_span_id");
 	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_UTF8), "bad_utf8",
 	   "reason bad_utf8");
 	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_JSON), "bad_json",
@@ -444,6 +620,7 @@ int main(void)
 	test_native_max();
 	test_native_malformed();
 	test_native_utf8();
+	test_doc_vectors();
 	test_json_valid();
 	test_json_malformed();
 	test_json_lengths();

@@ -17,6 +17,7 @@ static const char *const zmq_trace_reasons[ZMQ_TRACE_ERR_COUNT] = {
 	[ZMQ_TRACE_ERR_BAD_MAGIC] = "bad_magic",
 	[ZMQ_TRACE_ERR_UNKNOWN_VERSION] = "unknown_version",
 	[ZMQ_TRACE_ERR_BAD_TYPE] = "bad_type",
+	[ZMQ_TRACE_ERR_BAD_SPAN_ID] = "bad_span_id",
 	[ZMQ_TRACE_ERR_BAD_UTF8] = "bad_utf8",
 	[ZMQ_TRACE_ERR_BAD_JSON] = "bad_json",
 	[ZMQ_TRACE_ERR_BAD_VALUE] = "bad_value",
@@ -95,13 +96,13 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 	/*
 	 * Check in the order a future version keeps stable: magic, then
 	 * version (the first 4 bytes keep their meaning), then the v1 layout.
+	 * Only a message shorter than the header counts as truncated; any
+	 * other size mismatch is bad_length (doc/wire-format.md).
 	 */
-	if (len < 2)
-		return len && msg[0] == TALLY_WIRE_MAGIC0 ?
+	if (len < 2 || msg[0] != TALLY_WIRE_MAGIC0 || msg[1] != TALLY_WIRE_MAGIC1)
+		return len == 1 && msg[0] == TALLY_WIRE_MAGIC0 ?
 			       ZMQ_TRACE_ERR_TRUNCATED :
 			       ZMQ_TRACE_ERR_BAD_MAGIC;
-	if (msg[0] != TALLY_WIRE_MAGIC0 || msg[1] != TALLY_WIRE_MAGIC1)
-		return ZMQ_TRACE_ERR_BAD_MAGIC;
 	if (len < 3)
 		return ZMQ_TRACE_ERR_TRUNCATED;
 	if (msg[2] != TALLY_WIRE_VERSION)
@@ -119,9 +120,7 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 	if (tl == 0 || tl > TALLY_WIRE_MAX_STR || nl > TALLY_WIRE_MAX_STR ||
 	    hl > TALLY_WIRE_MAX_STR || (type == TALLY_WIRE_BEGIN && nl == 0))
 		return ZMQ_TRACE_ERR_BAD_LENGTH;
-	if (len < TALLY_WIRE_HDR_SIZE + tl + nl + hl)
-		return ZMQ_TRACE_ERR_TRUNCATED;
-	if (len > TALLY_WIRE_HDR_SIZE + tl + nl + hl)
+	if (len != TALLY_WIRE_HDR_SIZE + tl + nl + hl)
 		return ZMQ_TRACE_ERR_BAD_LENGTH;
 
 	ev->format = ZMQ_TRACE_NATIVE;
@@ -133,9 +132,10 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 	ev->pid = tally_wire_get32(msg + 32);
 	ev->tid = tally_wire_get32(msg + 36);
 	ev->rank = (int32_t)tally_wire_get32(msg + 40);
-	/* The reserved field (offset 50) is ignored for forward compatibility. */
-	if (ev->span_id == 0 || ev->ts_ns < 0)
-		return ZMQ_TRACE_ERR_BAD_VALUE;
+	/* The reserved field (offset 50) is ignored for forward compatibility;
+	 * a timestamp before 1970 is odd but well-formed. */
+	if (ev->span_id == 0)
+		return ZMQ_TRACE_ERR_BAD_SPAN_ID;
 
 	str = msg + TALLY_WIRE_HDR_SIZE;
 	/* Valid fields concatenate to valid UTF-8, not the other way round. */

@@ -26,18 +26,24 @@
  * enum zmq_trace_err - why a message was rejected
  *
  * Each value but ZMQ_TRACE_OK maps to a drop reason (zmq_trace_err_reason())
- * counted with tally_count_drop().
+ * counted with tally_count_drop(). The native rules are those of
+ * doc/wire-format.md, "Receiver behaviour"; its informal reason names map
+ * to these as truncated, version -> unknown_version, type -> bad_type,
+ * length -> bad_length, span_id -> bad_span_id, utf8 -> bad_utf8.
  */
 enum zmq_trace_err {
 	ZMQ_TRACE_OK = 0,
-	ZMQ_TRACE_ERR_TRUNCATED,       /* shorter than its header or lengths */
-	ZMQ_TRACE_ERR_BAD_LENGTH,      /* trailing bytes, a length out of range */
+	ZMQ_TRACE_ERR_TRUNCATED,       /* empty, or shorter than the header */
+	ZMQ_TRACE_ERR_BAD_LENGTH,      /* size != header + lengths, a length
+					* out of range, a string too long */
 	ZMQ_TRACE_ERR_BAD_MAGIC,       /* neither "tY" nor '[' */
 	ZMQ_TRACE_ERR_UNKNOWN_VERSION, /* native, version != 1 */
 	ZMQ_TRACE_ERR_BAD_TYPE,        /* unknown message type / event kind */
+	ZMQ_TRACE_ERR_BAD_SPAN_ID,     /* native, span_id 0 */
 	ZMQ_TRACE_ERR_BAD_UTF8,        /* a string is not UTF-8 or holds NUL */
 	ZMQ_TRACE_ERR_BAD_JSON,        /* not a 4-element JSON array as above */
-	ZMQ_TRACE_ERR_BAD_VALUE,       /* span id 0, negative time, empty id */
+	ZMQ_TRACE_ERR_BAD_VALUE,       /* JSON: negative or huge time, empty
+					* trace id or label */
 	ZMQ_TRACE_ERR_COUNT
 };
 

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/client/discover.c - what libtally-trace learns from its environment:
+ * the collector endpoint, the default trace id, the launcher rank
+ *
+ * Runs once per tally_trace_open(), never on the event path.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "trace-internal.h"
+
+size_t tt_utf8_clip(const char *s, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	/* back off over continuation bytes (10xxxxxx) to a sequence start */
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+/* Launcher variables, most specific first: PMIx, Open MPI, MPICH/PMI,
+ * Slurm, Flux. */
+static const char *const tt_rank_vars[] = { "PMIX_RANK",
+					    "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+					    "SLURM_PROCID", "FLUX_TASK_RANK",
+					    NULL };
+
+int32_t tt_env_rank(void)
+{
+	for (size_t i = 0; tt_rank_vars[i]; i++) {
+		const char *v = getenv(tt_rank_vars[i]);
+		char *end;
+		long r;
+
+		if (!v || *v < '0' || *v > '9')
+			continue;
+		errno = 0;
+		r = strtol(v, &end, 10);
+		if (errno == 0 && *end == '\0' && r <= INT32_MAX)
+			return (int32_t)r;
+	}
+	return -1;
+}
+
+/* Same variables and order as core/mode.c, so client and collector agree
+ * on the job's runtime directory. */
+static const char *const tt_job_vars[] = { "SLURM_JOB_ID", "FLUX_JOB_ID",
+					   "PBS_JOBID", "LSB_JOBID", NULL };
+
+const char *tt_env_jobid(void)
+{
+	for (size_t i = 0; tt_job_vars[i]; i++) {
+		const char *v = getenv(tt_job_vars[i]);
+
+		if (v && *v)
+			return v;
+	}
+	return NULL;
+}
+
+char *tt_default_trace_id(void)
+{
+	const char *v = getenv("TALLY_TRACE_ID");
+	char buf[32];
+
+	if (!v || !*v)
+		v = tt_env_jobid();
+	if (!v) {
+		snprintf(buf, sizeof(buf), "pid-%ld", (long)getpid());
+		v = buf;
+	}
+	return strdup(v);
+}
+
+/* A collector is taken as running when its socket file exists. */
+static char *tt_try_socket(const char *dir, const char *sub, const char *job)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int n;
+
+	if (job)
+		n = snprintf(path, sizeof(path), "%s%s/job-%s/trace.sock", dir,
+			     sub, job);
+	else
+		n = snprintf(path, sizeof(path), "%s%s/trace.sock", dir, sub);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return NULL;
+	if (stat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return NULL;
+	return strdup(path);
+}
+
+char *tt_discover_endpoint(void)
+{
+	const char *env = getenv("TALLY_TRACE_ENDPOINT");
+	const char *rt = getenv("TALLY_RUNTIME_DIR");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *job = tt_env_jobid();
+	char tmp[64], *path = NULL, *ep;
+	size_t len;
+
+	if (env && *env)
+		return strdup(env);
+	/* tallyd --user with TALLY_RUNTIME_DIR uses that directory as is */
+	if (rt && *rt)
+		path = tt_try_socket(rt, "", NULL);
+	if (!path && xdg && *xdg)
+		path = tt_try_socket(xdg, "/tally", job);
+	if (!path) {
+		snprintf(tmp, sizeof(tmp), "/tmp/tally-%u", (unsigned)getuid());
+		path = tt_try_socket(tmp, "", job);
+	}
+	if (!path)
+		return strdup(TT_SYSTEM_ENDPOINT);
+	len = strlen(path) + sizeof("ipc://");
+	ep = malloc(len);
+	if (ep)
+		snprintf(ep, len, "ipc://%s", path);
+	free(path);
+	return ep;
+}

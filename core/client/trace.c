@@ -1,0 +1,800 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/client/trace.c - libtally-trace: span begin/end from applications
+ *
+ * Design (see tally-trace(3) for the contract):
+ *
+ * - One PUSH socket per (thread, tracer), created on the thread's first
+ *   event. ZeroMQ sockets are not thread-safe; a socket per thread needs no
+ *   lock on the event path, so threads never wait for each other, and each
+ *   thread keeps its own send queue (SNDHWM messages).
+ * - Per thread, a stack of open spans gives the parent of a new span and
+ *   lets end-by-name find the innermost span of that name.
+ * - The constant part of every message (magic, pid, tid, rank, trace id)
+ *   is written once per thread into two message buffers; an event fills
+ *   the rest and calls zmq_send(ZMQ_DONTWAIT). When the send fails the
+ *   buffers swap, so the last dropped message stays intact: close re-sends
+ *   it to carry the drop count nobody reported yet.
+ * - Slow paths (first event of a thread, thread exit, stats, close, fork)
+ *   take one process-wide mutex; the event path takes none.
+ * - fork: the child cannot use the parent's ZeroMQ context (its I/O thread
+ *   did not survive). A pthread_atfork child handler detaches every thread
+ *   state and forgets the context (leaked: terminating it would wait for
+ *   a thread that does not exist); the child's first event builds new ones.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "tally/trace.h"
+#include "trace-internal.h"
+
+#define TT_LINGER_MS	 2000	/* default close drain bound */
+#define TT_LINGER_MAX_MS 60000
+#define TT_SNDHWM	 10000	/* per-thread queue: absorbs bursts */
+#define TT_PROBE_MS	 200	/* close: how long to look for a collector */
+#define TT_MAX_DEPTH	 1024	/* deeper spans are sent but not tracked */
+#define TT_MAX_RETIRED	 64	/* exited threads' sockets kept for close */
+#define TT_ID_BLOCK	 (1u << 20) /* span ids a thread takes at a time */
+
+#define likely(x)   __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/*
+ * struct tt_conn - a thread's socket and message buffers
+ *
+ * Written by its thread only; the counters are atomics (relaxed, single
+ * writer) because tally_trace_stats() reads them from other threads. When
+ * the thread exits or the tracer closes, the tracer takes the conn over.
+ */
+struct tt_conn {
+	void *sock;		/* PUSH socket, NULL if it could not be made */
+	struct tt_conn *next;	/* in tracer->retired or close's list */
+	_Atomic uint64_t events;
+	_Atomic uint64_t dropped;
+	_Atomic uint64_t pending; /* drops no sent message carried yet */
+	unsigned cur;		/* buffer of the next event */
+	size_t len[2];		/* length of the message in each buffer */
+	uint8_t buf[2][TALLY_WIRE_MAX_MSG];
+};
+
+struct tt_frame {
+	uint64_t id;
+	uint64_t parent;
+	size_t name_off;	/* in tt_thread.names */
+	uint16_t name_len;
+};
+
+/*
+ * struct tt_thread - one thread's state for one tracer
+ *
+ * Owned by the thread (freed by it, in its TLS list); linked into its
+ * tracer's list while attached. @tr becomes NULL when the tracer closes or
+ * the process forks: the state is then dead and freed on the thread's next
+ * slow path or at its exit.
+ */
+struct tt_thread {
+	_Atomic(struct tally_trace *) tr;
+	struct tt_thread *tls_next;	/* this thread's states */
+	struct tt_thread *tr_next;	/* tracer's list, under tt_lock */
+	pthread_t self;
+	struct tt_conn *conn;
+	struct tt_source src;
+	uint64_t next_id, end_id;	/* current block of span ids */
+	struct tt_frame *frames;	/* open spans, innermost last */
+	unsigned depth, cap;
+	char *names;			/* names of open spans, back to back */
+	size_t names_len, names_cap;
+};
+
+struct tally_trace {
+	char *endpoint;
+	char *trace;
+	char host[TALLY_WIRE_MAX_STR + 1];
+	uint16_t trace_len, host_len;
+	int32_t rank;
+	int linger_ms;
+	int sndhwm;
+	_Atomic uint64_t next_block;	/* span id blocks handed to threads */
+	/* below: under tt_lock */
+	void *ctx;			/* NULL until first use (again after fork) */
+	uint32_t pid;
+	struct tally_trace *next;	/* tt_tracers */
+	struct tt_thread *threads;	/* states of live threads */
+	struct tt_conn *retired;	/* conns of exited threads */
+	unsigned nretired;
+	uint64_t gone_events, gone_dropped, gone_pending; /* closed conns */
+};
+
+static pthread_mutex_t tt_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tally_trace *tt_tracers;	/* open tracers, under tt_lock */
+static pthread_once_t tt_once = PTHREAD_ONCE_INIT;
+static pthread_key_t tt_key;		/* runs tt_thread_exit() */
+static bool tt_key_ok;
+
+/* initial-exec: a plain %fs-relative load, no __tls_get_addr per event */
+static __thread struct tt_thread *tt_tls
+	__attribute__((tls_model("initial-exec")));
+
+static inline uint64_t tt_get(_Atomic uint64_t *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+static inline void tt_set(_Atomic uint64_t *v, uint64_t x)
+{
+	atomic_store_explicit(v, x, memory_order_relaxed);
+}
+
+static void tt_conn_free(struct tt_conn *c, int linger_ms)
+{
+	if (c->sock) {
+		zmq_setsockopt(c->sock, ZMQ_LINGER, &linger_ms,
+			       sizeof(linger_ms));
+		zmq_close(c->sock);
+	}
+	free(c);
+}
+
+static void tt_thread_free(struct tt_thread *t)
+{
+	free(t->frames);
+	free(t->names);
+	free(t);
+}
+
+/* Fold a conn's counters into its tracer's before the conn goes away. */
+static void tt_account_gone(struct tally_trace *tr, struct tt_conn *c)
+{
+	tr->gone_events += tt_get(&c->events);
+	tr->gone_dropped += tt_get(&c->dropped);
+	tr->gone_pending += tt_get(&c->pending);
+}
+
+static void tt_unlink_thread(struct tally_trace *tr, struct tt_thread *t)
+{
+	for (struct tt_thread **p = &tr->threads; *p; p = &(*p)->tr_next) {
+		if (*p == t) {
+			*p = t->tr_next;
+			return;
+		}
+	}
+}
+
+/*
+ * Thread exit (pthread key destructor): hand the thread's sockets to their
+ * tracers, so close can still deliver and report what they queued. Beyond
+ * TT_MAX_RETIRED (thread-per-task programs), close the socket now with the
+ * tracer's linger, or none if it was dropping (no collector keeping up).
+ */
+static void tt_thread_exit(void *arg)
+{
+	struct tt_thread *t, *next;
+
+	(void)arg;
+	pthread_mutex_lock(&tt_lock);
+	for (t = tt_tls; t; t = next) {
+		struct tally_trace *tr = atomic_load(&t->tr);
+		struct tt_conn *c = t->conn;
+
+		next = t->tls_next;
+		if (tr) {
+			tt_unlink_thread(tr, t);
+			if (tr->nretired < TT_MAX_RETIRED) {
+				c->next = tr->retired;
+				tr->retired = c;
+				tr->nretired++;
+			} else {
+				tt_account_gone(tr, c);
+				tt_conn_free(c, tt_get(&c->pending) ? 0 :
+								      tr->linger_ms);
+			}
+		}
+		tt_thread_free(t);
+	}
+	tt_tls = NULL;
+	pthread_mutex_unlock(&tt_lock);
+}
+
+static void tt_atfork_prepare(void)
+{
+	pthread_mutex_lock(&tt_lock);
+}
+
+static void tt_atfork_parent(void)
+{
+	pthread_mutex_unlock(&tt_lock);
+}
+
+/*
+ * In the child: only the forking thread exists. Its states are detached
+ * (it frees them on its next call); other threads' states and all conns
+ * are freed without touching their sockets, whose context is dead here.
+ */
+static void tt_atfork_child(void)
+{
+	pthread_t me = pthread_self();
+
+	for (struct tally_trace *tr = tt_tracers; tr; tr = tr->next) {
+		struct tt_thread *t, *tn;
+		struct tt_conn *c, *cn;
+
+		for (t = tr->threads; t; t = tn) {
+			tn = t->tr_next;
+			free(t->conn);
+			t->conn = NULL;
+			atomic_store(&t->tr, NULL);
+			if (!pthread_equal(t->self, me))
+				tt_thread_free(t);
+		}
+		for (c = tr->retired; c; c = cn) {
+			cn = c->next;
+			free(c);
+		}
+		tr->threads = NULL;
+		tr->retired = NULL;
+		tr->nretired = 0;
+		tr->gone_events = tr->gone_dropped = tr->gone_pending = 0;
+		tr->ctx = NULL;
+		tr->pid = (uint32_t)getpid();
+	}
+	pthread_mutex_unlock(&tt_lock);
+}
+
+static void tt_init_once(void)
+{
+	tt_key_ok = pthread_key_create(&tt_key, tt_thread_exit) == 0;
+	pthread_atfork(tt_atfork_prepare, tt_atfork_parent, tt_atfork_child);
+}
+
+/* Free this thread's dead states (tracer closed, or inherited by fork). */
+static void tt_prune_tls(void)
+{
+	struct tt_thread **p = &tt_tls;
+
+	while (*p) {
+		struct tt_thread *t = *p;
+
+		if (atomic_load(&t->tr)) {
+			p = &t->tls_next;
+			continue;
+		}
+		*p = t->tls_next;
+		tt_thread_free(t);
+	}
+}
+
+static void *tt_socket(struct tally_trace *tr)
+{
+	void *s = zmq_socket(tr->ctx, ZMQ_PUSH);
+
+	if (!s)
+		return NULL;
+	/* Explicit, so a stalled collector costs a bounded queue per thread;
+	 * linger bounds how long zmq_ctx_term() can wait for this socket. */
+	zmq_setsockopt(s, ZMQ_SNDHWM, &tr->sndhwm, sizeof(tr->sndhwm));
+	zmq_setsockopt(s, ZMQ_LINGER, &tr->linger_ms, sizeof(tr->linger_ms));
+	if (zmq_connect(s, tr->endpoint) < 0) {
+		zmq_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Slow path: this thread's first event for @tr, under tt_lock. */
+static struct tt_thread *tt_thread_new(struct tally_trace *tr)
+{
+	struct tt_thread *t;
+	struct tt_conn *c;
+
+	if (!tr->ctx) {
+		tr->ctx = zmq_ctx_new();
+		if (!tr->ctx)
+			return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	c = calloc(1, sizeof(*c));
+	if (!t || !c) {
+		free(t);
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* No socket (too many open files...): events count as dropped. */
+	c->sock = tt_socket(tr);
+	t->conn = c;
+	t->self = pthread_self();
+	t->src = (struct tt_source){
+		.pid = tr->pid,
+		.tid = (uint32_t)syscall(SYS_gettid),
+		.rank = tr->rank,
+		.trace_len = tr->trace_len,
+		.host_len = tr->host_len,
+		.trace = tr->trace,
+		.host = tr->host,
+	};
+	tt_msg_init(c->buf[0], &t->src);
+	tt_msg_init(c->buf[1], &t->src);
+	atomic_store(&t->tr, tr);
+	t->tr_next = tr->threads;
+	tr->threads = t;
+	t->tls_next = tt_tls;
+	tt_tls = t;
+	if (tt_key_ok)
+		pthread_setspecific(tt_key, t);
+	return t;
+}
+
+static struct tt_thread *tt_self_slow(struct tally_trace *tr)
+{
+	struct tt_thread *t, **p;
+
+	pthread_mutex_lock(&tt_lock);
+	tt_prune_tls();
+	for (p = &tt_tls; (t = *p); p = &t->tls_next) {
+		if (atomic_load(&t->tr) == tr) {
+			/* most recently used first: the fast path checks it */
+			*p = t->tls_next;
+			t->tls_next = tt_tls;
+			tt_tls = t;
+			break;
+		}
+	}
+	if (!t)
+		t = tt_thread_new(tr);
+	pthread_mutex_unlock(&tt_lock);
+	return t;
+}
+
+static inline struct tt_thread *tt_self(struct tally_trace *tr)
+{
+	struct tt_thread *t = tt_tls;
+
+	if (likely(t && atomic_load_explicit(&t->tr, memory_order_relaxed) ==
+				tr))
+		return t;
+	return tt_self_slow(tr);
+}
+
+/*
+ * The event path: fill the prepared buffer and try once to queue it. The
+ * drop count rides on this message and is cleared only if it got through.
+ */
+static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
+		    uint64_t parent, const char *name, size_t name_len)
+{
+	struct tt_conn *c = t->conn;
+	uint64_t pending = tt_get(&c->pending);
+	uint32_t carried = pending > UINT32_MAX ? UINT32_MAX : (uint32_t)pending;
+	uint8_t *m = c->buf[c->cur];
+	struct timespec ts;
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = tt_msg_fill(m, &t->src, type, carried,
+			(int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, id,
+			parent, name, name_len);
+	tt_set(&c->events, tt_get(&c->events) + 1);
+	if (likely(c->sock) &&
+	    likely(zmq_send(c->sock, m, n, ZMQ_DONTWAIT) == (int)n)) {
+		if (unlikely(carried))
+			tt_set(&c->pending, pending - carried);
+		return;
+	}
+	tt_set(&c->pending, pending + 1);
+	tt_set(&c->dropped, tt_get(&c->dropped) + 1);
+	c->len[c->cur] = n;
+	c->cur ^= 1;
+}
+
+static uint64_t tt_new_id(struct tt_thread *t)
+{
+	if (unlikely(t->next_id == t->end_id)) {
+		struct tally_trace *tr = atomic_load(&t->tr);
+
+		t->next_id = atomic_fetch_add(&tr->next_block, TT_ID_BLOCK);
+		t->end_id = t->next_id + TT_ID_BLOCK;
+	}
+	return t->next_id++;
+}
+
+/* Remember an open span. On failure (ENOMEM, too deep) it is not tracked:
+ * its END can still be sent by id, without a name. */
+static void tt_push(struct tt_thread *t, uint64_t id, uint64_t parent,
+		    const char *name, size_t len)
+{
+	struct tt_frame *f;
+
+	if (unlikely(t->depth == t->cap)) {
+		unsigned cap = t->cap ? 2 * t->cap : 16;
+
+		if (cap > TT_MAX_DEPTH)
+			return;
+		f = realloc(t->frames, cap * sizeof(*f));
+		if (!f)
+			return;
+		t->frames = f;
+		t->cap = cap;
+	}
+	if (unlikely(t->names_len + len > t->names_cap)) {
+		size_t cap = t->names_cap ? t->names_cap : 1024;
+		char *p;
+
+		while (cap < t->names_len + len)
+			cap *= 2;
+		p = realloc(t->names, cap);
+		if (!p)
+			return;
+		t->names = p;
+		t->names_cap = cap;
+	}
+	memcpy(t->names + t->names_len, name, len);
+	f = &t->frames[t->depth++];
+	f->id = id;
+	f->parent = parent;
+	f->name_off = t->names_len;
+	f->name_len = (uint16_t)len;
+	t->names_len += len;
+}
+
+/* Send the END of open span @i and forget it; spans opened inside it (if
+ * ended out of order) stay open with their ids. */
+static void tt_end_frame(struct tt_thread *t, unsigned i)
+{
+	struct tt_frame *f = &t->frames[i];
+	size_t off = f->name_off, len = f->name_len;
+
+	tt_send(t, TALLY_WIRE_END, f->id, f->parent, t->names + off, len);
+	if (i + 1 < t->depth) {
+		memmove(t->names + off, t->names + off + len,
+			t->names_len - off - len);
+		memmove(f, f + 1, (t->depth - i - 1) * sizeof(*f));
+		for (unsigned j = i; j < t->depth - 1; j++)
+			t->frames[j].name_off -= len;
+	}
+	t->names_len -= len;
+	t->depth--;
+}
+
+static size_t tt_name_len(const char *name)
+{
+	size_t len = strlen(name);
+
+	return unlikely(len > TALLY_WIRE_MAX_STR) ?
+		       tt_utf8_clip(name, len, TALLY_WIRE_MAX_STR) :
+		       len;
+}
+
+uint64_t tally_trace_begin(struct tally_trace *tr, const char *name)
+{
+	struct tt_thread *t;
+	uint64_t id, parent;
+	size_t len;
+
+	if (unlikely(!tr || !name || !*name)) {
+		errno = EINVAL;
+		return 0;
+	}
+	t = tt_self(tr);
+	if (unlikely(!t))
+		return 0;
+	len = tt_name_len(name);
+	id = tt_new_id(t);
+	parent = t->depth ? t->frames[t->depth - 1].id : 0;
+	tt_push(t, id, parent, name, len);
+	tt_send(t, TALLY_WIRE_BEGIN, id, parent, name, len);
+	return id;
+}
+
+int tally_trace_end(struct tally_trace *tr, uint64_t span_id)
+{
+	struct tt_thread *t;
+
+	if (unlikely(!tr || !span_id)) {
+		errno = EINVAL;
+		return -1;
+	}
+	t = tt_self(tr);
+	if (unlikely(!t))
+		return -1;
+	for (unsigned i = t->depth; i-- > 0;) {
+		if (t->frames[i].id == span_id) {
+			tt_end_frame(t, i);
+			return 0;
+		}
+	}
+	/* not ours (other thread, untracked): the collector knows it by id */
+	tt_send(t, TALLY_WIRE_END, span_id, 0, "", 0);
+	errno = ENOENT;
+	return -1;
+}
+
+int tally_trace_end_name(struct tally_trace *tr, const char *name)
+{
+	struct tt_thread *t;
+	size_t len;
+
+	if (unlikely(!tr || !name || !*name)) {
+		errno = EINVAL;
+		return -1;
+	}
+	t = tt_self(tr);
+	if (unlikely(!t))
+		return -1;
+	len = tt_name_len(name);
+	for (unsigned i = t->depth; i-- > 0;) {
+		struct tt_frame *f = &t->frames[i];
+
+		if (f->name_len == len &&
+		    memcmp(t->names + f->name_off, name, len) == 0) {
+			tt_end_frame(t, i);
+			return 0;
+		}
+	}
+	errno = ENOENT;
+	return -1;
+}
+
+static int tt_env_int(const char *var, int def, int min, int max)
+{
+	const char *v = getenv(var);
+	char *end;
+	long x;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end || x < min)
+		return def;
+	return x > max ? max : (int)x;
+}
+
+struct tally_trace *tally_trace_open(const char *endpoint,
+				     const char *trace_id)
+{
+	struct tally_trace *tr;
+	size_t len;
+
+	pthread_once(&tt_once, tt_init_once);
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		goto out_nomem;
+	tr->endpoint = endpoint && *endpoint ? strdup(endpoint) :
+					       tt_discover_endpoint();
+	tr->trace = trace_id && *trace_id ? strdup(trace_id) :
+					    tt_default_trace_id();
+	if (!tr->endpoint || !tr->trace)
+		goto out_free_nomem;
+	len = strlen(tr->trace);
+	tr->trace_len = (uint16_t)tt_utf8_clip(tr->trace, len,
+					       TALLY_WIRE_MAX_STR);
+	if (gethostname(tr->host, sizeof(tr->host) - 1) < 0)
+		tr->host[0] = '\0';
+	len = strnlen(tr->host, sizeof(tr->host) - 1);
+	tr->host_len = (uint16_t)tt_utf8_clip(tr->host, len,
+					      TALLY_WIRE_MAX_STR);
+	tr->rank = tt_env_rank();
+	tr->linger_ms = tt_env_int("TALLY_TRACE_LINGER_MS", TT_LINGER_MS, 0,
+				   TT_LINGER_MAX_MS);
+	tr->sndhwm = tt_env_int("TALLY_TRACE_SNDHWM", TT_SNDHWM, 1, 1 << 24);
+	atomic_init(&tr->next_block, 1);
+
+	/* Create the context now and check the endpoint's syntax with a
+	 * first socket, so a typo fails here rather than drop every event. */
+	pthread_mutex_lock(&tt_lock);
+	tr->pid = (uint32_t)getpid();
+	tr->ctx = zmq_ctx_new();
+	if (tr->ctx) {
+		void *s = tt_socket(tr);
+
+		if (!s) {
+			int err = zmq_errno();
+
+			zmq_ctx_term(tr->ctx);
+			pthread_mutex_unlock(&tt_lock);
+			free(tr->endpoint);
+			free(tr->trace);
+			free(tr);
+			errno = err;
+			return NULL;
+		}
+		zmq_setsockopt(s, ZMQ_LINGER, &(int){ 0 }, sizeof(int));
+		zmq_close(s);
+	}
+	tr->next = tt_tracers;
+	tt_tracers = tr;
+	pthread_mutex_unlock(&tt_lock);
+	return tr;
+
+out_free_nomem:
+	free(tr->endpoint);
+	free(tr->trace);
+	free(tr);
+out_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+int tally_trace_stats(struct tally_trace *tr, struct tally_trace_stats *st)
+{
+	if (!tr || !st) {
+		errno = EINVAL;
+		return -1;
+	}
+	pthread_mutex_lock(&tt_lock);
+	st->events = tr->gone_events;
+	st->dropped = tr->gone_dropped;
+	st->unreported = tr->gone_pending;
+	for (struct tt_thread *t = tr->threads; t; t = t->tr_next) {
+		st->events += tt_get(&t->conn->events);
+		st->dropped += tt_get(&t->conn->dropped);
+		st->unreported += tt_get(&t->conn->pending);
+	}
+	for (struct tt_conn *c = tr->retired; c; c = c->next) {
+		st->events += tt_get(&c->events);
+		st->dropped += tt_get(&c->dropped);
+		st->unreported += tt_get(&c->pending);
+	}
+	pthread_mutex_unlock(&tt_lock);
+	return 0;
+}
+
+const char *tally_trace_endpoint(const struct tally_trace *tr)
+{
+	return tr ? tr->endpoint : NULL;
+}
+
+const char *tally_trace_id(const struct tally_trace *tr)
+{
+	return tr ? tr->trace : NULL;
+}
+
+static int64_t tt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Is a collector listening at @endpoint? Asked once, at close, with a
+ * fresh socket and a monitor: the first connect either succeeds
+ * (CONNECTED) or fails and schedules a retry (CONNECT_RETRIED), within
+ * microseconds for ipc and a round trip for tcp. Monitoring the event
+ * sockets for the whole run instead would need someone to read the
+ * monitor: unread events eventually block libzmq's I/O thread.
+ */
+static bool tt_probe(void *ctx, const char *endpoint, int wait_ms)
+{
+	void *s = zmq_socket(ctx, ZMQ_PUSH), *mon = zmq_socket(ctx, ZMQ_PAIR);
+	char addr[64];
+	bool up = false;
+	int64_t deadline = tt_now_ms() + wait_ms;
+
+	if (!s || !mon)
+		goto out_close;
+	snprintf(addr, sizeof(addr), "inproc://tally-trace-probe-%p", s);
+	if (zmq_socket_monitor(s, addr,
+			       ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED) <
+		    0 ||
+	    zmq_connect(mon, addr) < 0 || zmq_connect(s, endpoint) < 0)
+		goto out_close;
+	for (;;) {
+		zmq_pollitem_t pi = { .socket = mon, .events = ZMQ_POLLIN };
+		int64_t left = deadline - tt_now_ms();
+		uint8_t ev[6];
+		char uri[256];
+
+		if (left <= 0 || zmq_poll(&pi, 1, (long)left) <= 0)
+			break;
+		/* frame 1: uint16 event (host order), uint32 value; 2: uri */
+		if (zmq_recv(mon, ev, sizeof(ev), 0) < 2)
+			break;
+		zmq_recv(mon, uri, sizeof(uri), ZMQ_DONTWAIT);
+		uint16_t e;
+
+		memcpy(&e, ev, sizeof(e));
+		if (e == ZMQ_EVENT_CONNECTED || e == ZMQ_EVENT_CONNECT_RETRIED) {
+			up = e == ZMQ_EVENT_CONNECTED;
+			break;
+		}
+	}
+	zmq_socket_monitor(s, NULL, 0);
+out_close:
+	if (mon) {
+		zmq_setsockopt(mon, ZMQ_LINGER, &(int){ 0 }, sizeof(int));
+		zmq_close(mon);
+	}
+	if (s) {
+		zmq_setsockopt(s, ZMQ_LINGER, &(int){ 0 }, sizeof(int));
+		zmq_close(s);
+	}
+	return up;
+}
+
+/* Deliver the count of drops nobody reported: re-send the last dropped
+ * event (kept in the other buffer), carrying the remaining count. */
+static void tt_report_pending(struct tt_conn *c, int timeout_ms)
+{
+	uint64_t pending = tt_get(&c->pending);
+	unsigned last = c->cur ^ 1;
+	uint8_t *m = c->buf[last];
+	uint32_t carried;
+
+	if (!pending || !c->len[last] || timeout_ms <= 0)
+		return;
+	carried = pending - 1 > UINT32_MAX ? UINT32_MAX :
+					     (uint32_t)(pending - 1);
+	tally_wire_put32(m + 4, carried);
+	zmq_setsockopt(c->sock, ZMQ_SNDTIMEO, &timeout_ms, sizeof(timeout_ms));
+	if (zmq_send(c->sock, m, c->len[last], 0) == (int)c->len[last])
+		tt_set(&c->pending, pending - 1 - carried);
+}
+
+int tally_trace_close(struct tally_trace *tr)
+{
+	struct tt_conn *conns, *c;
+	void *ctx;
+
+	if (!tr)
+		return 0;
+	pthread_mutex_lock(&tt_lock);
+	for (struct tally_trace **p = &tt_tracers; *p; p = &(*p)->next) {
+		if (*p == tr) {
+			*p = tr->next;
+			break;
+		}
+	}
+	/* Take every conn; the threads free their (now dead) states. */
+	conns = tr->retired;
+	for (struct tt_thread *t = tr->threads, *tn; t; t = tn) {
+		tn = t->tr_next;
+		t->conn->next = conns;
+		conns = t->conn;
+		t->conn = NULL;
+		atomic_store(&t->tr, NULL);
+	}
+	tr->threads = NULL;
+	tr->retired = NULL;
+	ctx = tr->ctx;
+	pthread_mutex_unlock(&tt_lock);
+
+	if (ctx) {
+		bool up = tr->linger_ms > 0 &&
+			  tt_probe(ctx, tr->endpoint,
+				   tr->linger_ms < TT_PROBE_MS ? tr->linger_ms :
+								 TT_PROBE_MS);
+		int64_t deadline = tt_now_ms() + tr->linger_ms;
+
+		for (; conns; conns = c) {
+			int left = (int)(deadline - tt_now_ms());
+
+			c = conns->next;
+			if (left < 0 || !up)
+				left = 0;
+			if (conns->sock)
+				tt_report_pending(conns, left);
+			tt_conn_free(conns, left);
+		}
+		/* waits at most the lingers set above */
+		while (zmq_ctx_term(ctx) < 0 && errno == EINTR)
+			;
+	}
+	free(tr->endpoint);
+	free(tr->trace);
+	free(tr);
+	return 0;
+}

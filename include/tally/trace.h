@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally/trace.h - libtally-trace, the application side of tally's traces
+ *
+ * An application marks regions of its run as spans; the node's tally
+ * collector (its zmq_trace input) knows, live, which region every process
+ * is in. Link with `pkg-config --libs tally-trace`. Man page: tally-trace(3);
+ * wire format: doc/wire-format.md.
+ *
+ *	struct tally_trace *tr = tally_trace_open(NULL, NULL);
+ *	uint64_t s = tally_trace_begin(tr, "solver");
+ *	...
+ *	tally_trace_end(tr, s);
+ *	tally_trace_close(tr);
+ *
+ * Guarantees:
+ * - Never blocks and never fails the application: every event is one
+ *   ZeroMQ message sent with ZMQ_DONTWAIT; an event that cannot be queued
+ *   is dropped and counted, and the count rides on the next message that
+ *   gets through. A NULL tracer is accepted everywhere and does nothing, so
+ *   a failed open needs no special casing.
+ * - Thread-safe: any thread may call begin/end on a shared tracer. Each
+ *   thread gets its own PUSH socket and its own stack of open spans (a new
+ *   span's parent is the innermost span open on the calling thread).
+ * - Fork-safe: a child process re-opens lazily on its first call, as a new
+ *   source (its own pid) with no open spans.
+ * - Only tally_trace_close() may wait, and for a bounded time.
+ *
+ * Environment (read by tally_trace_open()):
+ *   TALLY_TRACE_ENDPOINT   collector endpoint, overrides discovery
+ *   TALLY_TRACE_ID         trace id when the caller passes NULL
+ *   TALLY_TRACE_LINGER_MS  close drain bound, ms (default 2000, max 60000)
+ *   TALLY_TRACE_SNDHWM     per-thread send queue, messages (default 10000)
+ *   rank: PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID,
+ *   FLUX_TASK_RANK (first set wins); job: SLURM_JOB_ID, FLUX_JOB_ID,
+ *   PBS_JOBID, LSB_JOBID.
+ */
+#ifndef TALLY_TRACE_H
+#define TALLY_TRACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** struct tally_trace - an open tracer (opaque) */
+struct tally_trace;
+
+/**
+ * tally_trace_open() - open a tracer
+ * @endpoint: ZeroMQ endpoint of the collector ("ipc:///path",
+ *            "tcp://host:port"), or NULL to discover it: TALLY_TRACE_ENDPOINT
+ *            if set; else the socket of a user collector running for this
+ *            user (and batch job, if any) when the socket file exists:
+ *            $TALLY_RUNTIME_DIR/trace.sock, then
+ *            {$XDG_RUNTIME_DIR/tally,/tmp/tally-UID}[/job-JOBID]/trace.sock;
+ *            else the system collector's ipc:///run/tally/trace.sock
+ * @trace_id: trace id grouping this run's spans (UTF-8, truncated to 1024
+ *            bytes), or NULL for TALLY_TRACE_ID, else the batch job id,
+ *            else "pid-<pid>"
+ *
+ * Connecting is asynchronous: opening succeeds whether or not a collector
+ * listens; events sent before it appears are queued (up to the send
+ * high-water mark) and delivered when it does.
+ *
+ * Return: the tracer, to be closed with tally_trace_close(); or NULL with
+ * errno set (ENOMEM, or EINVAL/EPROTONOSUPPORT for a bad endpoint).
+ * Thread-safety: may be called from any thread.
+ */
+struct tally_trace *tally_trace_open(const char *endpoint,
+				     const char *trace_id);
+
+/**
+ * tally_trace_begin() - open a span on the calling thread
+ * @tr:   tracer, or NULL (no-op)
+ * @name: region name, UTF-8, not empty; longer than 1024 bytes is
+ *        truncated at a character boundary. Copied: the caller keeps it.
+ *
+ * Sends a BEGIN event whose parent is the innermost span open on this
+ * thread, and pushes the span on the thread's stack.
+ *
+ * Return: the span id (non-zero, unique in this process), also when the
+ * event itself had to be dropped; 0 with errno = EINVAL (NULL tracer,
+ * NULL or empty name), EBADF (tracer closed) or ENOMEM.
+ * Thread-safety: safe; never blocks.
+ */
+uint64_t tally_trace_begin(struct tally_trace *tr, const char *name);
+
+/**
+ * tally_trace_end() - close a span by id
+ * @tr:      tracer, or NULL (no-op)
+ * @span_id: a value returned by tally_trace_begin()
+ *
+ * Sends an END event for @span_id and removes it from the calling thread's
+ * stack (spans opened inside it and still open stay open). A span should
+ * end on the thread that began it; ending it elsewhere still sends the END
+ * (without name), but the beginning thread keeps it as the parent of its
+ * next spans.
+ *
+ * Return: 0; or -1 with errno = ENOENT (@span_id was not open on this
+ * thread: the END was sent anyway), EINVAL (@span_id 0 or NULL tracer),
+ * EBADF (tracer closed).
+ * Thread-safety: safe; never blocks.
+ */
+int tally_trace_end(struct tally_trace *tr, uint64_t span_id);
+
+/**
+ * tally_trace_end_name() - close the innermost open span with this name
+ * @tr:   tracer, or NULL (no-op)
+ * @name: region name as given to tally_trace_begin() (same truncation)
+ *
+ * For instrumentation that marks "end of solver" without keeping the id.
+ *
+ * Return: 0; or -1 with errno = ENOENT (no span of that name is open on
+ * this thread: nothing is sent), EINVAL (NULL or empty name, NULL
+ * tracer), EBADF (tracer closed).
+ * Thread-safety: safe; never blocks.
+ */
+int tally_trace_end_name(struct tally_trace *tr, const char *name);
+
+/**
+ * struct tally_trace_stats - what a tracer sent, for tests and tools
+ * @events:     events (BEGIN and END messages) this process produced
+ * @dropped:    events that could not be queued (send queue full)
+ * @unreported: drops not yet carried to the collector by a later message
+ */
+struct tally_trace_stats {
+	uint64_t events;
+	uint64_t dropped;
+	uint64_t unreported;
+};
+
+/**
+ * tally_trace_stats() - counters of this process's use of @tr
+ * @tr: tracer
+ * @st: filled on success
+ *
+ * Counts cover every thread of the calling process (a forked child starts
+ * from zero). Values of threads sending concurrently may be slightly stale.
+ * Return: 0, or -1 with errno = EINVAL (NULL argument).
+ * Thread-safety: safe; takes a process-wide lock briefly.
+ */
+int tally_trace_stats(struct tally_trace *tr, struct tally_trace_stats *st);
+
+/**
+ * tally_trace_endpoint() - the endpoint @tr connects to
+ * Return: a string owned by @tr (valid until close), or NULL for NULL @tr.
+ */
+const char *tally_trace_endpoint(const struct tally_trace *tr);
+
+/**
+ * tally_trace_id() - the trace id @tr sends
+ * Return: a string owned by @tr (valid until close), or NULL for NULL @tr.
+ */
+const char *tally_trace_id(const struct tally_trace *tr);
+
+/**
+ * tally_trace_close() - drain and close a tracer
+ * @tr: tracer, or NULL (no-op)
+ *
+ * If a collector is connected, queued events are delivered for at most the
+ * linger time (TALLY_TRACE_LINGER_MS, default 2 s); drops not yet reported
+ * are carried by re-sending the last dropped event. With no collector,
+ * close returns at once and queued events are discarded. Spans still open
+ * are not ended: the collector closes them as abandoned.
+ *
+ * No other call on @tr may run concurrently with or after close. Events
+ * still queued when the linger expires are lost: ZeroMQ does not say how
+ * many, so they are not counted.
+ * Return: 0.
+ */
+int tally_trace_close(struct tally_trace *tr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TALLY_TRACE_H */

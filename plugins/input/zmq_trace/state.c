@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/input/zmq_trace/state.c - open spans of every (trace, source)
+ *
+ * Layout, chosen for the hot path (millions of events per second):
+ *   - sources live in a chained hash table keyed by (format, pid, trace,
+ *     host); the last source used is cached, since consecutive messages
+ *     usually come from the same process;
+ *   - a source's open spans sit in a ring in begin order. Well-nested ends
+ *     close the newest span, found by scanning from the top in O(1); the
+ *     oldest is evicted in O(1) when the source is full. Names up to
+ *     ZMQ_TRACE_INLINE_NAME - 1 bytes are stored inline, so a begin/end pair
+ *     allocates nothing in steady state.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state.h"
+
+#define ZMQ_TRACE_INLINE_NAME 40
+#define ZMQ_TRACE_RING_MIN    8
+
+struct zmq_trace_open {
+	uint64_t id;
+	uint64_t parent;
+	int64_t begin_ns;
+	uint32_t depth;
+	uint32_t tid;
+	char *heap; /* the name when it does not fit inline, else NULL */
+	char inl[ZMQ_TRACE_INLINE_NAME];
+};
+
+struct zmq_trace_source {
+	struct zmq_trace_source *next; /* hash chain */
+	uint64_t hash;
+	enum zmq_trace_format format;
+	uint32_t pid;
+	int32_t rank;
+	bool local;
+	int64_t last_seen; /* CLOCK_MONOTONIC ns of the last event */
+	int64_t last_ts;   /* latest event timestamp (CLOCK_REALTIME ns) */
+	uint64_t next_id;  /* synthesized span ids (Omnistat) */
+	struct zmq_trace_open *ring;
+	uint32_t cap; /* power of two, 0 before the first begin */
+	uint32_t head;
+	uint32_t count;
+	const char *trace;
+	const char *host;
+	char strs[]; /* trace and host, NUL-terminated */
+};
+
+struct zmq_trace_state {
+	struct zmq_trace_state_opts opts;
+	char *local_host;
+	struct zmq_trace_source **buckets;
+	uint32_t nbuckets; /* power of two */
+	uint32_t nsources;
+	uint64_t nopen;
+	struct zmq_trace_source *last;
+	struct zmq_trace_counters counters;
+};
+
+static bool zmq_trace_kill_alive(uint32_t pid)
+{
+	/* EPERM means it exists but belongs to someone else. */
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+struct zmq_trace_state *
+zmq_trace_state_new(const struct zmq_trace_state_opts *opts)
+{
+	struct zmq_trace_state *st;
+
+	if (!opts->local_host || !opts->max_open_spans || !opts->max_sources) {
+		errno = EINVAL;
+		return NULL;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->opts = *opts;
+	if (!st->opts.pid_alive)
+		st->opts.pid_alive = zmq_trace_kill_alive;
+	st->local_host = strdup(opts->local_host);
+	if (!st->local_host)
+		goto out_free;
+	st->opts.local_host = st->local_host;
+	st->nbuckets = 64;
+	st->buckets = calloc(st->nbuckets, sizeof(*st->buckets));
+	if (!st->buckets)
+		goto out_host;
+	return st;
+
+out_host:
+	free(st->local_host);
+out_free:
+	free(st);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static const char *zmq_trace_open_name(const struct zmq_trace_open *o)
+{
+	return o->heap ? o->heap : o->inl;
+}
+
+static struct zmq_trace_open *zmq_trace_at(struct zmq_trace_source *src,
+					   uint32_t i)
+{
+	return &src->ring[(src->head + i) & (src->cap - 1)];
+}
+
+static void zmq_trace_source_free(struct zmq_trace_source *src)
+{
+	for (uint32_t i = 0; i < src->count; i++)
+		free(zmq_trace_at(src, i)->heap);
+	free(src->ring);
+	free(src);
+}
+
+void zmq_trace_state_free(struct zmq_trace_state *st)
+{
+	if (!st)
+		return;
+	for (uint32_t b = 0; b < st->nbuckets; b++) {
+		struct zmq_trace_source *src = st->buckets[b], *next;
+
+		for (; src; src = next) {
+			next = src->next;
+			zmq_trace_source_free(src);
+		}
+	}
+	free(st->buckets);
+	free(st->local_host);
+	free(st);
+}
+
+const struct zmq_trace_counters *
+zmq_trace_state_counters(const struct zmq_trace_state *st)
+{
+	return &st->counters;
+}
+
+uint32_t zmq_trace_state_sources(const struct zmq_trace_state *st)
+{
+	return st->nsources;
+}
+
+uint64_t zmq_trace_state_open_spans(const struct zmq_trace_state *st)
+{
+	return st->nopen;
+}
+
+/* FNV-1a, 64 bit: keys are short strings, quality is ample for chaining. */
+static uint64_t zmq_trace_fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t zmq_trace_key_hash(enum zmq_trace_format format, uint32_t pid,
+				   const char *trace, size_t tl,
+				   const char *host, size_t hl)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint8_t sep = 0xff; /* never in UTF-8: "ab"+"c" != "a"+"bc" */
+	uint32_t f = (uint32_t)format;
+
+	h = zmq_trace_fnv(h, &f, sizeof(f));
+	h = zmq_trace_fnv(h, &pid, sizeof(pid));
+	h = zmq_trace_fnv(h, trace, tl);
+	h = zmq_trace_fnv(h, &sep, 1);
+	return zmq_trace_fnv(h, host, hl);
+}
+
+static bool zmq_trace_key_eq(const struct zmq_trace_source *src,
+			     enum zmq_trace_format format, uint32_t pid,
+			     const char *trace, const char *host)
+{
+	return src->pid == pid && src->format == format &&
+	       !strcmp(src->trace, trace) && !strcmp(src->host, host);
+}
+
+static int zmq_trace_grow_table(struct zmq_trace_state *st)
+{
+	uint32_t n = st->nbuckets * 2;
+	struct zmq_trace_source **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return -1;
+	for (uint32_t i = 0; i < st->nbuckets; i++) {
+		struct zmq_trace_source *src = st->buckets[i], *next;
+
+		for (; src; src = next) {
+			next = src->next;
+			src->next = b[src->hash & (n - 1)];
+			b[src->hash & (n - 1)] = src;
+		}
+	}
+	free(st->buckets);
+	st->buckets = b;
+	st->nbuckets = n;
+	return 0;
+}
+
+static struct zmq_trace_source *
+zmq_trace_source_get(struct zmq_trace_state *st,
+		     const struct zmq_trace_event *ev, const char *host,
+		     size_t hl)
+{
+	struct zmq_trace_source *src = st->last;
+	uint64_t h;
+	uint32_t b;
+
+	if (src && zmq_trace_key_eq(src, ev->format, ev->pid, ev->trace, host))
+		return src;
+
+	h = zmq_trace_key_hash(ev->format, ev->pid, ev->trace, ev->trace_len,
+			       host, hl);
+	b = (uint32_t)h & (st->nbuckets - 1);
+	for (src = st->buckets[b]; src; src = src->next)
+		if (src->hash == h &&
+		    zmq_trace_key_eq(src, ev->format, ev->pid, ev->trace, host))
+			return st->last = src;
+
+	if (st->nsources >= st->opts.max_sources) {
+		errno = EMLINK;
+		return NULL;
+	}
+	/* A failed grow only costs longer chains: carry on. */
+	if (st->nsources >= st->nbuckets)
+		(void)zmq_trace_grow_table(st);
+	src = calloc(1, sizeof(*src) + ev->trace_len + 1 + hl + 1);
+	if (!src)
+		return NULL;
+	memcpy(src->strs, ev->trace, ev->trace_len + 1);
+	memcpy(src->strs + ev->trace_len + 1, host, hl + 1);
+	src->trace = src->strs;
+	src->host = src->strs + ev->trace_len + 1;
+	src->hash = h;
+	src->format = ev->format;
+	src->pid = ev->pid;
+	src->local = !strcmp(host, st->local_host);
+	b = (uint32_t)h & (st->nbuckets - 1);
+	src->next = st->buckets[b];
+	st->buckets[b] = src;
+	st->nsources++;
+	return st->last = src;
+}
+
+static void zmq_trace_source_unlink(struct zmq_trace_state *st,
+				    struct zmq_trace_source **pp)
+{
+	struct zmq_trace_source *src = *pp;
+
+	*pp = src->next;
+	if (st->last == src)
+		st->last = NULL;
+	st->nopen -= src->count;
+	st->nsources--;
+	zmq_trace_source_free(src);
+}
+
+static void zmq_trace_emit(struct zmq_trace_state *st,
+			   const struct zmq_trace_sink *sink,
+			   const struct tally_span *sp, int64_t ts_ns)
+{
+	if (sink->span(sink->ctx, sp, ts_ns))
+		st->counters.emit_failed++;
+}
+
+/* Fill the parts of a span record every event of @src shares. */
+static void zmq_trace_span_init(struct tally_span *sp,
+				const struct zmq_trace_source *src)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->trace = src->trace;
+	sp->src.host = src->host;
+	sp->src.pid = src->pid;
+	sp->src.rank = src->rank;
+}
+
+/*
+ * Emit the end of open span @o (not yet removed) with @flags. It carries
+ * the begin's thread even when another thread ended it, so that begin/end
+ * pairs nest per (pid, tid) as Chrome's trace format requires.
+ */
+static void zmq_trace_emit_end(struct zmq_trace_state *st,
+			       const struct zmq_trace_sink *sink,
+			       const struct zmq_trace_source *src,
+			       const struct zmq_trace_open *o, uint32_t flags,
+			       int64_t ts_ns)
+{
+	struct tally_span sp;
+
+	zmq_trace_span_init(&sp, src);
+	sp.name = zmq_trace_open_name(o);
+	sp.span_id = o->id;
+	sp.parent_id = o->parent;
+	sp.phase = TALLY_SPAN_END;
+	sp.depth = o->depth;
+	sp.flags = flags;
+	sp.src.tid = o->tid;
+	sp.begin_ns = o->begin_ns;
+	zmq_trace_emit(st, sink, &sp, ts_ns);
+}
+
+/* Remove open span number @i (0 = oldest) of @src. */
+static void zmq_trace_remove(struct zmq_trace_state *st,
+			     struct zmq_trace_source *src, uint32_t i)
+{
+	free(zmq_trace_at(src, i)->heap);
+	if (i == 0) {
+		src->head = (src->head + 1) & (src->cap - 1);
+	} else {
+		for (; i + 1 < src->count; i++)
+			*zmq_trace_at(src, i) = *zmq_trace_at(src, i + 1);
+	}
+	src->count--;
+	st->nopen--;
+}
+
+static int zmq_trace_ring_grow(struct zmq_trace_source *src)
+{
+	uint32_t n = src->cap ? src->cap * 2 : ZMQ_TRACE_RING_MIN;
+	struct zmq_trace_open *r = malloc(n * sizeof(*r));
+
+	if (!r)
+		return -1;
+	for (uint32_t i = 0; i < src->count; i++)
+		r[i] = *zmq_trace_at(src, i);
+	free(src->ring);
+	src->ring = r;
+	src->cap = n;
+	src->head = 0;
+	return 0;
+}
+
+/* Index of the newest open span with id @id, or -1. */
+static long zmq_trace_find_id(struct zmq_trace_source *src, uint64_t id)
+{
+	for (uint32_t i = src->count; i-- > 0;)
+		if (zmq_trace_at(src, i)->id == id)
+			return i;
+	return -1;
+}
+
+/* Index of the newest open span named @name, or -1. */
+static long zmq_trace_find_name(struct zmq_trace_source *src,
+				const char *name)
+{
+	for (uint32_t i = src->count; i-- > 0;)
+		if (!strcmp(zmq_trace_open_name(zmq_trace_at(src, i)), name))
+			return i;
+	return -1;
+}
+
+/* Depth of a native span whose parent is @parent. */
+static uint32_t zmq_trace_depth_of(struct zmq_trace_source *src,
+				   uint64_t parent)
+{
+	long i;
+
+	if (!parent)
+		return 0;
+	i = zmq_trace_find_id(src, parent);
+	/* A parent we never saw (dropped, evicted) is at least a level up. */
+	return i < 0 ? 1 : zmq_trace_at(src, (uint32_t)i)->depth + 1;
+}
+
+static int zmq_trace_begin(struct zmq_trace_state *st,
+			   struct zmq_trace_source *src,
+			   const struct zmq_trace_event *ev,
+			   const struct zmq_trace_sink *sink)
+{
+	struct zmq_trace_open o = { .begin_ns = ev->ts_ns, .tid = ev->tid };
+	struct tally_span sp;
+
+	if (ev->format == ZMQ_TRACE_NATIVE) {
+		o.id = ev->span_id;
+		o.parent = ev->parent_id;
+		o.depth = zmq_trace_depth_of(src, o.parent);
+	} else {
+		/* Omnistat: nesting is the order of starts; ids are ours. */
+		o.id = ++src->next_id;
+		if (src->count) {
+			const struct zmq_trace_open *top =
+				zmq_trace_at(src, src->count - 1);
+
+			o.parent = top->id;
+			o.depth = top->depth + 1;
+		}
+	}
+	if (ev->name_len >= sizeof(o.inl)) {
+		o.heap = strdup(ev->name);
+		if (!o.heap)
+			return -1;
+	} else {
+		memcpy(o.inl, ev->name, ev->name_len + 1);
+	}
+
+	if (src->count >= st->opts.max_open_spans) {
+		/*
+		 * Full: close the oldest span rather than refuse the new one.
+		 * A source hitting the cap usually leaks begins, and its
+		 * oldest spans are the leaked ones.
+		 */
+		zmq_trace_emit_end(st, sink, src, zmq_trace_at(src, 0),
+				   TALLY_SPAN_EVICTED, ev->ts_ns);
+		zmq_trace_remove(st, src, 0);
+		st->counters.evicted++;
+	} else if (src->count == src->cap && zmq_trace_ring_grow(src)) {
+		free(o.heap);
+		return -1;
+	}
+	*zmq_trace_at(src, src->count) = o;
+	src->count++;
+	st->nopen++;
+
+	zmq_trace_span_init(&sp, src);
+	sp.name = ev->name;
+	sp.span_id = o.id;
+	sp.parent_id = o.parent;
+	sp.phase = TALLY_SPAN_BEGIN;
+	sp.depth = o.depth;
+	sp.src.tid = ev->tid;
+	sp.begin_ns = ev->ts_ns;
+	zmq_trace_emit(st, sink, &sp, ev->ts_ns);
+	return 0;
+}
+
+static void zmq_trace_end(struct zmq_trace_state *st,
+			  struct zmq_trace_source *src,
+			  const struct zmq_trace_event *ev,
+			  const struct zmq_trace_sink *sink)
+{
+	struct tally_span sp;
+	long i;
+
+	if (ev->format == ZMQ_TRACE_NATIVE)
+		i = zmq_trace_find_id(src, ev->span_id);
+	else
+		i = zmq_trace_find_name(src, ev->name);
+	if (i >= 0) {
+		zmq_trace_emit_end(st, sink, src, zmq_trace_at(src, (uint32_t)i),
+				   0, ev->ts_ns);
+		zmq_trace_remove(st, src, (uint32_t)i);
+		return;
+	}
+
+	/*
+	 * An end without a begin (the begin was dropped, evicted, closed as
+	 * abandoned, or sent before we started): pass it on, flagged, with
+	 * what the message itself says.
+	 */
+	st->counters.orphan_end++;
+	zmq_trace_span_init(&sp, src);
+	sp.name = ev->name;
+	sp.phase = TALLY_SPAN_END;
+	sp.flags = TALLY_SPAN_ORPHAN_END;
+	sp.src.tid = ev->tid;
+	if (ev->format == ZMQ_TRACE_NATIVE) {
+		sp.span_id = ev->span_id;
+		sp.parent_id = ev->parent_id;
+		sp.depth = zmq_trace_depth_of(src, ev->parent_id);
+	} else {
+		sp.span_id = ++src->next_id;
+	}
+	zmq_trace_emit(st, sink, &sp, ev->ts_ns);
+}
+
+int zmq_trace_state_apply(struct zmq_trace_state *st,
+			  const struct zmq_trace_event *ev, int64_t now_ns,
+			  const struct zmq_trace_sink *sink)
+{
+	struct zmq_trace_source *src;
+	const char *host = ev->host;
+	size_t hl = ev->host_len;
+
+	if (!hl) {
+		host = st->local_host;
+		hl = strlen(host);
+	}
+	src = zmq_trace_source_get(st, ev, host, hl);
+	if (!src) {
+		if (errno == EMLINK)
+			st->counters.source_limit++;
+		return -1;
+	}
+	src->last_seen = now_ns;
+	if (ev->ts_ns > src->last_ts)
+		src->last_ts = ev->ts_ns;
+	src->rank = ev->rank;
+
+	if (ev->phase == TALLY_SPAN_BEGIN)
+		return zmq_trace_begin(st, src, ev, sink);
+	zmq_trace_end(st, src, ev, sink);
+	return 0;
+}
+
+/* Close every open span of @src, innermost first. */
+static uint64_t zmq_trace_abandon(struct zmq_trace_state *st,
+				  struct zmq_trace_source *src, int64_t ts_ns,
+				  const struct zmq_trace_sink *sink)
+{
+	uint64_t n = src->count;
+
+	while (src->count) {
+		uint32_t top = src->count - 1;
+
+		zmq_trace_emit_end(st, sink, src, zmq_trace_at(src, top),
+				   TALLY_SPAN_ABANDONED, ts_ns);
+		zmq_trace_remove(st, src, top);
+	}
+	st->counters.abandoned += n;
+	return n;
+}
+
+uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
+			       int64_t real_ns, bool final,
+			       const struct zmq_trace_sink *sink)
+{
+	uint64_t closed = 0;
+
+	for (uint32_t b = 0; b < st->nbuckets; b++) {
+		struct zmq_trace_source **pp = &st->buckets[b];
+
+		while (*pp) {
+			struct zmq_trace_source *src = *pp;
+			int64_t silent = now_ns - src->last_seen;
+			bool gone = false;
+
+			/* Only a native local source names a pid we can ask
+			 * about; a remote pid means nothing here. */
+			if (src->format == ZMQ_TRACE_NATIVE && src->local &&
+			    src->pid &&
+			    (final || silent >= st->opts.gone_grace_ns))
+				gone = !st->opts.pid_alive(src->pid);
+
+			if (gone) {
+				closed += zmq_trace_abandon(st, src, real_ns,
+							    sink);
+			} else if (src->count && st->opts.abandon_ns &&
+				   silent >= st->opts.abandon_ns) {
+				closed += zmq_trace_abandon(st, src,
+							    src->last_ts, sink);
+			} else if (src->count || silent < st->opts.idle_ns) {
+				pp = &src->next;
+				continue;
+			}
+			zmq_trace_source_unlink(st, pp);
+		}
+	}
+	return closed;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/input/zmq_trace/state.h - open spans of every (trace, source)
+ *
+ * The collector's memory of who is inside which region. A source is one
+ * sending process: (host, pid) for the native format; Omnistat JSON carries
+ * no process identity, so all its messages of one trace id form one source,
+ * keyed within it by label, as Omnistat does. Per (trace, source) the state
+ * keeps the open spans in begin order, which gives every event its depth
+ * and, for Omnistat messages, synthesized span and parent ids.
+ *
+ * Decoded events go in (zmq_trace_state_apply()), span records come out
+ * through a sink callback, so the state machine is testable without the
+ * daemon. Memory is bounded: at most max_open_spans spans per source and
+ * max_sources sources; beyond that, evictions and refusals are counted.
+ *
+ * Thread-safety: none; one state belongs to one instance's loop thread.
+ */
+#ifndef ZMQ_TRACE_STATE_H
+#define ZMQ_TRACE_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <tally/record.h>
+
+#include "decode.h"
+
+/**
+ * struct zmq_trace_sink - where span events go
+ * @span: append @span (strings borrowed for the call only) with event time
+ *        @ts_ns; return 0, or -1 when it could not be stored (counted in
+ *        emit_failed, the state stays consistent)
+ * @ctx:  passed back to @span
+ */
+struct zmq_trace_sink {
+	int (*span)(void *ctx, const struct tally_span *span, int64_t ts_ns);
+	void *ctx;
+};
+
+/**
+ * struct zmq_trace_state_opts - limits and environment of a state
+ * @local_host:     this host's name; events with an empty host get it, and
+ *                  only sources on this host get the pid liveness check
+ *                  (copied)
+ * @max_open_spans: open spans kept per source (>= 1); a begin beyond it
+ *                  closes the oldest open span as evicted
+ * @max_sources:    sources kept (>= 1); events of further sources are
+ *                  dropped as "source_limit"
+ * @abandon_ns:     a source silent this long has its open spans closed as
+ *                  abandoned; 0 = never (the pid check still applies)
+ * @idle_ns:        a source with no open span silent this long is forgotten
+ * @gone_grace_ns:  a local process found dead is closed only once it has
+ *                  been silent this long too, so that its last messages,
+ *                  still in flight, land first
+ * @pid_alive:      liveness probe, returns false when @pid no longer
+ *                  exists; NULL means kill(pid, 0) != ESRCH
+ */
+struct zmq_trace_state_opts {
+	const char *local_host;
+	uint32_t max_open_spans;
+	uint32_t max_sources;
+	int64_t abandon_ns;
+	int64_t idle_ns;
+	int64_t gone_grace_ns;
+	bool (*pid_alive)(uint32_t pid);
+};
+
+/**
+ * struct zmq_trace_counters - running totals, never reset
+ * @orphan_end:   ends without an open begin (emitted with ORPHAN_END)
+ * @abandoned:    spans closed because their process is gone or silent
+ * @evicted:      spans closed because their source hit max_open_spans
+ * @source_limit: events dropped because max_sources was reached
+ * @emit_failed:  span records the sink could not store
+ */
+struct zmq_trace_counters {
+	uint64_t orphan_end;
+	uint64_t abandoned;
+	uint64_t evicted;
+	uint64_t source_limit;
+	uint64_t emit_failed;
+};
+
+struct zmq_trace_state;
+
+/**
+ * zmq_trace_state_new() - an empty state
+ * Return: the state, or NULL with errno = ENOMEM or EINVAL (a limit is 0,
+ * no local host).
+ */
+struct zmq_trace_state *
+zmq_trace_state_new(const struct zmq_trace_state_opts *opts);
+
+/** zmq_trace_state_free() - free a state and every open span; NULL ok */
+void zmq_trace_state_free(struct zmq_trace_state *st);
+
+/**
+ * zmq_trace_state_apply() - account one decoded event
+ * @st:      state
+ * @ev:      a successfully decoded event
+ * @now_ns:  CLOCK_MONOTONIC ns (for silence and idle timeouts)
+ * @sink:    receives the span records: the event itself, preceded by the
+ *           end of an evicted span when the source was full
+ *
+ * Return: 0, or -1 when the event was dropped: errno = EMLINK (max_sources
+ * reached, counted as source_limit) or ENOMEM.
+ */
+int zmq_trace_state_apply(struct zmq_trace_state *st,
+			  const struct zmq_trace_event *ev, int64_t now_ns,
+			  const struct zmq_trace_sink *sink);
+
+/**
+ * zmq_trace_state_check() - close abandoned spans, forget idle sources
+ * @st:      state
+ * @now_ns:  CLOCK_MONOTONIC ns
+ * @real_ns: CLOCK_REALTIME ns, the end time of spans of dead processes
+ * @final:   shutdown after the socket was drained: skip the grace period
+ * @sink:    receives one end record (flag ABANDONED) per closed span,
+ *           innermost first
+ *
+ * Spans of a silent source end at its last event's time; spans of a dead
+ * process end at @real_ns (when the loss was noticed).
+ * Return: the number of spans closed.
+ */
+uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
+			       int64_t real_ns, bool final,
+			       const struct zmq_trace_sink *sink);
+
+/** zmq_trace_state_counters() - the running totals (borrowed pointer) */
+const struct zmq_trace_counters *
+zmq_trace_state_counters(const struct zmq_trace_state *st);
+
+/** zmq_trace_state_sources() - number of sources currently kept */
+uint32_t zmq_trace_state_sources(const struct zmq_trace_state *st);
+
+/** zmq_trace_state_open_spans() - number of open spans over all sources */
+uint64_t zmq_trace_state_open_spans(const struct zmq_trace_state *st);
+
+#endif /* ZMQ_TRACE_STATE_H */

@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t/unit/zmq_trace_state.c - the zmq_trace state machine: nesting, depth
+ * and parents, Omnistat id synthesis, orphan ends, eviction, abandonment
+ * by pid and by silence, limits
+ *
+ * Events are fed in as decoded messages; the span records that come out
+ * are printed in the capture output's line format and compared with
+ * expected text worked out by hand from the rules in state.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "../../plugins/input/zmq_trace/state.h"
+
+#define MS 1000000ll
+#define SEC 1000000000ll
+
+static char out[16384];
+static size_t outlen;
+static int fail_emit;
+
+static const char *flags_str(uint32_t f)
+{
+	static char buf[64];
+
+	if (!f)
+		return "0";
+	snprintf(buf, sizeof(buf), "%s%s%s%s%s",
+		 f & TALLY_SPAN_ABANDONED ? "abandoned" : "",
+		 f & TALLY_SPAN_ABANDONED && f & ~TALLY_SPAN_ABANDONED ? "|" : "",
+		 f & TALLY_SPAN_ORPHAN_END ? "orphan_end" : "",
+		 f & TALLY_SPAN_ORPHAN_END && f & TALLY_SPAN_EVICTED ? "|" : "",
+		 f & TALLY_SPAN_EVICTED ? "evicted" : "");
+	return buf;
+}
+
+/* One line per record, as the capture output with timestamps=true. */
+static int sink_span(void *ctx, const struct tally_span *sp, int64_t ts)
+{
+	int n;
+
+	(void)ctx;
+	if (fail_emit)
+		return -1;
+	n = snprintf(out + outlen, sizeof(out) - outlen,
+		     "span %s trace=%s name=%s id=%llu parent=%llu depth=%u "
+		     "host=%s pid=%u tid=%u rank=%d flags=%s ts=%lld",
+		     sp->phase == TALLY_SPAN_BEGIN ? "begin" : "end", sp->trace,
+		     sp->name, (unsigned long long)sp->span_id,
+		     (unsigned long long)sp->parent_id, sp->depth, sp->src.host,
+		     sp->src.pid, sp->src.tid, sp->src.rank,
+		     flags_str(sp->flags), (long long)ts);
+	outlen += (size_t)n;
+	if (sp->phase == TALLY_SPAN_END)
+		outlen += (size_t)snprintf(out + outlen, sizeof(out) - outlen,
+					   " begin=%lld",
+					   (long long)sp->begin_ns);
+	else if (sp->begin_ns != ts)
+		outlen += (size_t)snprintf(out + outlen, sizeof(out) - outlen,
+					   " BAD-begin_ns=%lld",
+					   (long long)sp->begin_ns);
+	out[outlen++] = '\n';
+	out[outlen] = '\0';
+	return 0;
+}
+
+static const struct zmq_trace_sink sink = { .span = sink_span };
+
+static const char *take(void)
+{
+	static char copy[sizeof(out)];
+
+	memcpy(copy, out, outlen + 1);
+	outlen = 0;
+	out[0] = '\0';
+	return copy;
+}
+
+static bool dead_pids[65536];
+
+static bool fake_alive(uint32_t pid)
+{
+	return !(pid < 65536 && dead_pids[pid]);
+}
+
+static struct zmq_trace_state *new_state(uint32_t max_open,
+					 uint32_t max_sources)
+{
+	struct zmq_trace_state_opts o = {
+		.local_host = "here",
+		.max_open_spans = max_open,
+		.max_sources = max_sources,
+		.abandon_ns = 60 * SEC,
+		.idle_ns = 10 * SEC,
+		.gone_grace_ns = 1 * SEC,
+		.pid_alive = fake_alive,
+	};
+
+	return zmq_trace_state_new(&o);
+}
+
+/* A native event from process @pid (thread @tid) of trace "T" on "here". */
+static struct zmq_trace_event *nat(enum tally_span_phase ph, uint32_t pid,
+				   uint32_t tid, uint64_t id, uint64_t parent,
+				   const char *name, int64_t ts)
+{
+	static struct zmq_trace_event ev;
+
+	memset(&ev, 0, offsetof(struct zmq_trace_event, buf));
+	ev.format = ZMQ_TRACE_NATIVE;
+	ev.phase = ph;
+	ev.ts_ns = ts;
+	ev.span_id = id;
+	ev.parent_id = parent;
+	ev.pid = pid;
+	ev.tid = tid;
+	ev.rank = 2;
+	ev.trace = "T";
+	ev.trace_len = 1;
+	ev.name = name;
+	ev.name_len = (uint16_t)strlen(name);
+	ev.host = "";
+	return &ev;
+}
+
+static struct zmq_trace_event *omni(enum tally_span_phase ph,
+				    const char *trace, const char *label,
+				    int64_t ts)
+{
+	static struct zmq_trace_event ev;
+
+	memset(&ev, 0, offsetof(struct zmq_trace_event, buf));
+	ev.format = ZMQ_TRACE_OMNISTAT;
+	ev.phase = ph;
+	ev.ts_ns = ts;
+	ev.rank = -1;
+	ev.trace = trace;
+	ev.trace_len = (uint16_t)strlen(trace);
+	ev.name = label;
+	ev.name_len = (uint16_t)strlen(label);
+	ev.host = "";
+	return &ev;
+}
+
+#define B TALLY_SPAN_BEGIN
+#define E TALLY_SPAN_END
+
+static int apply(struct zmq_trace_state *st, struct zmq_trace_event *ev,
+		 int64_t now)
+{
+	return zmq_trace_state_apply(st, ev, now, &sink);
+}
+
+static void test_nesting(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+
+	ok(st, "state created");
+	apply(st, nat(B, 100, 100, 1, 0, "main", 1000), 0);
+	apply(st, nat(B, 100, 100, 2, 1, "solve", 2000), 0);
+	apply(st, nat(B, 100, 100, 3, 2, "iter", 3000), 0);
+	apply(st, nat(E, 100, 100, 3, 0, "", 4000), 0);
+	apply(st, nat(E, 100, 100, 2, 1, "solve", 5000), 0);
+	apply(st, nat(E, 100, 100, 1, 0, "main", 6000), 0);
+	is(take(),
+	   "span begin trace=T name=main id=1 parent=0 depth=0 host=here pid=100 tid=100 rank=2 flags=0 ts=1000\n"
+	   "span begin trace=T name=solve id=2 parent=1 depth=1 host=here pid=100 tid=100 rank=2 flags=0 ts=2000\n"
+	   "span begin trace=T name=iter id=3 parent=2 depth=2 host=here pid=100 tid=100 rank=2 flags=0 ts=3000\n"
+	   "span end trace=T name=iter id=3 parent=2 depth=2 host=here pid=100 tid=100 rank=2 flags=0 ts=4000 begin=3000\n"
+	   "span end trace=T name=solve id=2 parent=1 depth=1 host=here pid=100 tid=100 rank=2 flags=0 ts=5000 begin=2000\n"
+	   "span end trace=T name=main id=1 parent=0 depth=0 host=here pid=100 tid=100 rank=2 flags=0 ts=6000 begin=1000\n",
+	   "nested begin/end: depths 0 1 2, parents, name and begin on ends "
+	   "taken from the begin");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 0, "nothing left open");
+
+	/* Thread 101 opens a root span while thread 100's span is open;
+	 * thread 101 ends a span of thread 100 (allowed by the wire rules). */
+	apply(st, nat(B, 100, 100, 10, 0, "a", 10), 0);
+	apply(st, nat(B, 100, 101, 11, 0, "b", 11), 0);
+	apply(st, nat(B, 100, 101, 12, 11, "c", 12), 0);
+	apply(st, nat(E, 100, 101, 10, 0, "", 13), 0);
+	apply(st, nat(E, 100, 101, 12, 11, "c", 14), 0);
+	apply(st, nat(E, 100, 101, 11, 0, "b", 15), 0);
+	is(take(),
+	   "span begin trace=T name=a id=10 parent=0 depth=0 host=here pid=100 tid=100 rank=2 flags=0 ts=10\n"
+	   "span begin trace=T name=b id=11 parent=0 depth=0 host=here pid=100 tid=101 rank=2 flags=0 ts=11\n"
+	   "span begin trace=T name=c id=12 parent=11 depth=1 host=here pid=100 tid=101 rank=2 flags=0 ts=12\n"
+	   "span end trace=T name=a id=10 parent=0 depth=0 host=here pid=100 tid=100 rank=2 flags=0 ts=13 begin=10\n"
+	   "span end trace=T name=c id=12 parent=11 depth=1 host=here pid=100 tid=101 rank=2 flags=0 ts=14 begin=12\n"
+	   "span end trace=T name=b id=11 parent=0 depth=0 host=here pid=100 tid=101 rank=2 flags=0 ts=15 begin=11\n",
+	   "threads: roots per thread, an end from another thread closes the "
+	   "span by id and keeps its begin's tid");
+
+	/* A parent we never saw (its begin was dropped by the client). */
+	apply(st, nat(B, 100, 100, 21, 20, "child", 30), 0);
+	apply(st, nat(E, 100, 100, 21, 20, "child", 31), 0);
+	is(take(),
+	   "span begin trace=T name=child id=21 parent=20 depth=1 host=here pid=100 tid=100 rank=2 flags=0 ts=30\n"
+	   "span end trace=T name=child id=21 parent=20 depth=1 host=here pid=100 tid=100 rank=2 flags=0 ts=31 begin=30\n",
+	   "unknown parent: parent id kept, depth 1");
+	zmq_trace_state_free(st);
+}
+
+static void test_keys(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+	struct zmq_trace_event *ev;
+
+	/* Same pid, host "" and host "here" are one source; another host
+	 * or another trace id is another source with its own ids. */
+	apply(st, nat(B, 7, 7, 1, 0, "x", 1), 0);
+	ev = nat(B, 7, 7, 2, 1, "y", 2);
+	ev->host = "here";
+	ev->host_len = 4;
+	apply(st, ev, 0);
+	ev = nat(B, 7, 7, 3, 2, "z", 3);
+	ev->host = "there";
+	ev->host_len = 5;
+	apply(st, ev, 0);
+	ev = nat(B, 7, 7, 4, 3, "w", 4);
+	ev->trace = "U";
+	apply(st, ev, 0);
+	is(take(),
+	   "span begin trace=T name=x id=1 parent=0 depth=0 host=here pid=7 tid=7 rank=2 flags=0 ts=1\n"
+	   "span begin trace=T name=y id=2 parent=1 depth=1 host=here pid=7 tid=7 rank=2 flags=0 ts=2\n"
+	   "span begin trace=T name=z id=3 parent=2 depth=1 host=there pid=7 tid=7 rank=2 flags=0 ts=3\n"
+	   "span begin trace=U name=w id=4 parent=3 depth=1 host=here pid=7 tid=7 rank=2 flags=0 ts=4\n",
+	   "sources keyed by (trace, host, pid); empty host is this host");
+	cmp_ok(zmq_trace_state_sources(st), "==", 3, "three sources");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 4, "four open spans");
+	zmq_trace_state_free(st);
+}
+
+static void test_omnistat(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+
+	apply(st, omni(B, "3", "solver", 1 * MS), 0);
+	apply(st, omni(B, "3", "io", 2 * MS), 0);
+	apply(st, omni(B, "4", "solver", 3 * MS), 0);
+	apply(st, omni(E, "3", "io", 4 * MS), 0);
+	apply(st, omni(E, "3", "solver", 5 * MS), 0);
+	apply(st, omni(E, "4", "solver", 6 * MS), 0);
+	is(take(),
+	   "span begin trace=3 name=solver id=1 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=1000000\n"
+	   "span begin trace=3 name=io id=2 parent=1 depth=1 host=here pid=0 tid=0 rank=-1 flags=0 ts=2000000\n"
+	   "span begin trace=4 name=solver id=1 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=3000000\n"
+	   "span end trace=3 name=io id=2 parent=1 depth=1 host=here pid=0 tid=0 rank=-1 flags=0 ts=4000000 begin=2000000\n"
+	   "span end trace=3 name=solver id=1 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=5000000 begin=1000000\n"
+	   "span end trace=4 name=solver id=1 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=6000000 begin=3000000\n",
+	   "Omnistat: ids synthesized per trace, nesting by order of starts");
+
+	/* Ends out of order: Omnistat keys by (trace, label). */
+	apply(st, omni(B, "3", "a", 10), 0);
+	apply(st, omni(B, "3", "b", 11), 0);
+	apply(st, omni(E, "3", "a", 12), 0);
+	apply(st, omni(B, "3", "c", 13), 0);
+	apply(st, omni(E, "3", "b", 14), 0);
+	apply(st, omni(E, "3", "c", 15), 0);
+	is(take(),
+	   "span begin trace=3 name=a id=3 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=10\n"
+	   "span begin trace=3 name=b id=4 parent=3 depth=1 host=here pid=0 tid=0 rank=-1 flags=0 ts=11\n"
+	   "span end trace=3 name=a id=3 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=12 begin=10\n"
+	   "span begin trace=3 name=c id=5 parent=4 depth=2 host=here pid=0 tid=0 rank=-1 flags=0 ts=13\n"
+	   "span end trace=3 name=b id=4 parent=3 depth=1 host=here pid=0 tid=0 rank=-1 flags=0 ts=14 begin=11\n"
+	   "span end trace=3 name=c id=5 parent=4 depth=2 host=here pid=0 tid=0 rank=-1 flags=0 ts=15 begin=13\n",
+	   "Omnistat: an end closes its label wherever it sits");
+
+	/* The same label started twice: the end closes the newest. */
+	apply(st, omni(B, "3", "r", 20), 0);
+	apply(st, omni(B, "3", "r", 21), 0);
+	apply(st, omni(E, "3", "r", 22), 0);
+	apply(st, omni(E, "3", "r", 23), 0);
+	apply(st, omni(E, "3", "r", 24), 0);
+	is(take(),
+	   "span begin trace=3 name=r id=6 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=20\n"
+	   "span begin trace=3 name=r id=7 parent=6 depth=1 host=here pid=0 tid=0 rank=-1 flags=0 ts=21\n"
+	   "span end trace=3 name=r id=7 parent=6 depth=1 host=here pid=0 tid=0 rank=-1 flags=0 ts=22 begin=21\n"
+	   "span end trace=3 name=r id=6 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=23 begin=20\n"
+	   "span end trace=3 name=r id=8 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=orphan_end ts=24 begin=0\n",
+	   "Omnistat: repeated label nests; a third end is an orphan with a "
+	   "fresh id");
+	cmp_ok(zmq_trace_state_counters(st)->orphan_end, "==", 1,
+	       "orphan counted");
+
+	/* A native sender with pid 0 does not mix with Omnistat messages. */
+	apply(st, nat(B, 0, 0, 1, 0, "n", 30), 0);
+	apply(st, omni(B, "T", "o", 31), 0);
+	is(take(),
+	   "span begin trace=T name=n id=1 parent=0 depth=0 host=here pid=0 tid=0 rank=2 flags=0 ts=30\n"
+	   "span begin trace=T name=o id=1 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=0 ts=31\n",
+	   "formats are separate sources");
+	zmq_trace_state_free(st);
+}
+
+static void test_orphans(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+
+	apply(st, nat(B, 5, 5, 1, 0, "outer", 100), 0);
+	apply(st, nat(E, 5, 5, 9, 1, "lost", 200), 0);
+	apply(st, nat(E, 5, 5, 8, 0, "", 300), 0);
+	apply(st, nat(E, 5, 6, 7, 3, "x", 400), 0);
+	is(take(),
+	   "span begin trace=T name=outer id=1 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=100\n"
+	   "span end trace=T name=lost id=9 parent=1 depth=1 host=here pid=5 tid=5 rank=2 flags=orphan_end ts=200 begin=0\n"
+	   "span end trace=T name= id=8 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=orphan_end ts=300 begin=0\n"
+	   "span end trace=T name=x id=7 parent=3 depth=1 host=here pid=5 tid=6 rank=2 flags=orphan_end ts=400 begin=0\n",
+	   "orphan ends: flagged, the end's own name/parent/tid, depth from "
+	   "the parent when open, begin 0");
+	cmp_ok(zmq_trace_state_counters(st)->orphan_end, "==", 3,
+	       "three orphans counted");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 1, "outer still open");
+	zmq_trace_state_free(st);
+}
+
+static void test_eviction(void)
+{
+	struct zmq_trace_state *st = new_state(2, 16);
+
+	apply(st, nat(B, 5, 5, 1, 0, "a", 1), 0);
+	apply(st, nat(B, 5, 5, 2, 1, "b", 2), 0);
+	apply(st, nat(B, 5, 5, 3, 2, "c", 3), 0);
+	apply(st, nat(E, 5, 5, 3, 2, "c", 4), 0);
+	apply(st, nat(E, 5, 5, 1, 0, "a", 5), 0);
+	is(take(),
+	   "span begin trace=T name=a id=1 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=1\n"
+	   "span begin trace=T name=b id=2 parent=1 depth=1 host=here pid=5 tid=5 rank=2 flags=0 ts=2\n"
+	   "span end trace=T name=a id=1 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=evicted ts=3 begin=1\n"
+	   "span begin trace=T name=c id=3 parent=2 depth=2 host=here pid=5 tid=5 rank=2 flags=0 ts=3\n"
+	   "span end trace=T name=c id=3 parent=2 depth=2 host=here pid=5 tid=5 rank=2 flags=0 ts=4 begin=3\n"
+	   "span end trace=T name=a id=1 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=orphan_end ts=5 begin=0\n",
+	   "cap 2: the third begin evicts the oldest first; its late end is "
+	   "an orphan");
+	cmp_ok(zmq_trace_state_counters(st)->evicted, "==", 1, "evicted");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 1, "b still open");
+	zmq_trace_state_free(st);
+}
+
+static void test_ring(void)
+{
+	struct zmq_trace_state *st = new_state(1000, 16);
+	char name[64];
+	int good = 1;
+
+	/* 40 nested spans (the ring grows past its first 8 slots), long
+	 * names for some (stored off the ring), then end #17 in the middle,
+	 * then all others innermost first. */
+	for (int i = 1; i <= 40; i++) {
+		snprintf(name, sizeof(name), i % 3 ? "s%d" :
+			 "a-rather-long-region-name-past-the-inline-slot-%d", i);
+		apply(st, nat(B, 5, 5, (uint64_t)i, (uint64_t)i - 1, name, i),
+		      0);
+	}
+	take();
+	apply(st, nat(E, 5, 5, 17, 16, "", 100), 0);
+	is(take(),
+	   "span end trace=T name=s17 id=17 parent=16 depth=16 host=here pid=5 tid=5 rank=2 flags=0 ts=100 begin=17\n",
+	   "a span in the middle ends");
+	for (int i = 40; i >= 1; i--) {
+		char want[256];
+		const char *got;
+
+		if (i == 17)
+			continue;
+		snprintf(name, sizeof(name), i % 3 ? "s%d" :
+			 "a-rather-long-region-name-past-the-inline-slot-%d", i);
+		apply(st, nat(E, 5, 5, (uint64_t)i, 0, "", 200 + i), 0);
+		snprintf(want, sizeof(want),
+			 "span end trace=T name=%s id=%d parent=%d depth=%d "
+			 "host=here pid=5 tid=5 rank=2 flags=0 ts=%d "
+			 "begin=%d\n",
+			 name, i, i - 1, i - 1, 200 + i, i);
+		got = take();
+		if (strcmp(got, want)) {
+			diag("got  %swant %s", got, want);
+			good = 0;
+		}
+	}
+	ok(good, "the other 39 end with their names, parents and depths");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 0, "all closed");
+	cmp_ok(zmq_trace_state_counters(st)->orphan_end, "==", 0, "no orphan");
+	zmq_trace_state_free(st);
+}
+
+static void test_abandon_pid(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+	struct zmq_trace_event *ev;
+
+	apply(st, nat(B, 300, 300, 1, 0, "main", 10), 0);
+	apply(st, nat(B, 300, 300, 2, 1, "inner", 20), 0);
+	ev = nat(B, 300, 300, 1, 0, "remote", 30);
+	ev->host = "there";
+	ev->host_len = 5;
+	apply(st, ev, 0);
+	apply(st, nat(B, 301, 301, 1, 0, "alive", 40), 0);
+	take();
+	dead_pids[300] = true;
+
+	cmp_ok(zmq_trace_state_check(st, SEC / 2, 5000, false, &sink), "==",
+	       0, "dead, but silent for less than the grace: kept");
+	is(take(), "", "nothing emitted");
+
+	cmp_ok(zmq_trace_state_check(st, SEC, 6000, false, &sink), "==", 2,
+	       "after the grace period: two spans abandoned");
+	is(take(),
+	   "span end trace=T name=inner id=2 parent=1 depth=1 host=here pid=300 tid=300 rank=2 flags=abandoned ts=6000 begin=20\n"
+	   "span end trace=T name=main id=1 parent=0 depth=0 host=here pid=300 tid=300 rank=2 flags=abandoned ts=6000 begin=10\n",
+	   "innermost first, at the time of the check; the remote pid 300 "
+	   "and the live pid 301 are left alone");
+	cmp_ok(zmq_trace_state_counters(st)->abandoned, "==", 2, "counted");
+	cmp_ok(zmq_trace_state_sources(st), "==", 2, "the dead source is gone");
+
+	dead_pids[301] = true;
+	apply(st, nat(B, 301, 301, 2, 1, "late", 50), SEC);
+	take();
+	cmp_ok(zmq_trace_state_check(st, SEC + 1, 7000, false, &sink), "==",
+	       0, "a message 1 ns ago defers the check");
+	cmp_ok(zmq_trace_state_check(st, SEC + 2, 8000, true, &sink), "==", 2,
+	       "final: no grace period");
+	is(take(),
+	   "span end trace=T name=late id=2 parent=1 depth=1 host=here pid=301 tid=301 rank=2 flags=abandoned ts=8000 begin=50\n"
+	   "span end trace=T name=alive id=1 parent=0 depth=0 host=here pid=301 tid=301 rank=2 flags=abandoned ts=8000 begin=40\n",
+	   "final check closes a dead process at once");
+	dead_pids[300] = dead_pids[301] = false;
+	zmq_trace_state_free(st);
+}
+
+static void test_abandon_silence(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+	struct zmq_trace_event *ev;
+
+	ev = nat(B, 300, 300, 1, 0, "remote", 1000);
+	ev->host = "there";
+	ev->host_len = 5;
+	apply(st, ev, 0);
+	ev = nat(B, 300, 300, 2, 1, "inner", 1500);
+	ev->host = "there";
+	ev->host_len = 5;
+	apply(st, ev, 5 * SEC);
+	apply(st, omni(B, "3", "solver", 2000), 5 * SEC);
+	apply(st, omni(E, "3", "solver", 2500), 5 * SEC);
+	apply(st, omni(B, "3", "io", 3000), 30 * SEC);
+	take();
+
+	cmp_ok(zmq_trace_state_check(st, 64 * SEC, 9999999, false, &sink),
+	       "==", 0, "59 s of silence: kept");
+	cmp_ok(zmq_trace_state_sources(st), "==", 2, "both sources kept");
+	cmp_ok(zmq_trace_state_check(st, 65 * SEC, 9999999, false, &sink),
+	       "==", 2, "60 s of silence: abandoned");
+	is(take(),
+	   "span end trace=T name=inner id=2 parent=1 depth=1 host=there pid=300 tid=300 rank=2 flags=abandoned ts=1500 begin=1500\n"
+	   "span end trace=T name=remote id=1 parent=0 depth=0 host=there pid=300 tid=300 rank=2 flags=abandoned ts=1500 begin=1000\n",
+	   "a silent source ends at its last event's time");
+	cmp_ok(zmq_trace_state_check(st, 90 * SEC, 9999999, false, &sink),
+	       "==", 1, "the Omnistat trace after 60 s of silence too");
+	is(take(),
+	   "span end trace=3 name=io id=2 parent=0 depth=0 host=here pid=0 tid=0 rank=-1 flags=abandoned ts=3000 begin=3000\n",
+	   "Omnistat span abandoned");
+	cmp_ok(zmq_trace_state_sources(st), "==", 0, "no source left");
+	zmq_trace_state_free(st);
+}
+
+static void test_idle_and_limits(void)
+{
+	struct zmq_trace_state *st = new_state(16, 2);
+
+	apply(st, nat(B, 1, 1, 1, 0, "a", 1), 0);
+	apply(st, nat(E, 1, 1, 1, 0, "a", 2), 0);
+	apply(st, nat(B, 2, 2, 1, 0, "b", 3), 0);
+	errno = 0;
+	cmp_ok(apply(st, nat(B, 3, 3, 1, 0, "c", 4), 0), "==", -1,
+	       "a third source is refused");
+	cmp_ok(errno, "==", EMLINK, "EMLINK");
+	cmp_ok(zmq_trace_state_counters(st)->source_limit, "==", 1,
+	       "counted as source_limit");
+	take();
+
+	zmq_trace_state_check(st, 9 * SEC, 0, false, &sink);
+	cmp_ok(zmq_trace_state_sources(st), "==", 2, "idle 9 s: kept");
+	zmq_trace_state_check(st, 10 * SEC, 0, false, &sink);
+	cmp_ok(zmq_trace_state_sources(st), "==", 1,
+	       "idle 10 s without open span: forgotten; the open one kept");
+	is(take(), "", "forgetting emits nothing");
+	cmp_ok(apply(st, nat(B, 3, 3, 1, 0, "c", 5), 0), "==", 0,
+	       "room for a new source again");
+
+	fail_emit = 1;
+	apply(st, nat(E, 3, 3, 1, 0, "c", 6), 0);
+	fail_emit = 0;
+	cmp_ok(zmq_trace_state_counters(st)->emit_failed, "==", 1,
+	       "a sink failure is counted");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 1,
+	       "and the state still closed the span (only b open)");
+	zmq_trace_state_free(st);
+
+	struct zmq_trace_state_opts bad = { .local_host = "h" };
+
+	errno = 0;
+	ok(!zmq_trace_state_new(&bad) && errno == EINVAL,
+	   "zero limits: EINVAL");
+}
+
+int main(void)
+{
+	plan(NO_PLAN);
+	test_nesting();
+	test_keys();
+	test_omnistat();
+	test_orphans();
+	test_eviction();
+	test_ring();
+	test_abandon_pid();
+	test_abandon_silence();
+	test_idle_and_limits();
+	return done_testing();
+}

@@ -29,10 +29,10 @@ size_t tt_utf8_clip(const char *s, size_t len, size_t max)
 
 /* Launcher variables, most specific first: PMIx, Open MPI, MPICH/PMI,
  * Slurm, Flux. */
-static const char *const tt_rank_vars[] = { "PMIX_RANK",
-					    "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-					    "SLURM_PROCID", "FLUX_TASK_RANK",
-					    NULL };
+static const char *const tt_rank_vars[] = {
+	"PMIX_RANK",	"OMPI_COMM_WORLD_RANK", "PMI_RANK",
+	"SLURM_PROCID", "FLUX_TASK_RANK",	NULL
+};
 
 int32_t tt_env_rank(void)
 {

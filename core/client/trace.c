@@ -40,12 +40,12 @@
 #include "tally/trace.h"
 #include "trace-internal.h"
 
-#define TT_LINGER_MS	 2000	/* default close drain bound */
+#define TT_LINGER_MS	 2000 /* default close drain bound */
 #define TT_LINGER_MAX_MS 60000
-#define TT_SNDHWM	 10000	/* per-thread queue: absorbs bursts */
-#define TT_PROBE_MS	 200	/* close: how long to look for a collector */
-#define TT_MAX_DEPTH	 1024	/* deeper spans are sent but not tracked */
-#define TT_MAX_RETIRED	 64	/* exited threads' sockets kept for close */
+#define TT_SNDHWM	 10000 /* per-thread queue: absorbs bursts */
+#define TT_PROBE_MS	 200   /* close: how long to look for a collector */
+#define TT_MAX_DEPTH	 1024  /* deeper spans are sent but not tracked */
+#define TT_MAX_RETIRED	 64    /* exited threads' sockets kept for close */
 #define TT_ID_BLOCK	 (1u << 20) /* span ids a thread takes at a time */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
@@ -59,20 +59,20 @@
  * the thread exits or the tracer closes, the tracer takes the conn over.
  */
 struct tt_conn {
-	void *sock;		/* PUSH socket, NULL if it could not be made */
-	struct tt_conn *next;	/* in tracer->retired or close's list */
+	void *sock;	      /* PUSH socket, NULL if it could not be made */
+	struct tt_conn *next; /* in tracer->retired or close's list */
 	_Atomic uint64_t events;
 	_Atomic uint64_t dropped;
 	_Atomic uint64_t pending; /* drops no sent message carried yet */
-	unsigned cur;		/* buffer of the next event */
-	size_t len[2];		/* length of the message in each buffer */
+	unsigned cur;		  /* buffer of the next event */
+	size_t len[2];		  /* length of the message in each buffer */
 	uint8_t buf[2][TALLY_WIRE_MAX_MSG];
 };
 
 struct tt_frame {
 	uint64_t id;
 	uint64_t parent;
-	size_t name_off;	/* in tt_thread.names */
+	size_t name_off; /* in tt_thread.names */
 	uint16_t name_len;
 };
 
@@ -86,15 +86,15 @@ struct tt_frame {
  */
 struct tt_thread {
 	_Atomic(struct tally_trace *) tr;
-	struct tt_thread *tls_next;	/* this thread's states */
-	struct tt_thread *tr_next;	/* tracer's list, under tt_lock */
+	struct tt_thread *tls_next; /* this thread's states */
+	struct tt_thread *tr_next;  /* tracer's list, under tt_lock */
 	pthread_t self;
 	struct tt_conn *conn;
 	struct tt_source src;
-	uint64_t next_id, end_id;	/* current block of span ids */
-	struct tt_frame *frames;	/* open spans, innermost last */
+	uint64_t next_id, end_id; /* current block of span ids */
+	struct tt_frame *frames;  /* open spans, innermost last */
 	unsigned depth, cap;
-	char *names;			/* names of open spans, back to back */
+	char *names; /* names of open spans, back to back */
 	size_t names_len, names_cap;
 };
 
@@ -106,21 +106,21 @@ struct tally_trace {
 	int32_t rank;
 	int linger_ms;
 	int sndhwm;
-	_Atomic uint64_t next_block;	/* span id blocks handed to threads */
+	_Atomic uint64_t next_block; /* span id blocks handed to threads */
 	/* below: under tt_lock */
-	void *ctx;			/* NULL until first use (again after fork) */
+	void *ctx; /* NULL until first use (again after fork) */
 	uint32_t pid;
-	struct tally_trace *next;	/* tt_tracers */
-	struct tt_thread *threads;	/* states of live threads */
-	struct tt_conn *retired;	/* conns of exited threads */
+	struct tally_trace *next;  /* tt_tracers */
+	struct tt_thread *threads; /* states of live threads */
+	struct tt_conn *retired;   /* conns of exited threads */
 	unsigned nretired;
 	uint64_t gone_events, gone_dropped, gone_pending; /* closed conns */
 };
 
 static pthread_mutex_t tt_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tally_trace *tt_tracers;	/* open tracers, under tt_lock */
+static struct tally_trace *tt_tracers; /* open tracers, under tt_lock */
 static pthread_once_t tt_once = PTHREAD_ONCE_INIT;
-static pthread_key_t tt_key;		/* runs tt_thread_exit() */
+static pthread_key_t tt_key; /* runs tt_thread_exit() */
 static bool tt_key_ok;
 
 /* initial-exec: a plain %fs-relative load, no __tls_get_addr per event */
@@ -197,8 +197,9 @@ static void tt_thread_exit(void *arg)
 				tr->nretired++;
 			} else {
 				tt_account_gone(tr, c);
-				tt_conn_free(c, tt_get(&c->pending) ? 0 :
-								      tr->linger_ms);
+				tt_conn_free(c, tt_get(&c->pending)
+							? 0
+							: tr->linger_ms);
 			}
 		}
 		tt_thread_free(t);
@@ -361,8 +362,8 @@ static inline struct tt_thread *tt_self(struct tally_trace *tr)
 {
 	struct tt_thread *t = tt_tls;
 
-	if (likely(t && atomic_load_explicit(&t->tr, memory_order_relaxed) ==
-				tr))
+	if (likely(t &&
+		   atomic_load_explicit(&t->tr, memory_order_relaxed) == tr))
 		return t;
 	return tt_self_slow(tr);
 }
@@ -376,7 +377,8 @@ static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 {
 	struct tt_conn *c = t->conn;
 	uint64_t pending = tt_get(&c->pending);
-	uint32_t carried = pending > UINT32_MAX ? UINT32_MAX : (uint32_t)pending;
+	uint32_t carried =
+		pending > UINT32_MAX ? UINT32_MAX : (uint32_t)pending;
 	uint8_t *m = c->buf[c->cur];
 	struct timespec ts;
 	size_t n;
@@ -471,9 +473,9 @@ static size_t tt_name_len(const char *name)
 {
 	size_t len = strlen(name);
 
-	return unlikely(len > TALLY_WIRE_MAX_STR) ?
-		       tt_utf8_clip(name, len, TALLY_WIRE_MAX_STR) :
-		       len;
+	return unlikely(len > TALLY_WIRE_MAX_STR)
+		       ? tt_utf8_clip(name, len, TALLY_WIRE_MAX_STR)
+		       : len;
 }
 
 uint64_t tally_trace_begin(struct tally_trace *tr, const char *name)
@@ -561,8 +563,7 @@ static int tt_env_int(const char *var, int def, int min, int max)
 	return x > max ? max : (int)x;
 }
 
-struct tally_trace *tally_trace_open(const char *endpoint,
-				     const char *trace_id)
+struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 {
 	struct tally_trace *tr;
 	size_t len;
@@ -571,20 +572,20 @@ struct tally_trace *tally_trace_open(const char *endpoint,
 	tr = calloc(1, sizeof(*tr));
 	if (!tr)
 		goto out_nomem;
-	tr->endpoint = endpoint && *endpoint ? strdup(endpoint) :
-					       tt_discover_endpoint();
-	tr->trace = trace_id && *trace_id ? strdup(trace_id) :
-					    tt_default_trace_id();
+	tr->endpoint = endpoint && *endpoint ? strdup(endpoint)
+					     : tt_discover_endpoint();
+	tr->trace = trace_id && *trace_id ? strdup(trace_id)
+					  : tt_default_trace_id();
 	if (!tr->endpoint || !tr->trace)
 		goto out_free_nomem;
 	len = strlen(tr->trace);
-	tr->trace_len = (uint16_t)tt_utf8_clip(tr->trace, len,
-					       TALLY_WIRE_MAX_STR);
+	tr->trace_len =
+		(uint16_t)tt_utf8_clip(tr->trace, len, TALLY_WIRE_MAX_STR);
 	if (gethostname(tr->host, sizeof(tr->host) - 1) < 0)
 		tr->host[0] = '\0';
 	len = strnlen(tr->host, sizeof(tr->host) - 1);
-	tr->host_len = (uint16_t)tt_utf8_clip(tr->host, len,
-					      TALLY_WIRE_MAX_STR);
+	tr->host_len =
+		(uint16_t)tt_utf8_clip(tr->host, len, TALLY_WIRE_MAX_STR);
 	tr->rank = tt_env_rank();
 	tr->linger_ms = tt_env_int("TALLY_TRACE_LINGER_MS", TT_LINGER_MS, 0,
 				   TT_LINGER_MAX_MS);
@@ -688,8 +689,8 @@ static bool tt_probe(void *ctx, const char *endpoint, int wait_ms)
 		goto out_close;
 	snprintf(addr, sizeof(addr), "inproc://tally-trace-probe-%p", s);
 	if (zmq_socket_monitor(s, addr,
-			       ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED) <
-		    0 ||
+			       ZMQ_EVENT_CONNECTED |
+				       ZMQ_EVENT_CONNECT_RETRIED) < 0 ||
 	    zmq_connect(mon, addr) < 0 || zmq_connect(s, endpoint) < 0)
 		goto out_close;
 	for (;;) {
@@ -707,7 +708,8 @@ static bool tt_probe(void *ctx, const char *endpoint, int wait_ms)
 		uint16_t e;
 
 		memcpy(&e, ev, sizeof(e));
-		if (e == ZMQ_EVENT_CONNECTED || e == ZMQ_EVENT_CONNECT_RETRIED) {
+		if (e == ZMQ_EVENT_CONNECTED ||
+		    e == ZMQ_EVENT_CONNECT_RETRIED) {
 			up = e == ZMQ_EVENT_CONNECTED;
 			break;
 		}
@@ -736,8 +738,8 @@ static void tt_report_pending(struct tt_conn *c, int timeout_ms)
 
 	if (!pending || !c->len[last] || timeout_ms <= 0)
 		return;
-	carried = pending - 1 > UINT32_MAX ? UINT32_MAX :
-					     (uint32_t)(pending - 1);
+	carried =
+		pending - 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(pending - 1);
 	tally_wire_put32(m + 4, carried);
 	zmq_setsockopt(c->sock, ZMQ_SNDTIMEO, &timeout_ms, sizeof(timeout_ms));
 	if (zmq_send(c->sock, m, c->len[last], 0) == (int)c->len[last])
@@ -775,8 +777,8 @@ int tally_trace_close(struct tally_trace *tr)
 	if (ctx) {
 		bool up = tr->linger_ms > 0 &&
 			  tt_probe(ctx, tr->endpoint,
-				   tr->linger_ms < TT_PROBE_MS ? tr->linger_ms :
-								 TT_PROBE_MS);
+				   tr->linger_ms < TT_PROBE_MS ? tr->linger_ms
+							       : TT_PROBE_MS);
 		int64_t deadline = tt_now_ms() + tr->linger_ms;
 
 		for (; conns; conns = c) {

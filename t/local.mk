@@ -31,7 +31,15 @@ AM_TESTS_ENVIRONMENT = \
 	HARNESS_ACTIVE=t; export HARNESS_ACTIVE; \
 	UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}; \
 	export UBSAN_OPTIONS; \
+	$(TALLY_SAN_TESTS_ENV) \
 	$(MKDIR_P) '$(abs_top_builddir)/t';
+
+if SANITIZERS
+# Plugins stay mapped at exit so leak reports can name their functions.
+TALLY_SAN_TESTS_ENV = TALLY_NO_DLCLOSE=1; export TALLY_NO_DLCLOSE;
+else
+TALLY_SAN_TESTS_ENV =
+endif
 
 # The TAP library of the C unit tests (t/unit/tap.h).
 check_LTLIBRARIES += t/unit/libtap.la
@@ -46,6 +54,10 @@ t_unit_tap_t_LDADD = t/unit/libtap.la
 TESTS += t/unit/tap.t
 
 EXTRA_DIST += t/lib/tally.sh
+
+# The test-only plugins (t/plugins) checked end to end.
+TESTS += t/t0001-plugins-testonly.t
+EXTRA_DIST += t/t0001-plugins-testonly.t
 
 # Trash directories of failed shell tests (passing ones remove their own).
 clean-local: clean-local-t

@@ -31,6 +31,13 @@ if test -z "$TALLY_PLUGIN_PATH"; then
 fi
 export TALLYD TALLY_PLUGIN_PATH PYTHON3
 
+# A --user tallyd keeps its runtime dir (sockets) in the test's trash
+# directory, so parallel tests never share one; no job id or trace endpoint
+# leaks in from the shell that runs the tests.
+XDG_RUNTIME_DIR=$SHARNESS_TRASH_DIRECTORY
+export XDG_RUNTIME_DIR
+unset SLURM_JOB_ID FLUX_JOB_ID PBS_JOBID LSB_JOBID TALLY_TRACE_ENDPOINT
+
 # Directory of the test's fixtures in the source tree.
 FIXTURES=$SHARNESS_TEST_SRCDIR/fixtures
 
@@ -44,6 +51,37 @@ tally_diag() {
 		cat
 	fi | sed 's/^/# /' >&5
 }
+
+# Without --verbose, sharness throws away what test bodies print. Keep it
+# instead (stdout and stderr, appending so truncation is safe), and when a
+# test fails print its last 60 lines as a diagnostic: test-suite.log then
+# shows why (test_cmp's diff, tallyd's error) and not only the script.
+# test_ok_ and test_failure_ are sharness 1.0's own, plus the output
+# handling.
+if test -z "$verbose"; then
+	TALLY_OUT=$SHARNESS_TRASH_DIRECTORY/.test-output
+	: >"$TALLY_OUT"
+	exec 3>>"$TALLY_OUT" 4>>"$TALLY_OUT"
+
+	test_ok_() {
+		test_success=$(($test_success + 1))
+		say_color "" "ok $test_count - $@"
+		: >"$TALLY_OUT"
+	}
+
+	test_failure_() {
+		test_failure=$(($test_failure + 1))
+		say_color error "not ok $test_count - $1"
+		shift
+		echo "$@" | sed -e 's/^/#	/'
+		if test -s "$TALLY_OUT"; then
+			echo "# output of the failed test (last 60 lines):"
+			tail -n 60 "$TALLY_OUT" | sed -e 's/^/#> /'
+		fi
+		: >"$TALLY_OUT"
+		test "$immediate" = "" || { EXIT_OK=t; exit 1; }
+	}
+fi
 
 # free_port - print a TCP port on 127.0.0.1 that was free a moment ago
 # (the kernel's choice for port 0, so parallel tests rarely collide)

@@ -32,3 +32,9 @@ t_plugins_misnamed_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 t_plugins_noops_la_SOURCES = t/plugins/broken.c
 t_plugins_noops_la_CPPFLAGS = $(AM_CPPFLAGS) -DBROKEN_NOOPS
 t_plugins_noops_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+
+# capture's line format, pinned down line kind by line kind.
+check_PROGRAMS += t/unit/capture.t
+t_unit_capture_t_SOURCES = t/unit/capture.c
+t_unit_capture_t_LDADD = t/unit/libtap.la core/libtally.la -lm
+TESTS += t/unit/capture.t

@@ -16,3 +16,13 @@ pkginclude_HEADERS += include/tally/trace.h
 pkgconfig_DATA += core/client/tally-trace.pc
 dist_man_MANS += doc/tally-trace.3
 EXTRA_DIST += doc/wire-format.md core/client/tally-trace.pc.in
+
+# Unit test of the encoder (against doc/wire-format.md's vectors) and of
+# the environment probes; built from the sources, since the library
+# exports only tally_trace_*.
+check_PROGRAMS += t/unit/trace-wire.t
+t_unit_trace_wire_t_SOURCES = t/unit/trace-wire.c core/client/discover.c
+t_unit_trace_wire_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/client \
+	-DTOP_SRCDIR='"$(abs_top_srcdir)"'
+t_unit_trace_wire_t_LDADD = t/unit/libtap.la
+TESTS += t/unit/trace-wire.t

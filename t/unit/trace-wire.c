@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t/unit/trace-wire.c - libtally-trace's encoder and environment probes
+ *
+ * The expected messages are the test vectors of doc/wire-format.md, read
+ * from the file itself: they were written by hand from the field table
+ * (and checked against Python's struct module), not produced by this
+ * encoder. The environment cases follow DESIGN §5 and tally-trace(3).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "trace-internal.h"
+#include "tap.h"
+
+struct vector {
+	char name[64];
+	uint8_t b[TALLY_WIRE_MAX_MSG + 16];
+	size_t len;
+};
+
+static struct vector vectors[32];
+static int nvectors;
+
+/* The doc's format: "# vector NAME" in a ``` block, then hex pairs before
+ * any '#' on each following line of that block. */
+static void load_vectors(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	struct vector *v = NULL;
+
+	if (!f)
+		bail_out("open %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char name[64];
+
+		if (!strncmp(line, "```", 3)) {
+			v = NULL;
+			continue;
+		}
+		if (sscanf(line, "# vector %63s", name) == 1) {
+			if (nvectors ==
+			    (int)(sizeof(vectors) / sizeof(*vectors)))
+				bail_out("too many vectors in %s", path);
+			v = &vectors[nvectors++];
+			snprintf(v->name, sizeof(v->name), "%s", name);
+			continue;
+		}
+		if (!v)
+			continue;
+		for (char *p = line; *p && *p != '#'; p++) {
+			unsigned x;
+
+			if (p[0] == ' ' || p[0] == '\n')
+				continue;
+			if (sscanf(p, "%2x", &x) != 1 || v->len >= sizeof(v->b))
+				bail_out("bad hex in vector %s: %s", v->name,
+					 line);
+			v->b[v->len++] = (uint8_t)x;
+			p++;
+		}
+	}
+	fclose(f);
+}
+
+static const struct vector *vec(const char *name)
+{
+	for (int i = 0; i < nvectors; i++)
+		if (!strcmp(vectors[i].name, name))
+			return &vectors[i];
+	bail_out("vector %s missing from doc/wire-format.md", name);
+}
+
+static void hexdiff(const uint8_t *got, size_t glen, const struct vector *v)
+{
+	for (size_t i = 0; i < glen && i < v->len; i++)
+		if (got[i] != v->b[i]) {
+			diag("first difference at byte %zu: got %02x want %02x",
+			     i, got[i], v->b[i]);
+			return;
+		}
+	diag("lengths: got %zu want %zu", glen, v->len);
+}
+
+static void check(const char *name, const uint8_t *m, size_t n)
+{
+	const struct vector *v = vec(name);
+
+	if (!ok(n == v->len && !memcmp(m, v->b, n), "encodes %s (%zu bytes)",
+		name, v->len))
+		hexdiff(m, n, v);
+}
+
+/* The four valid vectors, one buffer reused as libtally-trace does. */
+static void test_vectors(void)
+{
+	struct tt_source s = {
+		.pid = 4242,
+		.tid = 4243,
+		.rank = 3,
+		.trace = "job42",
+		.trace_len = 5,
+		.host = "n01",
+		.host_len = 3,
+	};
+	struct tt_source nohost = s;
+	uint8_t m[TALLY_WIRE_MAX_MSG];
+	size_t n;
+
+	nohost.rank = -1;
+	nohost.host = "";
+	nohost.host_len = 0;
+
+	tt_msg_init(m, &s);
+	n = tt_msg_fill(m, &s, TALLY_WIRE_BEGIN, 0, 1722000000123456789LL, 1, 0,
+			"solver", 6);
+	check("begin-root", m, n);
+	/* same buffer, next event: only the variable fields are rewritten */
+	n = tt_msg_fill(m, &s, TALLY_WIRE_END, 7, 1722000000623456789LL, 2, 1,
+			"", 0);
+	check("end-dropped", m, n);
+	n = tt_msg_fill(m, &s, TALLY_WIRE_END, 0, 1722000001000000000LL, 1, 0,
+			"solver", 6);
+	check("end-root", m, n);
+
+	tt_msg_init(m, &nohost);
+	n = tt_msg_fill(m, &nohost, TALLY_WIRE_BEGIN, 0, 1722000000200000000LL,
+			2, 1, "\xc3\xa9tape", 6);
+	check("begin-nested", m, n);
+
+	/* the invalid vectors are begin-root with one change: make sure the
+	 * doc's table matches its blocks (the decoder tests rely on them) */
+	cmp_ok(vec("bad-truncated")->len, "==", 51, "bad-truncated: 51 bytes");
+	cmp_ok(vec("bad-length-short")->len, "==", 67,
+	       "bad-length-short: 67 bytes");
+	ok(!memcmp(vec("bad-utf8")->b, vec("begin-root")->b, 57) &&
+		   vec("bad-utf8")->b[57] == 0xff,
+	   "bad-utf8 differs from begin-root at byte 57 only (prefix)");
+}
+
+static void test_max_message(void)
+{
+	static char big[TALLY_WIRE_MAX_STR];
+	struct tt_source s = {
+		.pid = 1,
+		.tid = 1,
+		.rank = 0,
+		.trace = big,
+		.trace_len = TALLY_WIRE_MAX_STR,
+		.host = big,
+		.host_len = TALLY_WIRE_MAX_STR,
+	};
+	static uint8_t m[TALLY_WIRE_MAX_MSG];
+	size_t n;
+
+	memset(big, 'x', sizeof(big));
+	tt_msg_init(m, &s);
+	n = tt_msg_fill(m, &s, TALLY_WIRE_BEGIN, 0, 0, 1, 0, big,
+			TALLY_WIRE_MAX_STR);
+	cmp_ok(n, "==", 3124, "three 1024-byte strings: 3124 bytes");
+	cmp_ok(tally_wire_get16(m + 44), "==", 1024, "trace_len 1024");
+	cmp_ok(tally_wire_get16(m + 46), "==", 1024, "name_len 1024");
+	cmp_ok(tally_wire_get16(m + 48), "==", 1024, "host_len 1024");
+}
+
+static void test_utf8_clip(void)
+{
+	/* "aé€𝄞": 1 + 2 + 3 + 4 bytes, sequences start at 0, 1, 3, 6 */
+	const char *s = "a\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e";
+	static const struct {
+		size_t max, want;
+	} cases[] = {
+		{ 10, 10 }, { 20, 10 }, { 9, 6 }, { 8, 6 }, { 7, 6 }, { 6, 6 },
+		{ 5, 3 },   { 4, 3 },	{ 3, 3 }, { 2, 1 }, { 1, 1 }, { 0, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		cmp_ok(tt_utf8_clip(s, 10, cases[i].max), "==", cases[i].want,
+		       "clip 10 bytes of UTF-8 to %zu: %zu", cases[i].max,
+		       cases[i].want);
+}
+
+static const char *const all_vars[] = {
+	"PMIX_RANK",
+	"OMPI_COMM_WORLD_RANK",
+	"PMI_RANK",
+	"SLURM_PROCID",
+	"FLUX_TASK_RANK",
+	"SLURM_JOB_ID",
+	"FLUX_JOB_ID",
+	"PBS_JOBID",
+	"LSB_JOBID",
+	"TALLY_TRACE_ID",
+	"TALLY_TRACE_ENDPOINT",
+	"TALLY_RUNTIME_DIR",
+	"XDG_RUNTIME_DIR",
+	NULL,
+};
+
+static void clear_env(void)
+{
+	for (int i = 0; all_vars[i]; i++)
+		unsetenv(all_vars[i]);
+}
+
+static void test_rank(void)
+{
+	clear_env();
+	cmp_ok(tt_env_rank(), "==", -1, "no launcher: rank -1");
+	setenv("FLUX_TASK_RANK", "7", 1);
+	cmp_ok(tt_env_rank(), "==", 7, "FLUX_TASK_RANK=7");
+	setenv("SLURM_PROCID", "5", 1);
+	cmp_ok(tt_env_rank(), "==", 5, "SLURM_PROCID before FLUX_TASK_RANK");
+	setenv("PMI_RANK", "4", 1);
+	setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+	cmp_ok(tt_env_rank(), "==", 3, "OMPI_COMM_WORLD_RANK before PMI_RANK");
+	setenv("PMIX_RANK", "0", 1);
+	cmp_ok(tt_env_rank(), "==", 0, "PMIX_RANK first, 0 is a rank");
+	setenv("PMIX_RANK", "x1", 1);
+	cmp_ok(tt_env_rank(), "==", 3, "garbage PMIX_RANK skipped");
+	setenv("PMIX_RANK", "-2", 1);
+	cmp_ok(tt_env_rank(), "==", 3, "negative PMIX_RANK skipped");
+	setenv("PMIX_RANK", "12abc", 1);
+	cmp_ok(tt_env_rank(), "==", 3, "trailing garbage skipped");
+	setenv("PMIX_RANK", "2147483648", 1);
+	cmp_ok(tt_env_rank(), "==", 3, "rank beyond int32 skipped");
+	setenv("PMIX_RANK", "2147483647", 1);
+	cmp_ok(tt_env_rank(), "==", 2147483647, "INT32_MAX accepted");
+}
+
+static void test_trace_id(void)
+{
+	char want[32], *id;
+
+	clear_env();
+	snprintf(want, sizeof(want), "pid-%ld", (long)getpid());
+	id = tt_default_trace_id();
+	is(id, want, "outside a job: pid-<pid>");
+	free(id);
+
+	setenv("LSB_JOBID", "77", 1);
+	setenv("PBS_JOBID", "66.pbs", 1);
+	id = tt_default_trace_id();
+	is(id, "66.pbs", "PBS_JOBID before LSB_JOBID");
+	free(id);
+	setenv("FLUX_JOB_ID", "f2bXz", 1);
+	setenv("SLURM_JOB_ID", "", 1);
+	id = tt_default_trace_id();
+	is(id, "f2bXz", "empty SLURM_JOB_ID ignored, FLUX_JOB_ID next");
+	free(id);
+	setenv("SLURM_JOB_ID", "1234", 1);
+	id = tt_default_trace_id();
+	is(id, "1234", "SLURM_JOB_ID first");
+	free(id);
+	is(tt_env_jobid(), "1234", "tt_env_jobid agrees");
+	setenv("TALLY_TRACE_ID", "mine", 1);
+	id = tt_default_trace_id();
+	is(id, "mine", "TALLY_TRACE_ID overrides the job");
+	free(id);
+}
+
+/* A listening-or-not AF_UNIX socket file, as a collector leaves it. */
+static void make_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		bail_out("bind %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+static void mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		mkdir(tmp, 0700);
+		*p = '/';
+	}
+	mkdir(tmp, 0700);
+}
+
+static void expect_endpoint(const char *want, const char *what)
+{
+	char *ep = tt_discover_endpoint();
+
+	is(ep, want, "%s", what);
+	free(ep);
+}
+
+static void test_discovery(void)
+{
+	char dir[] = "/tmp/tally-trace-wire-XXXXXX";
+	char p[PATH_MAX], want[PATH_MAX + 8], tmpdir[64];
+	struct stat st;
+	bool tmp_taken;
+
+	if (!mkdtemp(dir))
+		bail_out("mkdtemp: %s", strerror(errno));
+	clear_env();
+	/* /tmp/tally-UID is a real user collector's place: only test the
+	 * fallback to the system socket if no collector of ours runs there */
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/tally-%u", (unsigned)getuid());
+	tmp_taken = stat(tmpdir, &st) == 0;
+
+	if (tmp_taken)
+		skip(1, "%s exists (a user collector may run)", tmpdir);
+	else
+		expect_endpoint("ipc:///run/tally/trace.sock",
+				"nothing running: the system collector");
+
+	setenv("TALLY_TRACE_ENDPOINT", "tcp://127.0.0.1:5999", 1);
+	expect_endpoint("tcp://127.0.0.1:5999", "TALLY_TRACE_ENDPOINT wins");
+	unsetenv("TALLY_TRACE_ENDPOINT");
+
+	setenv("XDG_RUNTIME_DIR", dir, 1);
+	snprintf(p, sizeof(p), "%s/tally", dir);
+	mkdir_p(p);
+	if (!tmp_taken)
+		expect_endpoint("ipc:///run/tally/trace.sock",
+				"runtime dir without socket: system");
+	snprintf(p, sizeof(p), "%s/tally/trace.sock", dir);
+	make_socket(p);
+	snprintf(want, sizeof(want), "ipc://%s", p);
+	expect_endpoint(want, "user collector outside a job");
+
+	setenv("SLURM_JOB_ID", "99", 1);
+	if (!tmp_taken)
+		expect_endpoint("ipc:///run/tally/trace.sock",
+				"in job 99: another collector's socket unused");
+	snprintf(p, sizeof(p), "%s/tally/job-98", dir);
+	mkdir_p(p);
+	snprintf(p, sizeof(p), "%s/tally/job-98/trace.sock", dir);
+	make_socket(p);
+	if (!tmp_taken)
+		expect_endpoint("ipc:///run/tally/trace.sock",
+				"job 98's collector unused by job 99");
+	snprintf(p, sizeof(p), "%s/tally/job-99", dir);
+	mkdir_p(p);
+	snprintf(p, sizeof(p), "%s/tally/job-99/trace.sock", dir);
+	/* a regular file is not a collector */
+	fclose(fopen(p, "w"));
+	if (!tmp_taken)
+		expect_endpoint("ipc:///run/tally/trace.sock",
+				"a regular file named trace.sock is ignored");
+	unlink(p);
+	make_socket(p);
+	snprintf(want, sizeof(want), "ipc://%s", p);
+	expect_endpoint(want, "the job's user collector");
+
+	snprintf(p, sizeof(p), "%s/rt", dir);
+	mkdir_p(p);
+	snprintf(p, sizeof(p), "%s/rt/trace.sock", dir);
+	make_socket(p);
+	setenv("TALLY_RUNTIME_DIR", dir, 1);
+	expect_endpoint(want, "TALLY_RUNTIME_DIR without socket: skipped");
+	snprintf(p, sizeof(p), "%s/rt", dir);
+	setenv("TALLY_RUNTIME_DIR", p, 1);
+	snprintf(want, sizeof(want), "ipc://%s/rt/trace.sock", dir);
+	expect_endpoint(want, "TALLY_RUNTIME_DIR's socket first");
+
+	clear_env();
+	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+	if (system(p) != 0)
+		diag("could not remove %s", dir);
+}
+
+int main(void)
+{
+	plan(NO_PLAN);
+	load_vectors(TOP_SRCDIR "/doc/wire-format.md");
+	test_vectors();
+	test_max_message();
+	test_utf8_clip();
+	test_rank();
+	test_trace_id();
+	test_discovery();
+	return done_testing();
+}

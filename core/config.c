@@ -191,6 +191,9 @@ static int conf_parse(struct tally_conf *c, size_t i)
 			 config_error_file(cfg) ? config_error_file(cfg)
 						: c->paths[i],
 			 config_error_line(cfg), "%s", config_error_text(cfg));
+	/* validate nothing of a half-read file: errors would only cascade */
+	config_destroy(cfg);
+	config_init(cfg);
 	return -1;
 }
 

@@ -41,3 +41,8 @@ t_unit_options_t_SOURCES = t/unit/options.c
 t_unit_options_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_options_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t
+
+# Integration tests of the core (t/plugins provides their plugins)
+TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t
+EXTRA_DIST += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
+	t/fixtures/config

@@ -151,6 +151,8 @@ void tally_log_conf(int prio, const char *file, int line, const char *fmt,
 	char msg[1024];
 	va_list ap;
 
+	if (prio > log_level)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);

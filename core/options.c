@@ -322,7 +322,7 @@ int tally_options_set(const struct tally_option *o, void *state,
 	default:
 		break;
 	}
-	tally_log_conf(LOG_ERR, file, line, "%s: option '%s' must be a %s", what,
+	tally_log_conf(LOG_ERR, file, line, "%s: option '%s' must be of type %s", what,
 		       o->name, tally_options_type_name(o->type));
 	errno = EINVAL;
 	return -1;

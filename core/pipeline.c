@@ -756,8 +756,11 @@ void tally_core_free(struct tally_core *core)
 	/* outputs last: inputs and filters may still hold their batches */
 	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_OUTPUT; kind++) {
 		for (size_t i = 0; i < core->ninsts; i++) {
-			if ((int)core->insts[i]->plugin->kind == kind)
+			if (core->insts[i] &&
+			    (int)core->insts[i]->plugin->kind == kind) {
 				inst_free(core->insts[i]);
+				core->insts[i] = NULL;
+			}
 		}
 	}
 	free(core->insts);

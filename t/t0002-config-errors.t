@@ -1,0 +1,98 @@
+#!/bin/sh
+test_description='tallyd --check-config reports every problem with file:line'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+
+C=$FIXTURES/config
+
+# check_fails FIXTURE - --check-config must fail; its stderr goes to err
+check_fails() {
+	test_must_fail tallyd --check-config -c "$C/$1" 2>err
+}
+
+test_expect_success 'the shipped test configuration is accepted' '
+	tallyd --check-config -c "$C/good-conf.d" 2>err &&
+	grep "0 errors, 0 warnings" err
+'
+
+test_expect_success 'syntax error: libconfig message at its line' '
+	check_fails syntax.conf &&
+	grep "^$C/syntax.conf:3: error: syntax error" err
+'
+
+test_expect_success 'unknown option: line and nearest valid name' '
+	check_fails unknown-key.conf &&
+	grep "^$C/unknown-key.conf:3: error: inputs.a: unknown option .cuont. (did you mean .count.?)" err
+'
+
+test_expect_success 'wrong type names the expected type' '
+	check_fails wrong-type.conf &&
+	grep "^$C/wrong-type.conf:1: error: inputs.a: option .count. must be of type integer" err
+'
+
+test_expect_success 'out of range: plugin option and core interval' '
+	check_fails range.conf &&
+	grep "^$C/range.conf:2: error: inputs.a: option .count. = 100001 is out of range \[0, 100000\]" err &&
+	grep "^$C/range.conf:3: error: inputs.b: option .interval. = -1 is out of range" err
+'
+
+test_expect_success 'missing required option at the instance line' '
+	check_fails required.conf &&
+	grep "^$C/required.conf:3: error: outputs.o: missing required option .path." err
+'
+
+test_expect_success 'pipelines naming unknown or wrong-kind instances' '
+	check_fails dangling.conf &&
+	grep "^$C/dangling.conf:4: error: pipelines.p: from names unknown instance .ghost." err &&
+	grep "^$C/dangling.conf:5: error: pipelines.q: .o. in through is an output (defined at $C/dangling.conf:2), not a filter" err
+'
+
+test_expect_success 'unused instance is a warning, not an error' '
+	tallyd --check-config -c "$C/unused.conf" 2>err &&
+	grep "^$C/unused.conf:3: warning: inputs.spare is not used by any pipeline" err &&
+	grep "0 errors, 1 warning$" err
+'
+
+test_expect_success 'plugin of the wrong kind, unknown plugin, no plugin' '
+	check_fails plugins.conf &&
+	grep "^$C/plugins.conf:2: error: inputs.a: plugin .capture. is an output, not an input" err &&
+	grep "^$C/plugins.conf:3: error: inputs.b: no plugin named .no_such_plugin." err &&
+	grep "^$C/plugins.conf:4: error: inputs.c: missing required option .plugin." err
+'
+
+test_expect_success 'unknown section, bad global value, empty from' '
+	check_fails sections.conf &&
+	grep "^$C/sections.conf:1: error: global.interval = 0 is out of range" err &&
+	grep "^$C/sections.conf:2: error: unknown section .input. (did you mean .inputs.?)" err &&
+	grep "^$C/sections.conf:3: error: pipelines.p: .from. is empty" err
+'
+
+test_expect_success 'bad enum choice lists the valid ones' '
+	check_fails enum.conf &&
+	grep "^$C/enum.conf:1: error: inputs.a: option .type. = \"histogramm\" is not one of: gauge, counter" err
+'
+
+test_expect_success 'a name defined in two files reports both places' '
+	check_fails dup-conf.d &&
+	grep "^$C/dup-conf.d/20-b.conf:4: error: instance .a. defined twice: here and at $C/dup-conf.d/10-a.conf:2" err &&
+	grep "^$C/dup-conf.d/20-b.conf:6: error: pipeline .p. defined twice: here and at $C/dup-conf.d/10-a.conf:5" err
+'
+
+test_expect_success 'a main file reads its conf.d after itself' '
+	mkdir -p main/conf.d &&
+	echo "global = { interval = 2.0; };" >main/tally.conf &&
+	cp "$C"/good-conf.d/10-inputs.conf "$C"/good-conf.d/20-outputs.conf main/conf.d/ &&
+	tallyd --check-config -c main/tally.conf 2>err &&
+	grep "0 errors, 0 warnings" err &&
+	echo "global = { interval = 3.0; };" >main/conf.d/30-again.conf &&
+	test_must_fail tallyd --check-config -c main/tally.conf 2>err &&
+	grep "main/conf.d/30-again.conf:1: error: global.interval set twice (first at main/tally.conf:1)" err
+'
+
+test_expect_success 'a missing configuration is a clear error' '
+	test_must_fail tallyd --check-config -c nowhere.conf 2>err &&
+	grep "^nowhere.conf: error: cannot read: No such file or directory" err
+'
+
+test_done

@@ -29,6 +29,8 @@ uint64_t tally_hash_bytes(uint64_t h, const void *data, size_t len);
 enum tally_log_target { TALLY_LOG_STDERR, TALLY_LOG_SYSLOG };
 void tally_log_setup(enum tally_log_target target, int level);
 int tally_log_level_parse(const char *s);
+/* burst suppression window, seconds (default 10); for tests */
+void tally_log_set_window(unsigned seconds);
 /* "file:line: " prefixed configuration diagnostics, always to stderr */
 void tally_log_conf(int prio, const char *file, int line, const char *fmt,
 		    ...) __attribute__((format(printf, 4, 5)));

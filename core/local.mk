@@ -32,7 +32,10 @@ core_tallyd_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_tallyd_LDADD = core/libtally.la
 
 # Unit tests of the core
-check_PROGRAMS += t/unit/labels.t t/unit/batch.t t/unit/options.t
+check_PROGRAMS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t
+t_unit_log_t_SOURCES = t/unit/log.c
+t_unit_log_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_log_t_LDADD = t/unit/libtap.la core/libtally.la
 t_unit_labels_t_SOURCES = t/unit/labels.c
 t_unit_labels_t_LDADD = t/unit/libtap.la core/libtally.la $(PTHREAD_LIBS)
 t_unit_batch_t_SOURCES = t/unit/batch.c
@@ -40,7 +43,7 @@ t_unit_batch_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 t_unit_options_t_SOURCES = t/unit/options.c
 t_unit_options_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_options_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
-TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t
+TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t

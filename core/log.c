@@ -4,7 +4,7 @@
  *
  * A broken peer can make a plugin log the same complaint thousands of times
  * a second; that must not flood syslog nor cost the loop its time. Each
- * (instance, format string) pair may log LOG_BURST lines per LOG_WINDOW
+ * (instance, format string) pair may log LOG_BURST lines per log_window
  * seconds; the rest are counted, and the first line after the window says
  * how many were suppressed.
  */
@@ -26,8 +26,9 @@
 #include "core-internal.h"
 
 #define LOG_BURST	5
-#define LOG_WINDOW	10	/* seconds */
 #define LOG_SLOTS	128
+
+static time_t log_window = 10;	/* seconds; tests shorten it */
 
 struct log_slot {
 	const void *inst;
@@ -56,6 +57,13 @@ void tally_log_setup(enum tally_log_target target, int level)
 		openlog("tallyd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	log_target = target;
 	log_level = level;
+	pthread_mutex_unlock(&log_lock);
+}
+
+void tally_log_set_window(unsigned seconds)
+{
+	pthread_mutex_lock(&log_lock);
+	log_window = seconds;
 	pthread_mutex_unlock(&log_lock);
 }
 
@@ -95,7 +103,7 @@ static long log_throttle(const void *inst, const char *fmt)
 		/* slot taken by another source: give it up (best effort) */
 		*s = (struct log_slot){ .inst = inst, .fmt = fmt, .window = now };
 	}
-	if (now - s->window >= LOG_WINDOW) {
+	if (now - s->window >= log_window) {
 		prev = s->suppressed;
 		s->window = now;
 		s->count = 0;

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* t/unit/log.c - log levels, burst suppression, drop counters */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../core/core-internal.h"
+#include "tap.h"
+
+/* Run @fn with stderr sent to a temp file; return what it wrote. */
+static char *capture_stderr(void (*fn)(void))
+{
+	static char buf[65536];
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(buf, 1, sizeof(buf) - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+	return buf;
+}
+
+static unsigned count_lines(const char *s, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static void burst(void)
+{
+	for (int i = 0; i < 100; i++)
+		tally_log(NULL, LOG_WARNING, "peer sent garbage %d", i);
+}
+
+static void after_window(void)
+{
+	tally_log(NULL, LOG_WARNING, "peer sent garbage %d", 100);
+}
+
+static void levels(void)
+{
+	tally_log(NULL, LOG_DEBUG, "debug line");
+	tally_log(NULL, LOG_INFO, "info line");
+	tally_log(NULL, LOG_ERR, "error line");
+	tally_log_conf(LOG_ERR, "f.conf", 7, "bad %s", "thing");
+	tally_log_conf(LOG_WARNING, "f.conf", 0, "whole file");
+}
+
+int main(void)
+{
+	char *out;
+
+	plan(NO_PLAN);
+
+	tally_log_setup(TALLY_LOG_STDERR, LOG_INFO);
+	out = capture_stderr(levels);
+	ok(!strstr(out, "debug line"), "debug is below the info level");
+	ok(strstr(out, "tallyd: info: info line\n") != NULL, "info line format");
+	ok(strstr(out, "tallyd: error: error line\n") != NULL,
+	   "error line format");
+	ok(strstr(out, "f.conf:7: error: bad thing\n") != NULL,
+	   "config diagnostics carry file:line");
+	ok(strstr(out, "f.conf: warning: whole file\n") != NULL,
+	   "line 0 means the whole file");
+
+	tally_log_set_window(1);
+	out = capture_stderr(burst);
+	cmp_ok(count_lines(out, "peer sent garbage"), "==", 5,
+	       "a burst of 100 lines logs 5");
+	ok(strstr(out, "garbage 4\n") && !strstr(out, "garbage 5\n"),
+	   "the first five pass");
+	sleep(2);
+	out = capture_stderr(after_window);
+	ok(strstr(out, "tallyd: warning: suppressed 95 similar messages\n") !=
+		   NULL,
+	   "the next window starts with the suppressed count");
+	ok(strstr(out, "garbage 100\n") != NULL, "and then the message");
+
+	cmp_ok(tally_log_level_parse("debug"), "==", LOG_DEBUG, "parse debug");
+	cmp_ok(tally_log_level_parse("WARNING"), "==", LOG_WARNING,
+	       "parse is case-insensitive");
+	cmp_ok(tally_log_level_parse("loud"), "==", -1, "unknown level");
+	return done_testing();
+}

@@ -26,3 +26,15 @@ t_unit_trace_wire_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/client \
 	-DTOP_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_trace_wire_t_LDADD = t/unit/libtap.la
 TESTS += t/unit/trace-wire.t
+
+# Test driver for the client and zmq_trace end-to-end tests.
+check_PROGRAMS += t/trace-emit
+t_trace_emit_SOURCES = t/trace-emit.c
+t_trace_emit_LDADD = core/client/libtally-trace.la $(PTHREAD_LIBS)
+
+# Behaviour of the installed library (through its exported API only).
+check_PROGRAMS += t/unit/trace-nocollector.t
+t_unit_trace_nocollector_t_SOURCES = t/unit/trace-nocollector.c
+t_unit_trace_nocollector_t_LDADD = t/unit/libtap.la \
+	core/client/libtally-trace.la
+TESTS += t/unit/trace-nocollector.t

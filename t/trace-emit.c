@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t/trace-emit.c - send a scripted span sequence with libtally-trace
+ *
+ *	trace-emit [-p NPROC] [-T NTHREADS] [-n NEVENTS] ENDPOINT TRACE
+ *[STEP...]
+ *
+ * ENDPOINT "-" discovers the collector, TRACE "-" uses the default trace
+ * id (as tally_trace_open(NULL, NULL) would). Steps, in order:
+ *	begin:NAME	open a span
+ *	end:NAME	end the innermost open span named NAME (by name)
+ *	endid:NAME	the same, by the id tally_trace_begin() returned
+ *	sleep:MS	sleep MS milliseconds
+ * -n NEVENTS: after the steps, send NEVENTS events: begin/end pairs of a
+ * span "e" (an odd count leaves the last one open).
+ * -p NPROC: NPROC forked processes each open a tracer and do all the above;
+ * -T NTHREADS: so do NTHREADS threads of each process, on one tracer.
+ *
+ * Each process prints, after closing its tracer:
+ *	sent=N dropped=D unreported=U pid=P
+ * (N events produced, D of them dropped by the client, U drops still not
+ * reported to the collector after close), and with -p a last line
+ *	total sent=N dropped=D unreported=U
+ * Exit status: 0, or 1 on a usage or setup error.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tally/trace.h>
+
+struct emit {
+	struct tally_trace *tr;
+	char **steps;
+	int nsteps;
+	long nevents;
+};
+
+static void msleep(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void *emit_run(void *arg)
+{
+	struct emit *e = arg;
+	struct {
+		const char *name;
+		uint64_t id;
+	} open[256];
+	int depth = 0;
+
+	for (int i = 0; i < e->nsteps; i++) {
+		const char *s = e->steps[i];
+
+		if (!strncmp(s, "begin:", 6)) {
+			uint64_t id = tally_trace_begin(e->tr, s + 6);
+
+			if (depth < 256)
+				open[depth++] = (typeof(open[0])){ s + 6, id };
+		} else if (!strncmp(s, "end:", 4)) {
+			tally_trace_end_name(e->tr, s + 4);
+		} else if (!strncmp(s, "endid:", 6)) {
+			for (int j = depth; j-- > 0;) {
+				if (strcmp(open[j].name, s + 6))
+					continue;
+				tally_trace_end(e->tr, open[j].id);
+				open[j].name = "";
+				break;
+			}
+		} else if (!strncmp(s, "sleep:", 6)) {
+			msleep(atol(s + 6));
+		}
+	}
+	for (long i = 0; i < e->nevents; i += 2) {
+		uint64_t id = tally_trace_begin(e->tr, "e");
+
+		if (i + 1 < e->nevents)
+			tally_trace_end(e->tr, id);
+	}
+	return NULL;
+}
+
+static int check_steps(char **steps, int n)
+{
+	static const char *const kinds[] = { "begin:", "end:", "endid:",
+					     "sleep:", NULL };
+
+	for (int i = 0; i < n; i++) {
+		int k;
+
+		for (k = 0; kinds[k]; k++)
+			if (!strncmp(steps[i], kinds[k], strlen(kinds[k])))
+				break;
+		if (!kinds[k]) {
+			fprintf(stderr, "trace-emit: bad step '%s'\n",
+				steps[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* One process: open, run the steps on @nthreads threads, close, report. */
+static int emit_process(const char *endpoint, const char *trace, int nthreads,
+			struct emit *e, int out)
+{
+	struct tally_trace_stats st = { 0 };
+	pthread_t th[256];
+	char line[128];
+	int n;
+
+	e->tr = tally_trace_open(endpoint, trace);
+	if (!e->tr) {
+		fprintf(stderr, "trace-emit: open %s: %s\n",
+			endpoint ? endpoint : "(discovery)", strerror(errno));
+		return 1;
+	}
+	for (int i = 1; i < nthreads; i++)
+		if (pthread_create(&th[i], NULL, emit_run, e)) {
+			fprintf(stderr, "trace-emit: pthread_create failed\n");
+			return 1;
+		}
+	emit_run(e);
+	for (int i = 1; i < nthreads; i++)
+		pthread_join(th[i], NULL);
+	/* close first: it may still report pending drops; stats before
+	 * close tell what was produced and dropped */
+	tally_trace_stats(e->tr, &st);
+	tally_trace_close(e->tr);
+	n = snprintf(line, sizeof(line),
+		     "sent=%llu dropped=%llu unreported=%llu pid=%ld\n",
+		     (unsigned long long)st.events,
+		     (unsigned long long)st.dropped,
+		     (unsigned long long)st.unreported, (long)getpid());
+	/* one write per line (< PIPE_BUF): forked siblings share @out */
+	if (write(out, line, (size_t)n) != n)
+		return 1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct emit e = { 0 };
+	const char *endpoint, *trace;
+	int nproc = 0, nthreads = 1, opt, rc = 0;
+	unsigned long long tsent = 0, tdropped = 0, tunrep = 0;
+	char buf[256];
+	FILE *in;
+	int fds[2];
+
+	while ((opt = getopt(argc, argv, "p:T:n:")) != -1) {
+		switch (opt) {
+		case 'p':
+			nproc = atoi(optarg);
+			break;
+		case 'T':
+			nthreads = atoi(optarg);
+			break;
+		case 'n':
+			e.nevents = atol(optarg);
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (argc - optind < 2 || nproc < 0 || nthreads < 1 || nthreads > 256)
+		goto usage;
+	endpoint = strcmp(argv[optind], "-") ? argv[optind] : NULL;
+	trace = strcmp(argv[optind + 1], "-") ? argv[optind + 1] : NULL;
+	e.steps = argv + optind + 2;
+	e.nsteps = argc - optind - 2;
+	if (check_steps(e.steps, e.nsteps) < 0)
+		goto usage;
+	if (!nproc)
+		return emit_process(endpoint, trace, nthreads, &e,
+				    STDOUT_FILENO);
+
+	/* children report on a pipe; the parent echoes and adds up */
+	if (pipe(fds) < 0)
+		return 1;
+	fflush(stdout);
+	for (int i = 0; i < nproc; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			close(fds[0]);
+			_exit(emit_process(endpoint, trace, nthreads, &e,
+					   fds[1]));
+		}
+	}
+	close(fds[1]);
+	in = fdopen(fds[0], "r");
+	while (in && fgets(buf, sizeof(buf), in)) {
+		unsigned long long s, d, u;
+
+		fputs(buf, stdout);
+		if (sscanf(buf, "sent=%llu dropped=%llu unreported=%llu", &s,
+			   &d, &u) == 3) {
+			tsent += s;
+			tdropped += d;
+			tunrep += u;
+		}
+	}
+	for (int i = 0; i < nproc; i++) {
+		int status;
+
+		if (wait(&status) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			rc = 1;
+	}
+	printf("total sent=%llu dropped=%llu unreported=%llu\n", tsent,
+	       tdropped, tunrep);
+	return rc;
+
+usage:
+	fprintf(stderr, "usage: trace-emit [-p NPROC] [-T NTHREADS] "
+			"[-n NEVENTS] ENDPOINT|- TRACE|- [STEP...]\n"
+			"steps: begin:NAME end:NAME endid:NAME sleep:MS\n");
+	return 1;
+}

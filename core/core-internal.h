@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <libconfig.h>
 
@@ -179,12 +180,16 @@ struct tally_core {
 	bool finished;
 	bool once;
 	struct event *sigs[4];
+	pid_t child;		/* --user -- CMD: the command, or 0 */
+	int child_status;	/* its exit status, as a shell reports it */
 	struct event *deadline;
 };
 
 struct tally_core *tally_core_new(struct tally_conf *conf, bool once);
 int tally_core_start(struct tally_core *core);
 int tally_core_run(struct tally_core *core);
+/* --user -- CMD: run @argv once the collector is up; stop when it exits */
+int tally_core_spawn(struct tally_core *core, char *const *argv);
 void tally_core_free(struct tally_core *core);
 struct tally_core *tally_core_current(void);
 

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -609,7 +611,20 @@ static void core_stop(struct tally_core *core)
 static void core_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct tally_core *core = arg;
+	int status;
 
+	if (sig == SIGCHLD) {
+		if (!core->child || waitpid(core->child, &status, WNOHANG) <= 0)
+			return;
+		core->child = 0;
+		core->child_status = WIFEXITED(status)
+					     ? WEXITSTATUS(status)
+					     : 128 + WTERMSIG(status);
+		tally_log(NULL, LOG_INFO, "command exited with status %d: "
+			  "stopping", core->child_status);
+		core_stop(core);
+		return;
+	}
 	if (sig == SIGHUP) {
 		tally_log(NULL, LOG_WARNING,
 			  "SIGHUP: configuration reload is not supported yet; "
@@ -623,7 +638,7 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 
 int tally_core_start(struct tally_core *core)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
 
 	/* init everything first: a failure must not leave half a daemon */
 	for (size_t i = 0; i < core->ninsts; i++) {
@@ -643,7 +658,7 @@ int tally_core_start(struct tally_core *core)
 		inst->initialized = true;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		core->sigs[i] = evsignal_new(core->base, sigs[i], core_signal,
 					     core);
 		if (!core->sigs[i] || evsignal_add(core->sigs[i], NULL) < 0)
@@ -700,6 +715,23 @@ int tally_core_start(struct tally_core *core)
 	}
 	if (core->once)
 		core_stop(core);
+	return 0;
+}
+
+int tally_core_spawn(struct tally_core *core, char *const *argv)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_DFL);
+		execvp(argv[0], argv);
+		fprintf(stderr, "tallyd: cannot run %s: %s\n", argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	core->child = pid;
 	return 0;
 }
 

@@ -47,6 +47,7 @@ static void tallyd_usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: tallyd [OPTION]...\n"
+		"       tallyd --user [OPTION]... -- COMMAND [ARG]...\n"
 		"Collect host, GPU and application-trace telemetry through "
 		"configured pipelines.\n\n"
 		"  -c, --config=PATH      configuration file (its conf.d is "
@@ -55,7 +56,11 @@ static void tallyd_usage(FILE *out)
 		"                         (default: %s/tally.conf, else its\n"
 		"                         conf.d; with --user:\n"
 		"                         ~/.config/tally/tally.conf)\n"
-		"  -u, --user             run as a user (per-job) collector\n"
+		"  -u, --user             run as a user (per-job) collector; "
+		"with -- COMMAND,\n"
+		"                         run COMMAND with "
+		"TALLY_TRACE_ENDPOINT set, then\n"
+		"                         flush and exit with its status\n"
 		"  -f, --foreground       do not detach; log to stderr\n"
 		"      --check-config     validate the configuration and exit\n"
 		"      --once             run every input once, flush every "
@@ -96,6 +101,7 @@ int main(int argc, char **argv)
 	bool user = false, foreground = false, check = false, once = false;
 	bool list = false;
 	const char *config = NULL, *describe = NULL, *env;
+	char **command;
 	char cfgbuf[PATH_MAX];
 	struct tally_loader *ld;
 	struct tally_conf *conf = NULL;
@@ -149,13 +155,16 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "tallyd: unexpected argument '%s'\n",
+	if (optind < argc && (!user || strcmp(argv[optind - 1], "--"))) {
+		fprintf(stderr,
+			"tallyd: unexpected argument '%s' (a command to run "
+			"goes after --user --)\n",
 			argv[optind]);
 		tallyd_usage(stderr);
 		ret = 2;
 		goto out;
 	}
+	command = optind < argc ? &argv[optind] : NULL;
 	env = getenv("TALLY_PLUGIN_PATH");
 	if (env)
 		tally_loader_add_path(ld, env);
@@ -198,6 +207,11 @@ int main(int argc, char **argv)
 				: TALLY_LOG_STDERR,
 			conf->log_level ? tally_log_level_parse(conf->log_level)
 					: LOG_INFO);
+	if (command) {
+		/* the job's collector lives and dies with the job's command */
+		foreground = true;
+		once = false;
+	}
 	if (!foreground && !once) {
 		if (!conf->log)
 			tally_log_setup(TALLY_LOG_SYSLOG,
@@ -220,10 +234,22 @@ int main(int argc, char **argv)
 		goto out;
 	tally_log(NULL, LOG_INFO, "started: %zu instances, %zu pipelines",
 		  core->ninsts, core->npipes);
+	if (command) {
+		char ep[PATH_MAX + 16];
+
+		snprintf(ep, sizeof(ep), "ipc://%s/trace.sock",
+			 tally_runtime_dir());
+		setenv("TALLY_TRACE_ENDPOINT", ep, 0);
+		if (tally_core_spawn(core, command) < 0) {
+			tally_log(NULL, LOG_ERR, "cannot start %s: %s",
+				  command[0], strerror(errno));
+			goto out;
+		}
+	}
 	if (tally_core_run(core) < 0)
 		goto out;
 	tally_log(NULL, LOG_INFO, "stopped");
-	ret = 0;
+	ret = command ? core->child_status : 0;
 out:
 	tally_core_free(core);
 	tally_conf_free(conf);

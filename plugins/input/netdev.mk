@@ -1,1 +1,18 @@
-# plugins/input/netdev.mk: rules for this part of the tree (included from Makefile.am)
+# plugins/input/netdev.mk: the netdev input and its tests (included from
+# Makefile.am)
+
+pkgplugin_LTLIBRARIES += plugins/input/netdev.la
+plugins_input_netdev_la_SOURCES = \
+	plugins/input/netdev/netdev.h \
+	plugins/input/netdev/netdev.c \
+	plugins/input/netdev/netclass.c \
+	plugins/input/netdev/infiniband.c
+plugins_input_netdev_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_input_netdev_la_LIBADD = core/libtally.la
+
+# The unit test includes the plugin's .c files to reach its static parsers.
+check_PROGRAMS += t/unit/netdev.t
+t_unit_netdev_t_SOURCES = t/unit/netdev.c t/unit/procfs-alloc.h
+t_unit_netdev_t_LDADD = t/unit/libtap.la core/libtally.la
+
+TESTS += t/unit/netdev.t

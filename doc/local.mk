@@ -1,1 +1,3 @@
-# doc/local.mk: rules for this part of the tree (included from Makefile.am)
+# doc/local.mk: man pages and reference documents
+dist_man_MANS += doc/tallyd.8 doc/tally.conf.5
+EXTRA_DIST += doc/plugins contrib/systemd/tallyd.service

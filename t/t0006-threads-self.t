@@ -1,0 +1,60 @@
+#!/bin/sh
+test_description='blocking inputs on worker threads; the self input'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+
+test_expect_success 'a blocking read overrunning its interval skips ticks, the loop goes on' '
+	cat >slow.conf <<-EOF &&
+	global = { log_level = "info"; };
+	inputs = {
+		slow = { plugin = "slow"; interval = 0.1; sleep = 0.35; };
+		fast = { plugin = "counter"; interval = 0.05; };
+		self = { plugin = "self"; interval = 0.05; };
+	};
+	outputs = {
+		so = { plugin = "capture"; path = "slow.out"; };
+		fo = { plugin = "capture"; path = "fast.out"; };
+		health = { plugin = "capture"; path = "self.out"; };
+	};
+	pipelines = {
+		s = { from = ["slow"]; to = ["so"]; };
+		f = { from = ["fast"]; to = ["fo"]; };
+		h = { from = ["self"]; to = ["health"]; };
+	};
+	EOF
+	start_tallyd slow.conf &&
+	wait_for "test -s slow.out && test \$(wc -l <slow.out) -ge 3" &&
+	stop_tallyd &&
+	slow=$(wc -l <slow.out) &&
+	fast=$(wc -l <fast.out) &&
+	tally_diag "slow reads: $slow, fast reads: $fast" &&
+	test "$fast" -ge $((slow * 4)) &&
+	tail -n1 slow.out | grep "^gauge test_slow_reads $slow$" &&
+	grep "slow\[slow\]: read still running after 0.1 s: tick skipped" tallyd.log &&
+	grep "^counter tally_dropped_total{instance=\"slow\",kind=\"input\",plugin=\"slow\",reason=\"read_overrun\"} [1-9]" self.out &&
+	grep "^counter tally_reads_total{instance=\"slow\",kind=\"input\",plugin=\"slow\"} [1-9]" self.out
+'
+
+test_expect_success 'self: process metrics and per-instance counters' '
+	cat >self.conf <<-EOF &&
+	inputs = {
+		a = { plugin = "counter"; count = 3; };
+		self = { plugin = "self"; };
+	};
+	outputs = { o = { plugin = "capture"; path = "o.out"; }; };
+	pipelines = { p = { from = ["a", "self"]; to = ["o"]; }; };
+	EOF
+	tallyd --once -c self.conf &&
+	rss=$(sed -n "s/^gauge process_resident_memory_bytes //p" o.out) &&
+	test "$rss" -gt 100000 &&
+	start=$(sed -n "s/^gauge process_start_time_seconds //p" o.out) &&
+	now=$(date +%s) &&
+	test "${start%.*}" -le "$now" && test "${start%.*}" -ge $((now - 60)) &&
+	grep "^gauge tally_build_info{version=\"[0-9.]*\"} 1$" o.out &&
+	grep "^counter tally_records_out_total{instance=\"a\",kind=\"input\",plugin=\"counter\"} 3$" o.out &&
+	grep "^gauge tally_queue_capacity_batches{instance=\"o\",kind=\"output\",plugin=\"capture\"} 1024$" o.out &&
+	grep "^counter process_cpu_seconds_total " o.out
+'
+
+test_done

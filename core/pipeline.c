@@ -198,6 +198,29 @@ static void pipe_run(struct tally_pipeline *p, size_t from,
 	tally_batch_unref(b);
 }
 
+/*
+ * A job's collector labels what it collects with the job id, so series of
+ * many jobs on one node (or one Prometheus) stay apart. The batch is still
+ * the input's alone here, so its records can be changed in place.
+ */
+static void emit_add_jobid(struct tally_batch *b, const char *jobid)
+{
+	for (size_t i = 0; i < tally_batch_count(b); i++) {
+		struct tally_record *r =
+			(struct tally_record *)tally_batch_at(b, i);
+		struct tally_labels *with;
+
+		if (r->kind != TALLY_REC_METRIC ||
+		    tally_labels_get(r->metric.labels, "jobid"))
+			continue;
+		with = tally_labels_with(r->metric.labels, "jobid", jobid);
+		if (!with)
+			continue;
+		tally_labels_unref(r->metric.labels);
+		r->metric.labels = with;
+	}
+}
+
 int tally_emit(struct tally_instance *inst, struct tally_batch *b)
 {
 	if (!inst || !inst->plugin || inst->plugin->kind != TALLY_KIND_INPUT) {
@@ -208,6 +231,8 @@ int tally_emit(struct tally_instance *inst, struct tally_batch *b)
 	if (!b)
 		return 0;
 	tally_batch_set_source(b, inst->name, inst->interval);
+	if (tally_user_mode() && tally_jobid())
+		emit_add_jobid(b, tally_jobid());
 	inst->records_out += tally_batch_count(b);
 	if (tally_batch_count(b))
 		for (size_t i = 0; i < inst->npipes; i++)

@@ -35,6 +35,14 @@ test_expect_success 'a job id gives the job its own runtime directory' '
 	test_cmp ep.expect ep
 '
 
+test_expect_success 'a job collector labels its metrics with the job id' '
+	XDG_RUNTIME_DIR=$PWD/xdg FLUX_JOB_ID=f3x8 \
+		tallyd --user --once -c u.conf &&
+	tail -n1 u.out >last &&
+	echo "gauge test_counter_value{i=\"0\",jobid=\"f3x8\"} 1" >last.expect &&
+	test_cmp last.expect last
+'
+
 test_expect_success 'a command that cannot run exits 127' '
 	test_expect_code 127 tallyd --user -c u.conf -- ./no-such-command 2>err &&
 	grep "cannot run ./no-such-command" err

@@ -38,3 +38,9 @@ t_unit_trace_nocollector_t_SOURCES = t/unit/trace-nocollector.c
 t_unit_trace_nocollector_t_LDADD = t/unit/libtap.la \
 	core/client/libtally-trace.la
 TESTS += t/unit/trace-nocollector.t
+check_PROGRAMS += t/unit/trace-api.t
+t_unit_trace_api_t_SOURCES = t/unit/trace-api.c
+t_unit_trace_api_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBZMQ_CFLAGS)
+t_unit_trace_api_t_LDADD = t/unit/libtap.la \
+	core/client/libtally-trace.la $(LIBZMQ_LIBS) $(PTHREAD_LIBS)
+TESTS += t/unit/trace-api.t

@@ -1,1 +1,35 @@
-# plugins/output/prometheus.mk: rules for this part of the tree (included from Makefile.am)
+# plugins/output/prometheus.mk: the prometheus output, its unit tests,
+# integration tests and render benchmark (included from Makefile.am)
+
+PROM_SOURCES = \
+	plugins/output/prometheus/store.c \
+	plugins/output/prometheus/store.h \
+	plugins/output/prometheus/http.c \
+	plugins/output/prometheus/http.h
+
+pkgplugin_LTLIBRARIES += plugins/output/prometheus.la
+plugins_output_prometheus_la_SOURCES = \
+	plugins/output/prometheus/prometheus.c $(PROM_SOURCES)
+plugins_output_prometheus_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
+	$(ZLIB_CFLAGS)
+plugins_output_prometheus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_output_prometheus_la_LIBADD = core/libtally.la $(LIBEVENT_LIBS) \
+	$(ZLIB_LIBS) -lm
+
+# Unit tests link the store and HTTP helpers directly.
+check_PROGRAMS += t/unit/prometheus-store.t t/unit/prometheus-http.t
+t_unit_prometheus_store_t_SOURCES = t/unit/prometheus-store.c $(PROM_SOURCES)
+t_unit_prometheus_store_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS)
+t_unit_prometheus_store_t_LDADD = t/unit/libtap.la core/libtally.la $(ZLIB_LIBS) \
+	$(LIBEVENT_LIBS) -lm
+t_unit_prometheus_http_t_SOURCES = t/unit/prometheus-http.c $(PROM_SOURCES)
+t_unit_prometheus_http_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS)
+t_unit_prometheus_http_t_LDADD = t/unit/libtap.la core/libtally.la $(ZLIB_LIBS) \
+	$(LIBEVENT_LIBS) -lm
+TESTS += t/unit/prometheus-store.t t/unit/prometheus-http.t
+
+# Render benchmark (contrib/bench, never part of make check).
+noinst_PROGRAMS += contrib/bench/prom-render
+contrib_bench_prom_render_SOURCES = contrib/bench/prom-render.c $(PROM_SOURCES)
+contrib_bench_prom_render_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS)
+contrib_bench_prom_render_LDADD = core/libtally.la $(LIBEVENT_LIBS) $(ZLIB_LIBS) -lm

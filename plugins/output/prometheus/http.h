@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/output/prometheus/http.h - pure helpers of the HTTP side
+ *
+ * Parsing of listen addresses, allow lists and the Accept and
+ * Accept-Encoding request headers. Private to the prometheus output and
+ * its unit tests; no function here touches the event loop.
+ */
+#ifndef PROM_HTTP_H
+#define PROM_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sockaddr;
+
+/**
+ * struct prom_listen - a parsed listen address
+ * @host: numeric address or host name for evhttp_bind_socket()
+ * @port: TCP port; 0 lets the kernel choose
+ */
+struct prom_listen {
+	char host[256];
+	uint16_t port;
+};
+
+/**
+ * prom_parse_listen() - parse "host:port", "[ipv6]:port", ":port", "*:port"
+ *
+ * An empty host or "*" means every IPv4 address (0.0.0.0); "[::]:port"
+ * binds IPv6 (and IPv4 too where the kernel maps it).
+ * Return: 0, or -1 with errno = EINVAL.
+ */
+int prom_parse_listen(const char *spec, struct prom_listen *out);
+
+/** prom_host_is_loopback() - "localhost", 127.0.0.0/8 or ::1 */
+bool prom_host_is_loopback(const char *host);
+
+/**
+ * struct prom_cidr - one allow-list entry
+ * @family: AF_INET or AF_INET6
+ * @addr:   network address, host bits cleared (4 or 16 bytes used)
+ * @bits:   prefix length
+ */
+struct prom_cidr {
+	int family;
+	unsigned char addr[16];
+	int bits;
+};
+
+/**
+ * prom_parse_cidr() - parse "a.b.c.d[/n]" or "ipv6[/n]" (brackets allowed)
+ * Return: 0, or -1 with errno = EINVAL.
+ */
+int prom_parse_cidr(const char *s, struct prom_cidr *out);
+
+/**
+ * prom_cidr_match() - whether a peer address is in any of @n entries
+ * @sa: AF_INET or AF_INET6 socket address; an IPv4-mapped IPv6 address
+ *      (::ffff:a.b.c.d, from a dual-stack listener) also matches IPv4
+ *      entries. NULL or another family never matches.
+ */
+bool prom_cidr_match(const struct prom_cidr *c, size_t n,
+		     const struct sockaddr *sa);
+
+/**
+ * prom_http_wants_openmetrics() - whether an Accept header prefers
+ * application/openmetrics-text to text/plain (by q value; a tie goes to
+ * text/plain). NULL (no header) gives false.
+ */
+bool prom_http_wants_openmetrics(const char *accept);
+
+/**
+ * prom_http_accepts_gzip() - whether Accept-Encoding lists gzip (or
+ * x-gzip) with a non-zero q value. NULL gives false.
+ */
+bool prom_http_accepts_gzip(const char *accept_encoding);
+
+/**
+ * prom_bound_name() - "127.0.0.1:9464" or "[::1]:9464" of a bound socket
+ * Return: 0, or -1 with errno set by getsockname() or EINVAL.
+ */
+int prom_bound_name(int fd, char *buf, size_t size);
+
+struct evbuffer;
+
+/**
+ * prom_gzip() - compress @src into @dst as one gzip member (RFC 1952)
+ * @src: drained as it is compressed
+ * @dst: the compressed bytes are appended
+ * Return: 0, or -1 with errno = ENOMEM (@dst then holds a partial stream).
+ */
+int prom_gzip(struct evbuffer *src, struct evbuffer *dst);
+
+#endif /* PROM_HTTP_H */

@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/output/prometheus/prometheus.c - exposition over HTTP for scrapers
+ *
+ * Serves GET /metrics (text format 0.0.4, or OpenMetrics 1.0 when the
+ * scraper prefers it), /-/healthy and /-/ready with libevent's evhttp on
+ * one or more listen addresses, on the loop thread. Batches go into the
+ * series store (store.c) in write(); a scrape renders the store into the
+ * reply. Both run on the loop thread, so a scrape sees every batch whole
+ * or not at all.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include <tally/plugin.h>
+
+#include "http.h"
+#include "store.h"
+
+struct prom {
+	/* options */
+	struct tally_strlist listen;
+	struct tally_strlist allow;
+	double expire;
+	double grace;
+	int span_metrics;
+	bool depth_label;
+	char *jobid;
+	bool gzip;
+	bool openmetrics;
+	int64_t max_open_spans;
+	/* state */
+	struct tally_instance *inst;
+	struct evhttp *http;
+	struct prom_store *store;
+	struct prom_cidr *cidrs;
+	size_t ncidrs;
+	struct event *sweep;
+};
+
+/* Series that vanished are freed by this timer even when nobody scrapes. */
+#define PROM_SWEEP_SECONDS 30
+
+/* Series of inputs without an interval (zmq_trace, statsd) last this long
+ * without update unless expire is set: Prometheus' own staleness delta. */
+#define PROM_EVENT_EXPIRE_SECONDS 300.0
+
+/* Default expire: this many intervals of the producing input. */
+#define PROM_EXPIRE_INTERVALS 3.0
+
+static const char *const prom_text_type = "text/plain; version=0.0.4; "
+					  "charset=utf-8";
+static const char *const prom_om_type = "application/openmetrics-text; "
+					"version=1.0.0; charset=utf-8";
+
+static void prom_reply_text(struct evhttp_request *req, int code,
+			    const char *reason, const char *body)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	evhttp_add_header(h, "Content-Type", "text/plain; charset=utf-8");
+	evbuffer_add_printf(evhttp_request_get_output_buffer(req), "%s\n",
+			    body);
+	evhttp_send_reply(req, code, reason, NULL);
+}
+
+static void prom_metrics(struct prom *p, struct evhttp_request *req)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	struct evbuffer *body = evhttp_request_get_output_buffer(req);
+	const char *accept = evhttp_find_header(in, "Accept");
+	const char *enc = evhttp_find_header(in, "Accept-Encoding");
+	enum prom_format fmt = PROM_FMT_TEXT;
+	bool gz = p->gzip && prom_http_accepts_gzip(enc);
+	struct evbuffer *text = gz ? evbuffer_new() : body;
+
+	if (p->openmetrics && prom_http_wants_openmetrics(accept))
+		fmt = PROM_FMT_OPENMETRICS;
+	if (!text ||
+	    prom_store_render(p->store, text, fmt, tally_monotonic_ns(),
+			      tally_now_ns()) < 0 ||
+	    (gz && prom_gzip(text, body) < 0)) {
+		tally_log(p->inst, LOG_ERR, "scrape: out of memory");
+		if (gz && text)
+			evbuffer_free(text);
+		evbuffer_drain(body, evbuffer_get_length(body));
+		prom_reply_text(req, 500, "Internal Server Error",
+				"out of memory");
+		return;
+	}
+	if (gz) {
+		evbuffer_free(text);
+		evhttp_add_header(out, "Content-Encoding", "gzip");
+	}
+	evhttp_add_header(out, "Content-Type",
+			  fmt == PROM_FMT_OPENMETRICS ? prom_om_type
+						      : prom_text_type);
+	evhttp_add_header(out, "Vary", "Accept, Accept-Encoding");
+	evhttp_send_reply(req, 200, "OK", NULL);
+}
+
+static void prom_request(struct evhttp_request *req, void *arg)
+{
+	struct prom *p = arg;
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	const struct sockaddr *sa = conn ? evhttp_connection_get_addr(conn)
+					 : NULL;
+	const char *path =
+		evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+
+	if (p->ncidrs && !prom_cidr_match(p->cidrs, p->ncidrs, sa)) {
+		prom_reply_text(req, 403, "Forbidden",
+				"forbidden: address not in the allow list");
+		return;
+	}
+	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+				  "Allow", "GET, HEAD");
+		prom_reply_text(req, 405, "Method Not Allowed",
+				"method not allowed");
+		return;
+	}
+	if (!path || !*path)
+		path = "/";
+	if (strcmp(path, "/metrics") == 0) {
+		prom_metrics(p, req);
+	} else if (strcmp(path, "/-/healthy") == 0 ||
+		   strcmp(path, "/-/ready") == 0) {
+		prom_reply_text(req, 200, "OK", "OK");
+	} else if (strcmp(path, "/") == 0) {
+		struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+		evhttp_add_header(h, "Content-Type", "text/html; charset=utf-8");
+		evbuffer_add_printf(
+			evhttp_request_get_output_buffer(req),
+			"<html><head><title>tally</title></head><body>\n"
+			"<h1>tally</h1>\n<p><a href=\"/metrics\">Metrics</a>"
+			"</p>\n</body></html>\n");
+		evhttp_send_reply(req, 200, "OK", NULL);
+	} else {
+		prom_reply_text(req, 404, "Not Found", "not found");
+	}
+}
+
+static void prom_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct prom *p = arg;
+
+	prom_store_sweep(p->store, tally_monotonic_ns());
+}
+
+static int prom_bind(struct prom *p, const char *spec)
+{
+	struct prom_listen l;
+	struct evhttp_bound_socket *bs;
+	char addr[INET6_ADDRSTRLEN + 16];
+
+	if (prom_parse_listen(spec, &l) < 0) {
+		tally_log(p->inst, LOG_ERR,
+			  "listen \"%s\": expected \"host:port\", "
+			  "\"[ipv6]:port\" or \":port\"",
+			  spec);
+		return -1;
+	}
+	if (tally_user_mode() && !prom_host_is_loopback(l.host)) {
+		tally_log(p->inst, LOG_ERR,
+			  "listen \"%s\": a user collector listens on "
+			  "loopback addresses only (127.0.0.1, [::1])",
+			  spec);
+		errno = EPERM;
+		return -1;
+	}
+	bs = evhttp_bind_socket_with_handle(p->http, l.host, l.port);
+	if (!bs) {
+		int e = errno;
+
+		tally_log(p->inst, LOG_ERR, "listen \"%s\": cannot bind: %s",
+			  spec, strerror(e ? e : EADDRINUSE));
+		errno = e ? e : EADDRINUSE;
+		return -1;
+	}
+	if (prom_bound_name(evhttp_bound_socket_get_fd(bs), addr,
+			    sizeof(addr)) == 0)
+		tally_log(p->inst, LOG_INFO, "serving /metrics on %s", addr);
+	return 0;
+}
+
+static int prom_init(struct tally_instance *inst, void *state)
+{
+	struct prom *p = state;
+	struct event_base *base = tally_instance_base(inst);
+	struct prom_store_opts so = {
+		.expire_ns = (int64_t)(p->expire * 1e9),
+		.expire_factor = PROM_EXPIRE_INTERVALS,
+		.expire_event_ns = (int64_t)(PROM_EVENT_EXPIRE_SECONDS * 1e9),
+		.grace_ns = (int64_t)(p->grace * 1e9),
+		.span_metrics = (enum prom_span_metrics)p->span_metrics,
+		.depth_label = p->depth_label,
+		.jobid = p->jobid && *p->jobid ? p->jobid : tally_jobid(),
+		.max_open_spans = (size_t)p->max_open_spans,
+	};
+	struct timeval tv = { PROM_SWEEP_SECONDS, 0 };
+
+	p->inst = inst;
+	if (!p->listen.n) {
+		tally_log(inst, LOG_ERR, "listen: at least one address needed");
+		errno = EINVAL;
+		return -1;
+	}
+	if (p->allow.n) {
+		p->cidrs = calloc(p->allow.n, sizeof(*p->cidrs));
+		if (!p->cidrs)
+			goto out_nomem;
+		for (size_t i = 0; i < p->allow.n; i++) {
+			if (prom_parse_cidr(p->allow.v[i], &p->cidrs[i]) < 0) {
+				tally_log(inst, LOG_ERR,
+					  "allow \"%s\": expected an IPv4 or "
+					  "IPv6 address or network "
+					  "(10.0.0.0/8, fd00::/8)",
+					  p->allow.v[i]);
+				errno = EINVAL;
+				goto out_free;
+			}
+		}
+		p->ncidrs = p->allow.n;
+	}
+	p->store = prom_store_new(&so, inst);
+	if (!p->store)
+		goto out_nomem;
+	p->http = evhttp_new(base);
+	if (!p->http)
+		goto out_nomem;
+	evhttp_set_timeout(p->http, 30);
+	evhttp_set_max_headers_size(p->http, 16384);
+	evhttp_set_max_body_size(p->http, 4096);
+	evhttp_set_gencb(p->http, prom_request, p);
+	for (size_t i = 0; i < p->listen.n; i++)
+		if (prom_bind(p, p->listen.v[i]) < 0)
+			goto out_free;
+	p->sweep = event_new(base, -1, EV_PERSIST, prom_sweep, p);
+	if (!p->sweep || event_add(p->sweep, &tv) < 0)
+		goto out_nomem;
+	return 0;
+
+out_nomem:
+	tally_log(inst, LOG_ERR, "out of memory");
+	errno = ENOMEM;
+out_free:
+	if (p->sweep)
+		event_free(p->sweep);
+	p->sweep = NULL;
+	if (p->http)
+		evhttp_free(p->http);
+	p->http = NULL;
+	prom_store_free(p->store);
+	p->store = NULL;
+	free(p->cidrs);
+	p->cidrs = NULL;
+	return -1;
+}
+
+static int prom_write(struct tally_instance *inst, void *state,
+		      struct tally_batch *b)
+{
+	struct prom *p = state;
+
+	/* Drops are counted by the store; the rest of the batch is applied. */
+	prom_store_apply(p->store, b, tally_monotonic_ns());
+	return 0;
+}
+
+static void prom_fini(struct tally_instance *inst, void *state)
+{
+	struct prom *p = state;
+
+	if (p->sweep)
+		event_free(p->sweep);
+	if (p->http)
+		evhttp_free(p->http);
+	prom_store_free(p->store);
+	free(p->cidrs);
+}
+
+static const char *const prom_span_choices[] = { "tally", "omnistat", "both",
+						 "none", NULL };
+
+static const struct tally_option prom_options[] = {
+	TALLY_OPT_LIST("listen", struct prom, listen, "127.0.0.1:9464",
+		       "addresses to serve on: \"host:port\", \"[ipv6]:port\" "
+		       "or \":port\" (all IPv4 addresses)"),
+	TALLY_OPT_LIST("allow", struct prom, allow, NULL,
+		       "if set, only these addresses or networks may scrape "
+		       "(\"10.0.0.0/8\", \"::1\"); others get 403"),
+	TALLY_OPT_DOUBLE("expire", struct prom, expire, "0", 0, 1e9,
+			 "seconds after which a series not updated "
+			 "disappears; 0: 3 intervals of its input (300 s for "
+			 "inputs without interval)"),
+	TALLY_OPT_DOUBLE("grace", struct prom, grace, "15", 0, 1e9,
+			 "seconds a region's active gauge shows 0 after its "
+			 "last span ended (Omnistat: 15)"),
+	TALLY_OPT_ENUM("span_metrics", struct prom, span_metrics, "tally",
+		       prom_span_choices,
+		       "series from spans: tally_trace_region_{active,"
+		       "seconds_total} (tally), Omnistat's "
+		       "rmsjob_annotations (omnistat), both, or none"),
+	TALLY_OPT_BOOL("depth_label", struct prom, depth_label, "false",
+		       "add a depth label to the tally_trace_region_* series "
+		       "(multi-level traces)"),
+	TALLY_OPT_STRING("jobid", struct prom, jobid, NULL,
+			 "jobid label of rmsjob_annotations for spans without "
+			 "a jobid attribute (default: the batch job's id)"),
+	TALLY_OPT_BOOL("gzip", struct prom, gzip, "true",
+		       "compress replies for scrapers that send "
+		       "Accept-Encoding: gzip"),
+	TALLY_OPT_BOOL("openmetrics", struct prom, openmetrics, "true",
+		       "answer in OpenMetrics 1.0 to scrapers that prefer it "
+		       "(Accept header)"),
+	TALLY_OPT_INT("max_open_spans", struct prom, max_open_spans, "100000",
+		      1, 100000000,
+		      "open spans tracked at once; further begins are dropped "
+		      "and counted"),
+	TALLY_OPT_END
+};
+
+static const struct tally_output_ops prom_ops = {
+	.init = prom_init,
+	.write = prom_write,
+	.fini = prom_fini,
+};
+
+TALLY_PLUGIN_OUTPUT(prometheus,
+		    "Prometheus exposition over HTTP (/metrics, text 0.0.4 "
+		    "and OpenMetrics)",
+		    struct prom, prom_options, &prom_ops);

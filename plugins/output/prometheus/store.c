@@ -1,0 +1,1433 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/output/prometheus/store.c - series store and exposition renderer
+ *
+ * See store.h for the shape of the data. The renderer's budget is 100k
+ * series in 30 ms, so every series keeps its sample lines as ready text,
+ * rebuilt when a record updates it; a scrape then copies bytes in sorted
+ * order and formats only the few values that depend on the scrape time
+ * (spans still open).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include <tally/exposition.h>
+#include <tally/log.h>
+#include <tally/record.h>
+
+#include "store.h"
+
+#define container_of(p, type, member)                                         \
+	((type *)(void *)((char *)(p)-offsetof(type, member)))
+
+/* ---- hash table: intrusive, chained, power-of-two sized ---------------- */
+
+struct hnode {
+	struct hnode *next;
+	uint64_t hash;
+};
+
+struct htab {
+	struct hnode **b;
+	size_t mask;		/* buckets - 1; 0 with b == NULL when empty */
+	size_t n;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *c = p;
+
+	/* FNV-1a: short keys, good enough spread for chained buckets. */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static uint64_t hash_str(const char *s, uint64_t h)
+{
+	return hash_bytes(s, strlen(s) + 1, h);
+}
+
+static uint64_t hash_mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
+}
+
+#define HASH_SEED 0xcbf29ce484222325ULL
+
+/* Make room for one more node; the only step that can fail. */
+static int htab_reserve(struct htab *t)
+{
+	struct hnode **nb;
+	size_t nsize;
+
+	if (t->b && t->n < t->mask + 1)
+		return 0;
+	nsize = t->b ? (t->mask + 1) * 2 : 64;
+	nb = calloc(nsize, sizeof(*nb));
+	if (!nb)
+		return -1;
+	if (t->b) {
+		for (size_t i = 0; i <= t->mask; i++) {
+			struct hnode *p = t->b[i], *next;
+
+			for (; p; p = next) {
+				next = p->next;
+				p->next = nb[p->hash & (nsize - 1)];
+				nb[p->hash & (nsize - 1)] = p;
+			}
+		}
+		free(t->b);
+	}
+	t->b = nb;
+	t->mask = nsize - 1;
+	return 0;
+}
+
+/* Call htab_reserve() first. */
+static void htab_insert(struct htab *t, struct hnode *n)
+{
+	struct hnode **slot = &t->b[n->hash & t->mask];
+
+	n->next = *slot;
+	*slot = n;
+	t->n++;
+}
+
+static void htab_remove(struct htab *t, struct hnode *n)
+{
+	struct hnode **pp = &t->b[n->hash & t->mask];
+
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == n) {
+			*pp = n->next;
+			t->n--;
+			return;
+		}
+	}
+}
+
+static struct hnode *htab_first(const struct htab *t, uint64_t hash)
+{
+	struct hnode *p = t->b ? t->b[hash & t->mask] : NULL;
+
+	while (p && p->hash != hash)
+		p = p->next;
+	return p;
+}
+
+static struct hnode *htab_next(struct hnode *p)
+{
+	uint64_t hash = p->hash;
+
+	for (p = p->next; p && p->hash != hash; p = p->next)
+		;
+	return p;
+}
+
+#define htab_for_each(t, h, p) \
+	for ((p) = htab_first((t), (h)); (p); (p) = htab_next(p))
+
+/* ---- growable strings ---------------------------------------------------- */
+
+struct sbuf {
+	char *p;
+	size_t len;
+	size_t cap;
+	bool err;		/* an allocation failed: contents are junk */
+};
+
+static bool sb_grow(struct sbuf *b, size_t extra)
+{
+	size_t ncap;
+	char *np;
+
+	if (b->len + extra + 1 <= b->cap)
+		return true;
+	if (b->err)
+		return false;
+	ncap = b->cap ? b->cap : 64;
+	while (ncap < b->len + extra + 1)
+		ncap *= 2;
+	np = realloc(b->p, ncap);
+	if (!np) {
+		b->err = true;
+		return false;
+	}
+	b->p = np;
+	b->cap = ncap;
+	return true;
+}
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+	if (!sb_grow(b, n))
+		return;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+	sb_put(b, s, strlen(s));
+}
+
+static void sb_putd(struct sbuf *b, double v)
+{
+	char tmp[TALLY_EXPO_DOUBLE_MAX];
+
+	sb_put(b, tmp, tally_expo_format_double(tmp, v));
+}
+
+static void sb_putu(struct sbuf *b, uint64_t u)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp);
+
+	do {
+		tmp[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	sb_put(b, tmp + i, sizeof(tmp) - i);
+}
+
+/* Append @src escaped as a label value. */
+static void sb_put_escaped(struct sbuf *b, const char *src)
+{
+	size_t n = tally_expo_escape_label_value(NULL, 0, src);
+
+	if (!sb_grow(b, n))
+		return;
+	tally_expo_escape_label_value(b->p + b->len, n + 1, src);
+	b->len += n;
+}
+
+/* Append ,key="escaped value" (no comma for the first pair). */
+static void sb_put_label(struct sbuf *b, const char *key, const char *value)
+{
+	if (b->len)
+		sb_put(b, ",", 1);
+	sb_puts(b, key);
+	sb_put(b, "=\"", 2);
+	sb_put_escaped(b, value);
+	sb_put(b, "\"", 1);
+}
+
+/* ---- families and series ------------------------------------------------- */
+
+enum fam_kind {
+	FAM_METRIC,		/* samples from metric records */
+	FAM_SPAN_ACTIVE,	/* tally_trace_region_active */
+	FAM_SPAN_SECONDS,	/* tally_trace_region_seconds_total (alias) */
+	FAM_SPAN_ANNOT,		/* rmsjob_annotations */
+};
+
+/* A sample name a family owns, so that no two families expose it. */
+struct reserved {
+	struct hnode node;
+	struct prom_family *fam;
+	char *name;
+};
+
+struct prom_family {
+	struct hnode node;		/* in store.families, keyed by name */
+	char *name;			/* exposed (0.0.4) family name */
+	size_t name_len;
+	enum tally_metric_type type;
+	enum fam_kind kind;
+	struct prom_family *alias;	/* FAM_SPAN_SECONDS: whose series */
+	char *hdr[2];			/* HELP and TYPE lines per format */
+	size_t hdr_len[2];
+	bool has_help;
+	struct prom_series **v;		/* [0, nsorted) sorted by lbl */
+	size_t n, cap, nsorted;
+	struct reserved res[3];
+	int nres;
+};
+
+/* Span accounting of one exposed region series. */
+struct prom_region {
+	unsigned n_open;
+	int64_t begin_sum;	/* sum over open spans of begin - epoch, ns */
+	int64_t closed_ns;	/* total duration of ended spans */
+	int64_t last_end;	/* monotonic ns of the last end */
+	double shown;		/* last seconds_total rendered */
+};
+
+struct prom_series {
+	struct hnode raw;		/* store.raw: raw name + label set */
+	struct hnode exp;		/* store.exposed: family + lbl */
+	struct prom_family *fam;
+	char *raw_name;			/* NULL for span series */
+	struct tally_labels *raw_labels;
+	char *lbl;			/* k="v",... sanitized, no braces */
+	size_t lbl_len;
+	struct sbuf text;		/* rendered sample lines */
+	size_t prefix_len;		/* text up to the value (scalars) */
+	int64_t deadline;		/* monotonic ns; gone after it */
+	struct prom_region *region;
+};
+
+/* An open span, keyed by (trace, host, pid, span id). */
+struct prom_open {
+	struct hnode node;
+	uint64_t span_id;
+	uint32_t pid;
+	int64_t begin_ns;
+	struct prom_series *r[2];	/* tally and omnistat regions, or NULL */
+	char key[];			/* trace NUL host NUL */
+};
+
+struct prom_store {
+	struct prom_store_opts o;
+	char *jobid;
+	struct tally_instance *inst;
+	struct htab families, reserved, raw, exposed, open;
+	struct prom_family **fams;	/* sorted by name when fams_sorted */
+	size_t nfams, capfams;
+	bool fams_sorted;
+	struct prom_family *span_active, *span_seconds, *span_annot;
+	size_t nseries;
+	int64_t epoch_ns;		/* CLOCK_REALTIME at creation */
+	struct prom_store_stats st;
+	struct sbuf tmp, tmp2, tmp3;	/* scratch: names, label text, keys */
+};
+
+#define DROP(s, field, reason)                                                \
+	do {                                                                  \
+		(s)->st.field++;                                              \
+		tally_count_drop((s)->inst, (reason), 1);                     \
+	} while (0)
+
+static const char *const type_name[] = {
+	[TALLY_COUNTER] = "counter",	 [TALLY_GAUGE] = "gauge",
+	[TALLY_HISTOGRAM] = "histogram", [TALLY_SUMMARY] = "summary",
+	[TALLY_INFO] = "gauge",
+};
+
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+/*
+ * The HELP and TYPE lines, for both formats. OpenMetrics names a counter
+ * family without its _total suffix and has an info type whose samples end
+ * in _info; 0.0.4 uses the sample name and knows no info type.
+ */
+static int family_headers(struct prom_family *f, const char *help)
+{
+	for (int fmt = 0; fmt < 2; fmt++) {
+		struct sbuf b = { 0 };
+		size_t nlen = f->name_len;
+		const char *type = type_name[f->type];
+		size_t hn;
+
+		if (fmt == PROM_FMT_OPENMETRICS) {
+			if (f->type == TALLY_COUNTER)
+				nlen -= strlen("_total");
+			if (f->type == TALLY_INFO &&
+			    ends_with(f->name, nlen, "_info")) {
+				nlen -= strlen("_info");
+				type = "info";
+			}
+		}
+		sb_puts(&b, "# HELP ");
+		sb_put(&b, f->name, nlen);
+		sb_put(&b, " ", 1);
+		hn = tally_expo_escape_help(NULL, 0, help, fmt);
+		if (sb_grow(&b, hn)) {
+			tally_expo_escape_help(b.p + b.len, hn + 1, help, fmt);
+			b.len += hn;
+		}
+		sb_puts(&b, "\n# TYPE ");
+		sb_put(&b, f->name, nlen);
+		sb_put(&b, " ", 1);
+		sb_puts(&b, type);
+		sb_put(&b, "\n", 1);
+		if (b.err) {
+			free(b.p);
+			errno = ENOMEM;
+			return -1;
+		}
+		free(f->hdr[fmt]);
+		f->hdr[fmt] = b.p;
+		f->hdr_len[fmt] = b.len;
+	}
+	return 0;
+}
+
+static struct prom_family *family_find(struct prom_store *s, const char *name,
+				       uint64_t h)
+{
+	struct hnode *p;
+
+	htab_for_each(&s->families, h, p) {
+		struct prom_family *f = container_of(p, struct prom_family, node);
+
+		if (strcmp(f->name, name) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+static struct prom_family *reserved_owner(struct prom_store *s,
+					  const char *name)
+{
+	struct hnode *p;
+
+	htab_for_each(&s->reserved, hash_str(name, HASH_SEED), p) {
+		struct reserved *r = container_of(p, struct reserved, node);
+
+		if (strcmp(r->name, name) == 0)
+			return r->fam;
+	}
+	return NULL;
+}
+
+static void family_free(struct prom_family *f)
+{
+	if (!f)
+		return;
+	for (int i = 0; i < f->nres; i++)
+		free(f->res[i].name);
+	free(f->hdr[0]);
+	free(f->hdr[1]);
+	free(f->v);
+	free(f->name);
+	free(f);
+}
+
+/*
+ * Create family @name. The sample names it will write are reserved, so a
+ * gauge "x_count" and a summary "x" cannot both expose x_count (Prometheus
+ * would reject the scrape for duplicate samples).
+ */
+static struct prom_family *family_new(struct prom_store *s, const char *name,
+				      enum tally_metric_type type,
+				      enum fam_kind kind, const char *help,
+				      const char *fallback)
+{
+	static const char *const hist[] = { "_bucket", "_sum", "_count" };
+	static const char *const summ[] = { "", "_sum", "_count" };
+	const char *const *suffix = NULL;
+	struct prom_family *f;
+	int nres = 1;
+
+	if (type == TALLY_HISTOGRAM) {
+		suffix = hist;
+		nres = 3;
+	} else if (type == TALLY_SUMMARY) {
+		suffix = summ;
+		nres = 3;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		goto out_nomem;
+	f->name = strdup(name);
+	if (!f->name)
+		goto out_nomem;
+	f->name_len = strlen(name);
+	f->type = type;
+	f->kind = kind;
+	for (int i = 0; i < nres; i++) {
+		struct reserved *r = &f->res[i];
+		size_t k = suffix ? strlen(suffix[i]) : 0;
+
+		r->name = malloc(f->name_len + k + 1);
+		if (!r->name)
+			goto out_nomem;
+		memcpy(r->name, name, f->name_len);
+		memcpy(r->name + f->name_len, suffix ? suffix[i] : "", k + 1);
+		r->fam = f;
+		r->node.hash = hash_str(r->name, HASH_SEED);
+		f->nres++;
+		if (reserved_owner(s, r->name)) {
+			DROP(s, name_collision, "name_collision");
+			tally_log(s->inst, LOG_WARNING,
+				  "sample name %s is already exposed by another "
+				  "family: dropping family %s",
+				  r->name, name);
+			family_free(f);
+			errno = 0;
+			return NULL;
+		}
+	}
+	f->has_help = help && *help;
+	/* No help from the input: the raw name tells where the family came
+	 * from once sanitized, and an empty HELP fails promtool's lint. */
+	if (family_headers(f, f->has_help ? help : fallback) < 0)
+		goto out_nomem;
+	if (htab_reserve(&s->families) < 0)
+		goto out_nomem;
+	if (htab_reserve(&s->reserved) < 0)
+		goto out_nomem;
+	if (s->nfams == s->capfams) {
+		size_t ncap = s->capfams ? 2 * s->capfams : 64;
+		void *nv = realloc(s->fams, ncap * sizeof(*s->fams));
+
+		if (!nv)
+			goto out_nomem;
+		s->fams = nv;
+		s->capfams = ncap;
+	}
+	f->node.hash = hash_str(name, HASH_SEED);
+	htab_insert(&s->families, &f->node);
+	for (int i = 0; i < nres; i++)	/* chains: no room needed */
+		htab_insert(&s->reserved, &f->res[i].node);
+	s->fams[s->nfams++] = f;
+	s->fams_sorted = false;
+	return f;
+
+out_nomem:
+	family_free(f);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void family_remove(struct prom_store *s, struct prom_family *f)
+{
+	htab_remove(&s->families, &f->node);
+	for (int i = 0; i < f->nres; i++)
+		htab_remove(&s->reserved, &f->res[i].node);
+	family_free(f);
+}
+
+static int family_append(struct prom_family *f, struct prom_series *ser)
+{
+	if (f->n == f->cap) {
+		size_t ncap = f->cap ? 2 * f->cap : 8;
+		void *nv = realloc(f->v, ncap * sizeof(*f->v));
+
+		if (!nv) {
+			errno = ENOMEM;
+			return -1;
+		}
+		f->v = nv;
+		f->cap = ncap;
+	}
+	f->v[f->n++] = ser;
+	return 0;
+}
+
+static uint64_t exposed_hash(const struct prom_family *f, const char *lbl)
+{
+	return hash_str(lbl, hash_mix((uint64_t)(uintptr_t)f));
+}
+
+static struct prom_series *exposed_find(struct prom_store *s,
+					const struct prom_family *f,
+					const char *lbl, uint64_t h)
+{
+	struct hnode *p;
+
+	htab_for_each(&s->exposed, h, p) {
+		struct prom_series *ser =
+			container_of(p, struct prom_series, exp);
+
+		if (ser->fam == f && strcmp(ser->lbl, lbl) == 0)
+			return ser;
+	}
+	return NULL;
+}
+
+static uint64_t raw_hash(const char *name, const struct tally_labels *ls)
+{
+	return hash_str(name, hash_mix(tally_labels_hash(ls)));
+}
+
+static struct prom_series *raw_find(struct prom_store *s, const char *name,
+				    const struct tally_labels *ls, uint64_t h)
+{
+	struct hnode *p;
+
+	htab_for_each(&s->raw, h, p) {
+		struct prom_series *ser =
+			container_of(p, struct prom_series, raw);
+
+		if (ser->raw_labels == ls && strcmp(ser->raw_name, name) == 0)
+			return ser;
+	}
+	return NULL;
+}
+
+static void series_free(struct prom_series *ser)
+{
+	if (!ser)
+		return;
+	tally_labels_unref(ser->raw_labels);
+	free(ser->raw_name);
+	free(ser->lbl);
+	free(ser->text.p);
+	free(ser->region);
+	free(ser);
+}
+
+/*
+ * A new series in @f with label text @lbl (copied), registered under the
+ * exposed key and, for metric series, the raw key. The caller checked that
+ * the exposed key is free.
+ */
+static struct prom_series *series_new(struct prom_store *s,
+				      struct prom_family *f, const char *lbl,
+				      uint64_t eh, const char *raw_name,
+				      struct tally_labels *raw_labels,
+				      uint64_t rh)
+{
+	struct prom_series *ser = calloc(1, sizeof(*ser));
+
+	if (!ser)
+		goto out_nomem;
+	ser->fam = f;
+	ser->lbl_len = strlen(lbl);
+	ser->lbl = malloc(ser->lbl_len + 1);
+	if (!ser->lbl)
+		goto out_nomem;
+	memcpy(ser->lbl, lbl, ser->lbl_len + 1);
+	if (raw_name) {
+		ser->raw_name = strdup(raw_name);
+		if (!ser->raw_name)
+			goto out_nomem;
+	}
+	if (f->kind != FAM_METRIC) {
+		ser->region = calloc(1, sizeof(*ser->region));
+		if (!ser->region)
+			goto out_nomem;
+	}
+	if (htab_reserve(&s->exposed) < 0 ||
+	    (raw_name && htab_reserve(&s->raw) < 0) ||
+	    family_append(f, ser) < 0)
+		goto out_nomem;
+	ser->exp.hash = eh;
+	htab_insert(&s->exposed, &ser->exp);
+	if (raw_name) {
+		ser->raw_labels = tally_labels_ref(raw_labels);
+		ser->raw.hash = rh;
+		htab_insert(&s->raw, &ser->raw);
+	}
+	s->nseries++;
+	return ser;
+
+out_nomem:
+	series_free(ser);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void series_unlink(struct prom_store *s, struct prom_series *ser)
+{
+	htab_remove(&s->exposed, &ser->exp);
+	if (ser->raw_name)
+		htab_remove(&s->raw, &ser->raw);
+	s->nseries--;
+}
+
+/*
+ * Label text of a metric record in s->tmp2: sanitized keys, escaped values,
+ * no braces. Histograms and summaries add le/quantile themselves, so a
+ * label of that name is renamed exported_le/exported_quantile, as
+ * Prometheus renames target labels that clash with scraped ones.
+ * Return: 0, 1 when two keys end up the same, -1 on ENOMEM.
+ */
+static int metric_label_text(struct prom_store *s, const struct tally_metric *m)
+{
+	struct sbuf *b = &s->tmp2, *k = &s->tmp3;
+	const char *clash = m->type == TALLY_HISTOGRAM	 ? "le"
+			    : m->type == TALLY_SUMMARY ? "quantile"
+						       : NULL;
+	size_t n = tally_labels_count(m->labels);
+	bool changed = false;
+
+	b->len = 0;
+	k->len = 0;
+	sb_put(b, "", 0);
+	for (size_t i = 0; i < n; i++) {
+		const struct tally_label *l = tally_labels_at(m->labels, i);
+		size_t kl = tally_expo_sanitize_label_name(NULL, 0, l->key);
+		size_t off = k->len;
+
+		if (!sb_grow(k, kl + strlen("exported_quantile") + 1))
+			return -1;
+		tally_expo_sanitize_label_name(k->p + off, kl + 1, l->key);
+		k->len += kl;
+		if (clash && strcmp(k->p + off, clash) == 0) {
+			k->len = off;
+			sb_puts(k, "exported_");
+			sb_puts(k, clash);
+		}
+		if (strcmp(k->p + off, l->key) != 0)
+			changed = true;
+		sb_put_label(b, k->p + off, l->value);
+		sb_put(k, "", 1);	/* keep the NUL: keys are NUL-separated */
+	}
+	if (b->err || k->err) {
+		b->err = k->err = false;
+		return -1;
+	}
+	/* Raw keys are unique: only changed keys can now be repeated. */
+	if (changed) {
+		for (const char *x = k->p; x < k->p + k->len;
+		     x += strlen(x) + 1)
+			for (const char *y = x + strlen(x) + 1;
+			     y < k->p + k->len; y += strlen(y) + 1)
+				if (strcmp(x, y) == 0)
+					return 1;
+	}
+	return 0;
+}
+
+/* Exposed family name of a metric record, in s->tmp. */
+static int metric_family_name(struct prom_store *s, const struct tally_metric *m)
+{
+	struct sbuf *b = &s->tmp;
+	size_t n = tally_expo_sanitize_metric_name(NULL, 0, m->name);
+
+	b->len = 0;
+	if (!sb_grow(b, n + 6))
+		return -1;
+	tally_expo_sanitize_metric_name(b->p, n + 1, m->name);
+	b->len = n;
+	/* Prometheus convention (and promtool's lint): counters end in _total */
+	if (m->type == TALLY_COUNTER && !ends_with(b->p, n, "_total"))
+		sb_puts(b, "_total");
+	return b->err ? -1 : 0;
+}
+
+static struct prom_series *metric_series_new(struct prom_store *s,
+					     const struct tally_metric *m,
+					     uint64_t rh)
+{
+	struct prom_family *f;
+	struct prom_series *ser;
+	uint64_t fh, eh;
+	int rc;
+
+	if (metric_family_name(s, m) < 0)
+		goto out_nomem;
+	fh = hash_str(s->tmp.p, HASH_SEED);
+	f = family_find(s, s->tmp.p, fh);
+	if (f && (f->type != m->type || f->kind != FAM_METRIC)) {
+		DROP(s, type_conflict, "type_conflict");
+		tally_log(s->inst, LOG_WARNING,
+			  "%s: exposed as %s already, dropping its %s samples",
+			  m->name, f->kind == FAM_METRIC ? type_name[f->type]
+							: "span series",
+			  type_name[m->type]);
+		return NULL;
+	}
+	rc = metric_label_text(s, m);
+	if (rc < 0)
+		goto out_nomem;
+	if (rc > 0) {
+		DROP(s, label_collision, "label_collision");
+		tally_log(s->inst, LOG_WARNING,
+			  "%s: two label names become the same once sanitized: "
+			  "dropping the series",
+			  m->name);
+		return NULL;
+	}
+	if (!f) {
+		f = family_new(s, s->tmp.p, m->type, FAM_METRIC, m->help,
+			       m->name);
+		if (!f)
+			return NULL; /* errno set: ENOMEM or 0 (counted) */
+	}
+	eh = exposed_hash(f, s->tmp2.p);
+	if (exposed_find(s, f, s->tmp2.p, eh)) {
+		DROP(s, series_collision, "series_collision");
+		tally_log(s->inst, LOG_WARNING,
+			  "%s{%s}: exposed already by another metric whose "
+			  "name or labels sanitize the same: dropping it",
+			  f->name, s->tmp2.p);
+		return NULL;
+	}
+	ser = series_new(s, f, s->tmp2.p, eh, m->name, m->labels, rh);
+	if (!ser)
+		goto out_nomem;
+	return ser;
+
+out_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* name + suffix + {lbl[,extra]} + ' ' into @b */
+static void put_sample_prefix(struct sbuf *b, const struct prom_series *ser,
+			      const char *suffix, const char *ekey,
+			      const char *evalue)
+{
+	const struct prom_family *f = ser->fam;
+
+	sb_put(b, f->name, f->name_len);
+	sb_puts(b, suffix);
+	if (ser->lbl_len || ekey) {
+		sb_put(b, "{", 1);
+		sb_put(b, ser->lbl, ser->lbl_len);
+		if (ekey) {
+			if (ser->lbl_len)
+				sb_put(b, ",", 1);
+			sb_puts(b, ekey);
+			sb_put(b, "=\"", 2);
+			sb_puts(b, evalue);
+			sb_put(b, "\"", 1);
+		}
+		sb_put(b, "}", 1);
+	}
+	sb_put(b, " ", 1);
+}
+
+static bool histogram_valid(const struct tally_metric *m)
+{
+	const struct tally_bucket *bk = m->buckets;
+
+	for (size_t i = 0; i < m->n; i++) {
+		if (isnan(bk[i].le))
+			return false;
+		if (i && (bk[i].le <= bk[i - 1].le ||
+			  bk[i].count < bk[i - 1].count))
+			return false;
+	}
+	if (m->n && isinf(bk[m->n - 1].le) && bk[m->n - 1].le > 0)
+		return bk[m->n - 1].count == m->count;
+	return !m->n || bk[m->n - 1].count <= m->count;
+}
+
+/* Rebuild the sample lines of @ser from @m: 0, 1 if dropped, -1 ENOMEM. */
+static int series_set(struct prom_store *s, struct prom_series *ser,
+		      const struct tally_metric *m)
+{
+	struct sbuf *b = &ser->text;
+	char num[TALLY_EXPO_DOUBLE_MAX];
+
+	switch (m->type) {
+	case TALLY_COUNTER:
+	case TALLY_GAUGE:
+	case TALLY_INFO:
+		if (!ser->prefix_len) {
+			b->len = 0;
+			put_sample_prefix(b, ser, "", NULL, NULL);
+			ser->prefix_len = b->len;
+		}
+		b->len = ser->prefix_len;
+		sb_putd(b, m->value);
+		sb_put(b, "\n", 1);
+		break;
+	case TALLY_HISTOGRAM:
+		if (!histogram_valid(m)) {
+			DROP(s, bad_histogram, "bad_histogram");
+			return 1;
+		}
+		b->len = 0;
+		for (size_t i = 0; i < m->n; i++) {
+			tally_expo_format_double(num, m->buckets[i].le);
+			put_sample_prefix(b, ser, "_bucket", "le", num);
+			sb_putu(b, m->buckets[i].count);
+			sb_put(b, "\n", 1);
+		}
+		if (!m->n || !isinf(m->buckets[m->n - 1].le)) {
+			put_sample_prefix(b, ser, "_bucket", "le", "+Inf");
+			sb_putu(b, m->count);
+			sb_put(b, "\n", 1);
+		}
+		goto sum_count;
+	case TALLY_SUMMARY:
+		b->len = 0;
+		for (size_t i = 0; i < m->n; i++) {
+			tally_expo_format_double(num, m->quantiles[i].q);
+			put_sample_prefix(b, ser, "", "quantile", num);
+			sb_putd(b, m->quantiles[i].value);
+			sb_put(b, "\n", 1);
+		}
+sum_count:
+		put_sample_prefix(b, ser, "_sum", NULL, NULL);
+		sb_putd(b, m->sum);
+		sb_put(b, "\n", 1);
+		put_sample_prefix(b, ser, "_count", NULL, NULL);
+		sb_putu(b, m->count);
+		sb_put(b, "\n", 1);
+		break;
+	}
+	if (b->err) {
+		/* Keep the series, empty, until memory comes back. */
+		b->err = false;
+		b->len = 0;
+		ser->prefix_len = 0;
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+static int apply_metric(struct prom_store *s, const struct tally_metric *m,
+			int64_t deadline)
+{
+	uint64_t rh = raw_hash(m->name, m->labels);
+	struct prom_series *ser = raw_find(s, m->name, m->labels, rh);
+	int rc;
+
+	if (m->type < TALLY_COUNTER || m->type > TALLY_INFO)
+		return 0;
+	if (!ser) {
+		ser = metric_series_new(s, m, rh);
+		if (!ser)
+			return errno == ENOMEM ? -1 : 0;
+	} else if (ser->fam->type != m->type) {
+		DROP(s, type_conflict, "type_conflict");
+		return 0;
+	}
+	if (!ser->fam->has_help && m->help && *m->help &&
+	    family_headers(ser->fam, m->help) == 0)
+		ser->fam->has_help = true;
+	rc = series_set(s, ser, m);
+	if (rc == 0)
+		ser->deadline = deadline;
+	return rc < 0 ? -1 : 0;
+}
+
+/* ---- spans --------------------------------------------------------------- */
+
+static const char *span_jobid(struct prom_store *s, const struct tally_span *sp)
+{
+	const char *j = tally_labels_get(sp->attrs, "jobid");
+
+	return j ? j : s->jobid;
+}
+
+/* The region series of @sp in span family @f, created if needed. */
+static struct prom_series *region_get(struct prom_store *s,
+				      struct prom_family *f,
+				      const struct tally_span *sp)
+{
+	struct sbuf *b = &s->tmp2;
+	struct prom_series *ser;
+	char num[24];
+	uint64_t eh;
+
+	b->len = 0;
+	sb_put(b, "", 0);
+	if (f->kind == FAM_SPAN_ANNOT) {
+		const char *jobid = span_jobid(s, sp);
+
+		if (jobid && *jobid)
+			sb_put_label(b, "jobid", jobid);
+		sb_put_label(b, "marker", sp->name);
+		sb_put_label(b, "traceid", sp->trace);
+	} else {
+		if (s->o.depth_label) {
+			snprintf(num, sizeof(num), "%u", sp->depth);
+			sb_put_label(b, "depth", num);
+		}
+		if (sp->src.rank >= 0) {
+			snprintf(num, sizeof(num), "%d", sp->src.rank);
+			sb_put_label(b, "rank", num);
+		}
+		sb_put_label(b, "region", sp->name);
+		sb_put_label(b, "trace", sp->trace);
+	}
+	if (b->err) {
+		b->err = false;
+		errno = ENOMEM;
+		return NULL;
+	}
+	eh = exposed_hash(f, b->p);
+	ser = exposed_find(s, f, b->p, eh);
+	if (!ser)
+		ser = series_new(s, f, b->p, eh, NULL, NULL, 0);
+	return ser;
+}
+
+static uint64_t open_hash(const char *trace, const char *host, uint32_t pid,
+			  uint64_t id)
+{
+	uint64_t h = hash_str(trace, HASH_SEED);
+
+	h = hash_str(host, h);
+	return hash_mix(h ^ hash_mix(id) ^ ((uint64_t)pid << 32));
+}
+
+static struct prom_open *open_find(struct prom_store *s,
+				   const struct tally_span *sp, uint64_t h)
+{
+	struct hnode *p;
+
+	htab_for_each(&s->open, h, p) {
+		struct prom_open *op = container_of(p, struct prom_open, node);
+
+		if (op->span_id == sp->span_id && op->pid == sp->src.pid &&
+		    strcmp(op->key, sp->trace) == 0 &&
+		    strcmp(op->key + strlen(op->key) + 1, sp->src.host) == 0)
+			return op;
+	}
+	return NULL;
+}
+
+static int apply_span(struct prom_store *s, const struct tally_record *rec,
+		      int64_t now, int64_t linger)
+{
+	const struct tally_span *sp = &rec->span;
+	struct prom_family *fams[2] = { s->span_active, s->span_annot };
+	const char *host = sp->src.host ? sp->src.host : "";
+	uint64_t h = open_hash(sp->trace, host, sp->src.pid, sp->span_id);
+	struct prom_open *op;
+	struct tally_span key = *sp;
+	struct prom_series *r[2] = { NULL, NULL };
+	int64_t begin;
+
+	if (s->o.span_metrics == PROM_SPANS_NONE)
+		return 0;
+	key.src.host = host;
+	op = open_find(s, &key, h);
+	if (sp->phase == TALLY_SPAN_BEGIN) {
+		size_t tl = strlen(sp->trace), hl = strlen(host);
+
+		if (op) {
+			DROP(s, span_duplicate, "span_duplicate");
+			return 0;
+		}
+		if (s->open.n >= s->o.max_open_spans) {
+			DROP(s, span_open_limit, "span_open_limit");
+			return 0;
+		}
+		for (int i = 0; i < 2; i++)
+			if (fams[i] && !(r[i] = region_get(s, fams[i], sp)))
+				return -1;
+		op = malloc(sizeof(*op) + tl + hl + 2);
+		if (!op || htab_reserve(&s->open) < 0) {
+			free(op);
+			errno = ENOMEM;
+			return -1;
+		}
+		op->span_id = sp->span_id;
+		op->pid = sp->src.pid;
+		op->begin_ns = rec->ts_ns;
+		memcpy(op->key, sp->trace, tl + 1);
+		memcpy(op->key + tl + 1, host, hl + 1);
+		op->node.hash = h;
+		htab_insert(&s->open, &op->node);
+		for (int i = 0; i < 2; i++) {
+			op->r[i] = r[i];
+			if (!r[i])
+				continue;
+			r[i]->region->n_open++;
+			r[i]->region->begin_sum += rec->ts_ns - s->epoch_ns;
+			r[i]->deadline = INT64_MAX;
+		}
+		return 0;
+	}
+	if (sp->phase != TALLY_SPAN_END)
+		return 0;
+	if (op) {
+		begin = op->begin_ns;
+		r[0] = op->r[0];
+		r[1] = op->r[1];
+		htab_remove(&s->open, &op->node);
+		free(op);
+	} else {
+		/* An end whose begin we never saw: its own begin_ns if known. */
+		begin = sp->begin_ns;
+		for (int i = 0; i < 2; i++)
+			if (fams[i] && !(r[i] = region_get(s, fams[i], sp)))
+				return -1;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct prom_region *g;
+
+		if (!r[i])
+			continue;
+		g = r[i]->region;
+		if (op) {
+			g->n_open--;
+			g->begin_sum -= begin - s->epoch_ns;
+		}
+		if (begin > 0 && rec->ts_ns > begin)
+			g->closed_ns += rec->ts_ns - begin;
+		g->last_end = now;
+		if (!g->n_open)
+			r[i]->deadline = now + (r[i]->fam->kind == FAM_SPAN_ANNOT
+							? s->o.grace_ns
+							: linger);
+	}
+	return 0;
+}
+
+/* ---- store --------------------------------------------------------------- */
+
+struct prom_store *prom_store_new(const struct prom_store_opts *o,
+				  struct tally_instance *inst)
+{
+	struct prom_store *s = calloc(1, sizeof(*s));
+	enum prom_span_metrics sm = o->span_metrics;
+
+	if (!s)
+		goto out_nomem;
+	s->o = *o;
+	s->inst = inst;
+	s->epoch_ns = tally_now_ns();
+	if (!s->o.max_open_spans)
+		s->o.max_open_spans = 100000;
+	if (o->jobid && *o->jobid) {
+		s->jobid = strdup(o->jobid);
+		if (!s->jobid)
+			goto out_nomem;
+	}
+	s->o.jobid = NULL;
+	if (sm == PROM_SPANS_TALLY || sm == PROM_SPANS_BOTH) {
+		s->span_active = family_new(
+			s, "tally_trace_region_active", TALLY_GAUGE,
+			FAM_SPAN_ACTIVE,
+			"Whether a traced region is open (1), or ended within "
+			"the grace period (0)", NULL);
+		s->span_seconds = s->span_active ? family_new(
+			s, "tally_trace_region_seconds_total", TALLY_COUNTER,
+			FAM_SPAN_SECONDS,
+			"Time spent in a traced region, including spans still "
+			"open", NULL) : NULL;
+		if (!s->span_seconds)
+			goto out_nomem;
+		s->span_seconds->alias = s->span_active;
+	}
+	if (sm == PROM_SPANS_OMNISTAT || sm == PROM_SPANS_BOTH) {
+		s->span_annot = family_new(
+			s, "rmsjob_annotations", TALLY_GAUGE, FAM_SPAN_ANNOT,
+			"Omnistat trace annotation: 1 while the marker's region "
+			"is open, 0 for a grace period after it ends", NULL);
+		if (!s->span_annot)
+			goto out_nomem;
+	}
+	return s;
+
+out_nomem:
+	prom_store_free(s);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void prom_store_free(struct prom_store *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nfams; i++) {
+		struct prom_family *f = s->fams[i];
+
+		for (size_t j = 0; j < f->n; j++)
+			series_free(f->v[j]);
+		family_free(f);
+	}
+	if (s->open.b) {
+		for (size_t i = 0; i <= s->open.mask; i++) {
+			struct hnode *p = s->open.b[i], *next;
+
+			for (; p; p = next) {
+				next = p->next;
+				free(container_of(p, struct prom_open, node));
+			}
+		}
+	}
+	free(s->families.b);
+	free(s->reserved.b);
+	free(s->raw.b);
+	free(s->exposed.b);
+	free(s->open.b);
+	free(s->fams);
+	free(s->jobid);
+	free(s->tmp.p);
+	free(s->tmp2.p);
+	free(s->tmp3.p);
+	free(s);
+}
+
+int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
+		     int64_t now_ns)
+{
+	size_t n = tally_batch_count(b);
+	double iv = tally_batch_interval(b);
+	int64_t expire = s->o.expire_ns;
+	int nomem = 0;
+
+	if (!expire)
+		expire = iv > 0 ? (int64_t)(iv * s->o.expire_factor * 1e9)
+				: s->o.expire_event_ns;
+	for (size_t i = 0; i < n; i++) {
+		const struct tally_record *rec = tally_batch_at(b, i);
+		int rc = 0;
+
+		if (rec->kind == TALLY_REC_METRIC)
+			rc = apply_metric(s, &rec->metric, now_ns + expire);
+		else if (rec->kind == TALLY_REC_SPAN)
+			rc = apply_span(s, rec, now_ns, expire);
+		if (rc < 0) {
+			DROP(s, nomem, "nomem");
+			nomem = 1;
+		}
+	}
+	if (nomem) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+size_t prom_store_sweep(struct prom_store *s, int64_t now_ns)
+{
+	size_t removed = 0, k = 0;
+
+	for (size_t i = 0; i < s->nfams; i++) {
+		struct prom_family *f = s->fams[i];
+		size_t j, w = 0, sorted_left = 0;
+
+		for (j = 0; j < f->n; j++) {
+			struct prom_series *ser = f->v[j];
+
+			if (ser->deadline >= now_ns) {
+				f->v[w++] = ser;
+				if (j < f->nsorted)
+					sorted_left++;
+				continue;
+			}
+			series_unlink(s, ser);
+			series_free(ser);
+			removed++;
+		}
+		f->n = w;
+		f->nsorted = sorted_left;
+		if (!f->n && f->kind == FAM_METRIC) {
+			family_remove(s, f);
+			continue;
+		}
+		s->fams[k++] = f;
+	}
+	s->nfams = k;	/* order kept: still sorted if it was */
+	return removed;
+}
+
+static int cmp_series(const void *a, const void *b)
+{
+	const struct prom_series *x = *(struct prom_series *const *)a;
+	const struct prom_series *y = *(struct prom_series *const *)b;
+
+	return strcmp(x->lbl, y->lbl);
+}
+
+static int cmp_family(const void *a, const void *b)
+{
+	const struct prom_family *x = *(struct prom_family *const *)a;
+	const struct prom_family *y = *(struct prom_family *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * Bring the unsorted tail of new series into order: sort the tail, then
+ * merge it with the sorted part. O(n) once the new ones are sorted, and
+ * nothing at all in steady state.
+ */
+static void family_sort(struct prom_family *f)
+{
+	struct prom_series **m;
+	size_t i = 0, j, k = 0;
+
+	if (f->nsorted == f->n)
+		return;
+	qsort(f->v + f->nsorted, f->n - f->nsorted, sizeof(*f->v),
+	      cmp_series);
+	m = f->nsorted ? malloc(f->cap * sizeof(*m)) : NULL;
+	if (!m) {
+		if (f->nsorted)	/* no memory for the merge: sort in place */
+			qsort(f->v, f->n, sizeof(*f->v), cmp_series);
+		f->nsorted = f->n;
+		return;
+	}
+	for (j = f->nsorted; i < f->nsorted && j < f->n;)
+		m[k++] = cmp_series(&f->v[i], &f->v[j]) < 0 ? f->v[i++]
+							      : f->v[j++];
+	while (i < f->nsorted)
+		m[k++] = f->v[i++];
+	while (j < f->n)
+		m[k++] = f->v[j++];
+	free(f->v);
+	f->v = m;
+	f->nsorted = f->n;
+}
+
+/*
+ * Writes into space reserved in the evbuffer, 64 KiB at a time: one
+ * evbuffer call per chunk instead of one per series.
+ */
+struct wr {
+	struct evbuffer *out;
+	struct evbuffer_iovec v;
+	size_t used;
+	bool err;
+};
+
+#define WR_CHUNK 65536
+
+static void wr_flush(struct wr *w)
+{
+	if (w->v.iov_base) {
+		w->v.iov_len = w->used;
+		if (evbuffer_commit_space(w->out, &w->v, 1) < 0)
+			w->err = true;
+	}
+	w->v.iov_base = NULL;
+	w->v.iov_len = 0;
+	w->used = 0;
+}
+
+static void wr_put(struct wr *w, const char *p, size_t n)
+{
+	if (n > w->v.iov_len - w->used) {
+		wr_flush(w);
+		if (n >= WR_CHUNK) {
+			if (evbuffer_add(w->out, p, n) < 0)
+				w->err = true;
+			return;
+		}
+		if (evbuffer_reserve_space(w->out, WR_CHUNK, &w->v, 1) < 1) {
+			w->v.iov_base = NULL;
+			w->v.iov_len = 0;
+			w->err = true;
+			return;
+		}
+	}
+	memcpy((char *)w->v.iov_base + w->used, p, n);
+	w->used += n;
+}
+
+static void wr_line(struct wr *w, const struct prom_family *f,
+		    const struct prom_series *ser, const char *value,
+		    size_t vlen)
+{
+	char buf[512];
+	size_t need = f->name_len + ser->lbl_len + vlen + 4;
+
+	if (need > sizeof(buf)) {
+		wr_put(w, f->name, f->name_len);
+		if (ser->lbl_len) {
+			wr_put(w, "{", 1);
+			wr_put(w, ser->lbl, ser->lbl_len);
+			wr_put(w, "}", 1);
+		}
+		wr_put(w, " ", 1);
+		wr_put(w, value, vlen);
+		wr_put(w, "\n", 1);
+		return;
+	}
+	/* The common case: one copy into the chunk. */
+	char *p = buf;
+
+	memcpy(p, f->name, f->name_len);
+	p += f->name_len;
+	if (ser->lbl_len) {
+		*p++ = '{';
+		memcpy(p, ser->lbl, ser->lbl_len);
+		p += ser->lbl_len;
+		*p++ = '}';
+	}
+	*p++ = ' ';
+	memcpy(p, value, vlen);
+	p += vlen;
+	*p++ = '\n';
+	wr_put(w, buf, (size_t)(p - buf));
+}
+
+/*
+ * A span family's samples, computed now. The seconds counter of a region
+ * is its ended spans' time plus the elapsed time of its open ones, and is
+ * never shown lower than it was: an end that arrives after a scrape counted
+ * further than the span really ran must not look like a counter reset.
+ */
+static void render_span_family(struct wr *w, struct prom_store *s,
+			       struct prom_family *f, enum prom_format fmt,
+			       int64_t now, int64_t real)
+{
+	struct prom_family *src = f->alias ? f->alias : f;
+	bool header = false;
+
+	for (size_t i = 0; i < src->n; i++) {
+		struct prom_series *ser = src->v[i];
+		struct prom_region *g = ser->region;
+		char num[TALLY_EXPO_DOUBLE_MAX];
+		size_t len;
+
+		if (f->kind == FAM_SPAN_SECONDS) {
+			int64_t open = (int64_t)g->n_open *
+					       (real - s->epoch_ns) -
+				       g->begin_sum;
+			double v = ((double)g->closed_ns +
+				    (double)(open > 0 ? open : 0)) /
+				   1e9;
+
+			if (v < g->shown)
+				v = g->shown;
+			g->shown = v;
+			len = tally_expo_format_double(num, v);
+		} else if (g->n_open) {
+			len = tally_expo_format_double(num, 1);
+		} else if (now - g->last_end <= s->o.grace_ns) {
+			len = tally_expo_format_double(num, 0);
+		} else {
+			continue;
+		}
+		if (!header) {
+			wr_put(w, f->hdr[fmt], f->hdr_len[fmt]);
+			header = true;
+		}
+		wr_line(w, f, ser, num, len);	/* under f's name */
+	}
+}
+
+int prom_store_render(struct prom_store *s, struct evbuffer *out,
+		      enum prom_format fmt, int64_t now_ns, int64_t real_ns)
+{
+	struct wr w = { .out = out };
+
+	prom_store_sweep(s, now_ns);
+	if (!s->fams_sorted) {
+		qsort(s->fams, s->nfams, sizeof(*s->fams), cmp_family);
+		s->fams_sorted = true;
+	}
+	for (size_t i = 0; i < s->nfams; i++) {
+		struct prom_family *f = s->fams[i];
+
+		family_sort(f);
+		if (f->kind != FAM_METRIC) {
+			render_span_family(&w, s, f, fmt, now_ns, real_ns);
+			continue;
+		}
+		wr_put(&w, f->hdr[fmt], f->hdr_len[fmt]);
+		for (size_t j = 0; j < f->n; j++)
+			wr_put(&w, f->v[j]->text.p, f->v[j]->text.len);
+	}
+	if (fmt == PROM_FMT_OPENMETRICS)
+		wr_put(&w, "# EOF\n", 6);
+	wr_flush(&w);
+	if (w.err) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+size_t prom_store_series(const struct prom_store *s)
+{
+	return s->nseries;
+}
+
+const struct prom_store_stats *prom_store_stats(const struct prom_store *s)
+{
+	return &s->st;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/output/prometheus/store.h - the prometheus output's series store
+ *
+ * Private to the prometheus output (and its unit tests and render
+ * benchmark). The store turns batches into series and renders them:
+ *
+ *   - a family per exposed metric name, holding one HELP and one TYPE
+ *     (cached as text) and its series; families are kept in an array sorted
+ *     by name, re-sorted only when one is added or removed;
+ *   - a series per (raw name, interned label set pointer), found through a
+ *     hash table, with its sample lines rendered to text when it is updated,
+ *     so that a scrape only copies bytes. Within a family series are sorted
+ *     by their label text; new series are appended unsorted and merged in
+ *     at the next scrape, so steady-state scrapes sort nothing;
+ *   - span state: the open spans and, per region, how many are open and
+ *     the time of those that ended, rendered at scrape time.
+ *
+ * Everything runs on the event loop thread: a batch is applied within one
+ * prom_store_apply() call and a scrape renders within one
+ * prom_store_render() call, so a scrape never sees part of a batch.
+ * Not thread-safe.
+ */
+#ifndef PROM_STORE_H
+#define PROM_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tally/plugin.h>
+
+struct evbuffer;
+struct prom_store;
+
+/** enum prom_format - what a scrape asked for */
+enum prom_format {
+	PROM_FMT_TEXT,		/* text/plain; version=0.0.4 */
+	PROM_FMT_OPENMETRICS,	/* application/openmetrics-text; 1.0.0 */
+};
+
+/* Which series spans become (option span_metrics). */
+enum prom_span_metrics {
+	PROM_SPANS_TALLY,	/* tally_trace_region_{active,seconds_total} */
+	PROM_SPANS_OMNISTAT,	/* rmsjob_annotations{marker,jobid,traceid} */
+	PROM_SPANS_BOTH,
+	PROM_SPANS_NONE,	/* spans are ignored */
+};
+
+/**
+ * struct prom_store_opts - behaviour of a store
+ * @expire_ns:    series lifetime without update; 0 = expire_factor times
+ *                the producing input's interval (tally_batch_interval())
+ * @expire_factor: see @expire_ns
+ * @expire_event_ns: lifetime when the input has no interval (event-driven)
+ *                and @expire_ns is 0
+ * @grace_ns:     how long a region's active gauge shows 0 after its last
+ *                span ended, before the series goes
+ * @span_metrics: enum prom_span_metrics
+ * @depth_label:  add depth="N" to the tally_trace_region_* label sets
+ * @jobid:        jobid label of rmsjob_annotations when a span carries no
+ *                "jobid" attribute; NULL or "" for none (copied)
+ * @max_open_spans: open spans tracked at once; further begins are dropped
+ */
+struct prom_store_opts {
+	int64_t expire_ns;
+	double expire_factor;
+	int64_t expire_event_ns;
+	int64_t grace_ns;
+	enum prom_span_metrics span_metrics;
+	bool depth_label;
+	const char *jobid;
+	size_t max_open_spans;
+};
+
+/**
+ * struct prom_store_stats - what the store dropped and why, for tests and
+ * logs (each is also reported with tally_count_drop() under the same name)
+ */
+struct prom_store_stats {
+	uint64_t type_conflict;	   /* name already used with another type */
+	uint64_t name_collision;   /* sample names clash with another family */
+	uint64_t label_collision;  /* two label keys sanitize to one name */
+	uint64_t series_collision; /* another raw series exposes the same */
+	uint64_t bad_histogram;	   /* unsorted buckets, +Inf != count */
+	uint64_t span_open_limit;  /* begin beyond max_open_spans */
+	uint64_t span_duplicate;   /* begin of a span already open */
+	uint64_t nomem;
+};
+
+/**
+ * prom_store_new() - an empty store
+ * @o:    options (copied)
+ * @inst: instance for logs and drop counters; may be NULL (tests)
+ * Return: the store, or NULL with errno = ENOMEM.
+ */
+struct prom_store *prom_store_new(const struct prom_store_opts *o,
+				  struct tally_instance *inst);
+
+/** prom_store_free() - free a store and everything in it; NULL is a no-op */
+void prom_store_free(struct prom_store *s);
+
+/**
+ * prom_store_apply() - apply every record of a batch
+ * @s:       the store
+ * @b:       the batch (not kept: values are copied)
+ * @now_ns:  CLOCK_MONOTONIC ns, the time of arrival that expiry counts from
+ *
+ * Records that cannot be exposed are dropped and counted (struct
+ * prom_store_stats); the others are applied.
+ * Return: 0, or -1 with errno = ENOMEM when at least one record was dropped
+ * for lack of memory (the rest were applied).
+ */
+int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
+		     int64_t now_ns);
+
+/**
+ * prom_store_sweep() - remove series whose lifetime has passed
+ * @now_ns: CLOCK_MONOTONIC ns
+ * Return: number of series removed.
+ */
+size_t prom_store_sweep(struct prom_store *s, int64_t now_ns);
+
+/**
+ * prom_store_render() - append the exposition to @out
+ * @fmt:     enum prom_format
+ * @now_ns:  CLOCK_MONOTONIC ns (expiry and grace periods)
+ * @real_ns: CLOCK_REALTIME ns (elapsed time of spans still open)
+ *
+ * Sweeps first, so nothing expired is shown.
+ * Return: 0, or -1 with errno = ENOMEM (@out then holds a partial
+ * exposition the caller must discard).
+ */
+int prom_store_render(struct prom_store *s, struct evbuffer *out,
+		      enum prom_format fmt, int64_t now_ns, int64_t real_ns);
+
+/** prom_store_series() - number of series (span regions included) */
+size_t prom_store_series(const struct prom_store *s);
+
+/** prom_store_stats() - drop counters since the store was made */
+const struct prom_store_stats *prom_store_stats(const struct prom_store *s);
+
+#endif /* PROM_STORE_H */

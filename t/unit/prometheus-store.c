@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t/unit/prometheus-store.c - the prometheus output's series store
+ *
+ * Expected expositions are written out by hand from the text format rules
+ * (one HELP and TYPE per family, families sorted by name, series by label
+ * text, counters with _total, histogram buckets then _sum and _count).
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include <tally/labels.h>
+#include <tally/record.h>
+
+#include "../../plugins/output/prometheus/store.h"
+#include "tap.h"
+
+/* core-private (core/core-internal.h): what the core does on emit */
+void tally_batch_set_source(struct tally_batch *b, const char *source,
+			    double interval);
+
+#define S 1000000000LL		/* ns per second */
+#define R0 (1700000000LL * S)	/* a CLOCK_REALTIME origin for spans */
+
+static char *render(struct prom_store *s, enum prom_format fmt, int64_t now,
+		    int64_t real)
+{
+	struct evbuffer *b = evbuffer_new();
+	size_t n;
+	char *text;
+
+	if (prom_store_render(s, b, fmt, now, real) < 0)
+		bail_out("render failed");
+	n = evbuffer_get_length(b);
+	text = malloc(n + 1);
+	evbuffer_remove(b, text, n);
+	text[n] = '\0';
+	evbuffer_free(b);
+	return text;
+}
+
+/* Value of the sample line starting with @series + ' ', or NULL. */
+static const char *sample(const char *text, const char *series)
+{
+	static char val[64];
+	size_t n = strlen(series);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p) {
+		if (strncmp(p, series, n) == 0 && p[n] == ' ') {
+			const char *e = strchr(p + n + 1, '\n');
+			size_t len = e ? (size_t)(e - p - n - 1) : strlen(p + n + 1);
+
+			if (len >= sizeof(val))
+				len = sizeof(val) - 1;
+			memcpy(val, p + n + 1, len);
+			val[len] = '\0';
+			return val;
+		}
+	}
+	return NULL;
+}
+
+static void add_gauge(struct tally_batch *b, const char *name,
+		      const char *help, double v, const char *k,
+		      const char *lv)
+{
+	struct tally_labels *ls = k ? tally_labels_newv(k, lv, NULL) : NULL;
+
+	if (tally_batch_add_metric(b, TALLY_GAUGE, name, help, ls, v, 0) < 0)
+		bail_out("add_metric %s", name);
+	tally_labels_unref(ls);
+}
+
+static void apply(struct prom_store *s, struct tally_batch *b, int64_t now)
+{
+	if (prom_store_apply(s, b, now) < 0)
+		bail_out("apply failed");
+	tally_batch_unref(b);
+}
+
+static struct prom_store_opts default_opts(void)
+{
+	struct prom_store_opts o = {
+		.expire_ns = 0,
+		.expire_factor = 3,
+		.expire_event_ns = 300 * S,
+		.grace_ns = 15 * S,
+		.span_metrics = PROM_SPANS_TALLY,
+	};
+	return o;
+}
+
+static void test_basic(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_batch *b = tally_batch_new();
+	char *text;
+
+	add_gauge(b, "node_load1", "1m load average", 0.5, NULL, NULL);
+	tally_batch_add_metric(b, TALLY_COUNTER, "node_forks", "Forks", NULL,
+			       12, 0);
+	add_gauge(b, "b_metric", NULL, 1, "dev", "eth1");
+	add_gauge(b, "b_metric", NULL, 2, "dev", "eth0");
+	apply(s, b, 1 * S);
+
+	text = render(s, PROM_FMT_TEXT, 2 * S, R0);
+	is(text,
+	   "# HELP b_metric b_metric\n"
+	   "# TYPE b_metric gauge\n"
+	   "b_metric{dev=\"eth0\"} 2\n"
+	   "b_metric{dev=\"eth1\"} 1\n"
+	   "# HELP node_forks_total Forks\n"
+	   "# TYPE node_forks_total counter\n"
+	   "node_forks_total 12\n"
+	   "# HELP node_load1 1m load average\n"
+	   "# TYPE node_load1 gauge\n"
+	   "node_load1 0.5\n",
+	   "0.0.4: families by name, series by labels, counter gets _total");
+	free(text);
+
+	text = render(s, PROM_FMT_OPENMETRICS, 2 * S, R0);
+	is(text,
+	   "# HELP b_metric b_metric\n"
+	   "# TYPE b_metric gauge\n"
+	   "b_metric{dev=\"eth0\"} 2\n"
+	   "b_metric{dev=\"eth1\"} 1\n"
+	   "# HELP node_forks Forks\n"
+	   "# TYPE node_forks counter\n"
+	   "node_forks_total 12\n"
+	   "# HELP node_load1 1m load average\n"
+	   "# TYPE node_load1 gauge\n"
+	   "node_load1 0.5\n"
+	   "# EOF\n",
+	   "OpenMetrics: counter family without _total, # EOF at the end");
+	free(text);
+
+	/* Updates replace values in place; NaN and Inf are canonical. */
+	b = tally_batch_new();
+	add_gauge(b, "node_load1", "1m load average", NAN, NULL, NULL);
+	add_gauge(b, "b_metric", NULL, INFINITY, "dev", "eth0");
+	add_gauge(b, "b_metric", NULL, -INFINITY, "dev", "eth1");
+	tally_batch_add_metric(b, TALLY_COUNTER, "node_forks", "Forks", NULL,
+			       1e21, 0);
+	apply(s, b, 3 * S);
+	text = render(s, PROM_FMT_TEXT, 4 * S, R0);
+	is(sample(text, "node_load1"), "NaN", "NaN");
+	is(sample(text, "b_metric{dev=\"eth0\"}"), "+Inf", "+Inf");
+	is(sample(text, "b_metric{dev=\"eth1\"}"), "-Inf", "-Inf");
+	is(sample(text, "node_forks_total"), "1e+21", "large counter");
+	cmp_ok(prom_store_series(s), "==", 4, "4 series");
+	free(text);
+	prom_store_free(s);
+}
+
+static void test_histogram_summary(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_batch *b = tally_batch_new();
+	struct tally_bucket bk[] = { { 0.1, 1 }, { 1, 3 }, { INFINITY, 4 } };
+	struct tally_bucket bk2[] = { { 0.5, 2 } };
+	struct tally_quantile qs[] = { { 0.5, 0.01 }, { 0.99, 0.2 } };
+	struct tally_labels *path = tally_labels_newv("path", "/a", NULL);
+	struct tally_labels *le = tally_labels_newv("le", "x", NULL);
+	struct tally_labels *q = tally_labels_newv("quantile", "y", NULL);
+	struct tally_record *rec;
+	char *text;
+
+	tally_batch_add_histogram(b, "req_seconds", "Request time", path, bk,
+				  3, 4, 2.5, 0);
+	/* no +Inf bucket given: the batch API adds one equal to count */
+	tally_batch_add_histogram(b, "req_seconds", "Request time", le, bk2,
+				  1, 3, 1.25, 0);
+	tally_batch_add_summary(b, "rpc_seconds", NULL, NULL, qs, 2, 10, 0.5,
+				0);
+	tally_batch_add_summary(b, "rpc_seconds", NULL, q, qs, 1, 1, 0.01, 0);
+	apply(s, b, 1 * S);
+	text = render(s, PROM_FMT_TEXT, 2 * S, R0);
+	is(text,
+	   "# HELP req_seconds Request time\n"
+	   "# TYPE req_seconds histogram\n"
+	   "req_seconds_bucket{exported_le=\"x\",le=\"0.5\"} 2\n"
+	   "req_seconds_bucket{exported_le=\"x\",le=\"+Inf\"} 3\n"
+	   "req_seconds_sum{exported_le=\"x\"} 1.25\n"
+	   "req_seconds_count{exported_le=\"x\"} 3\n"
+	   "req_seconds_bucket{path=\"/a\",le=\"0.1\"} 1\n"
+	   "req_seconds_bucket{path=\"/a\",le=\"1\"} 3\n"
+	   "req_seconds_bucket{path=\"/a\",le=\"+Inf\"} 4\n"
+	   "req_seconds_sum{path=\"/a\"} 2.5\n"
+	   "req_seconds_count{path=\"/a\"} 4\n"
+	   "# HELP rpc_seconds rpc_seconds\n"
+	   "# TYPE rpc_seconds summary\n"
+	   "rpc_seconds{quantile=\"0.5\"} 0.01\n"
+	   "rpc_seconds{quantile=\"0.99\"} 0.2\n"
+	   "rpc_seconds_sum 0.5\n"
+	   "rpc_seconds_count 10\n"
+	   "rpc_seconds{exported_quantile=\"y\",quantile=\"0.5\"} 0.01\n"
+	   "rpc_seconds_sum{exported_quantile=\"y\"} 0.01\n"
+	   "rpc_seconds_count{exported_quantile=\"y\"} 1\n",
+	   "histogram and summary lines; le/quantile labels renamed");
+	free(text);
+
+	/* A histogram whose +Inf bucket disagrees with its count is dropped,
+	 * and the series keeps its last consistent value. */
+	b = tally_batch_new();
+	tally_batch_add_histogram(b, "req_seconds", "Request time", path, bk,
+				  3, 4, 2.5, 0);
+	struct tally_record first = *tally_batch_at(b, 0);
+	rec = tally_batch_append(b);
+	*rec = first;
+	rec->metric.labels = tally_labels_ref(path);
+	rec->metric.count = 5;	/* +Inf bucket says 4 */
+	rec->metric.sum = 9;
+	apply(s, b, 2 * S);
+	cmp_ok(prom_store_stats(s)->bad_histogram, "==", 1,
+	       "inconsistent histogram counted as bad_histogram");
+	text = render(s, PROM_FMT_TEXT, 3 * S, R0);
+	is(sample(text, "req_seconds_count{path=\"/a\"}"), "4",
+	   "previous consistent sample kept");
+	is(sample(text, "req_seconds_sum{path=\"/a\"}"), "2.5", "its sum too");
+	free(text);
+
+	tally_labels_unref(path);
+	tally_labels_unref(le);
+	tally_labels_unref(q);
+	prom_store_free(s);
+}
+
+static void test_names(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_batch *b = tally_batch_new();
+	struct tally_quantile qs[] = { { 0.5, 1 } };
+	struct tally_labels *dup = tally_labels_newv("k.1", "a", "k_1", "b",
+						     NULL);
+	char *text;
+
+	add_gauge(b, "a.b", "first", 1, "k", "1");
+	add_gauge(b, "a-b", "second", 2, "k", "2");
+	add_gauge(b, "a b", NULL, 3, "k", "1");	/* same as a.b{k="1"} */
+	add_gauge(b, "x", NULL, 1, NULL, NULL);
+	tally_batch_add_metric(b, TALLY_GAUGE, "y", NULL, dup, 1, 0);
+	add_gauge(b, "9lives", NULL, 9, "k8s.pod", "p\\1\"\n");
+	add_gauge(b, "dup", NULL, 1, "x", "1");
+	tally_batch_add_summary(b, "dup", NULL, NULL, qs, 1, 1, 1, 0);
+	tally_batch_add_summary(b, "lat", NULL, NULL, qs, 1, 1, 1, 0);
+	add_gauge(b, "lat_count", NULL, 5, NULL, NULL);
+	add_gauge(b, "tally_trace_region_active", NULL, 5, NULL, NULL);
+	add_gauge(b, "caf\xc3\xa9", NULL, 1, "v", "\xff");
+	apply(s, b, 1 * S);
+
+	/* the same raw series with another type */
+	struct tally_labels *x1 = tally_labels_newv("x", "1", NULL);
+	b = tally_batch_new();
+	tally_batch_add_summary(b, "dup", NULL, x1, qs, 1, 1, 1, 0);
+	apply(s, b, 1 * S);
+	tally_labels_unref(x1);
+
+	text = render(s, PROM_FMT_TEXT, 2 * S, R0);
+	is(text,
+	   "# HELP _9lives 9lives\n"
+	   "# TYPE _9lives gauge\n"
+	   "_9lives{k8s_pod=\"p\\\\1\\\"\\n\"} 9\n"
+	   "# HELP a_b first\n"
+	   "# TYPE a_b gauge\n"
+	   "a_b{k=\"1\"} 1\n"
+	   "a_b{k=\"2\"} 2\n"
+	   "# HELP caf_ caf\xc3\xa9\n"
+	   "# TYPE caf_ gauge\n"
+	   "caf_{v=\"\xef\xbf\xbd\"} 1\n"
+	   "# HELP dup dup\n"
+	   "# TYPE dup gauge\n"
+	   "dup{x=\"1\"} 1\n"
+	   "# HELP lat lat\n"
+	   "# TYPE lat summary\n"
+	   "lat{quantile=\"0.5\"} 1\n"
+	   "lat_sum 1\n"
+	   "lat_count 1\n"
+	   "# HELP x x\n"
+	   "# TYPE x gauge\n"
+	   "x 1\n",
+	   "sanitized names, escaped values, collisions left out");
+	free(text);
+
+	const struct prom_store_stats *st = prom_store_stats(s);
+	cmp_ok(st->series_collision, "==", 1,
+	       "\"a b\"{k=1} collides with \"a.b\"{k=1}");
+	cmp_ok(st->label_collision, "==", 1, "k.1 and k_1 collide");
+	cmp_ok(st->type_conflict, "==", 3,
+	       "summary dup vs gauge dup (other labels, then the same raw "
+	       "series), gauge named like a span family");
+	cmp_ok(st->name_collision, "==", 1, "lat_count owned by summary lat");
+	tally_labels_unref(dup);
+	prom_store_free(s);
+}
+
+static void test_expiry(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_batch *b;
+	char *text;
+
+	/* Input with a 10 s interval: expire after 3 intervals = 30 s. */
+	b = tally_batch_new();
+	add_gauge(b, "g", NULL, 1, "src", "a");
+	add_gauge(b, "g", NULL, 2, "src", "b");
+	add_gauge(b, "h", NULL, 3, NULL, NULL);
+	tally_batch_set_source(b, "in", 10.0);
+	apply(s, b, 100 * S);
+	/* Event-driven input (no interval): 300 s. */
+	b = tally_batch_new();
+	add_gauge(b, "ev", NULL, 4, NULL, NULL);
+	apply(s, b, 100 * S);
+
+	b = tally_batch_new();
+	add_gauge(b, "g", NULL, 5, "src", "a");
+	tally_batch_set_source(b, "in", 10.0);
+	apply(s, b, 125 * S);
+
+	text = render(s, PROM_FMT_TEXT, 130 * S, R0);
+	ok(sample(text, "g{src=\"b\"}") && sample(text, "h"),
+	   "30 s after the last update: still there");
+	free(text);
+	text = render(s, PROM_FMT_TEXT, 130 * S + 1, R0);
+	ok(!sample(text, "g{src=\"b\"}"), "just past 30 s: gone");
+	ok(!strstr(text, "# TYPE h "), "a family without series goes too");
+	is(sample(text, "g{src=\"a\"}"), "5", "refreshed series stays");
+	is(sample(text, "ev"), "4", "event-driven series stays");
+	free(text);
+	cmp_ok(prom_store_sweep(s, 155 * S + 1), "==", 1,
+	       "refreshed one expires 30 s after its refresh");
+	cmp_ok(prom_store_sweep(s, 400 * S + 1), "==", 1,
+	       "event-driven one after 300 s");
+	cmp_ok(prom_store_series(s), "==", 0, "nothing left");
+	text = render(s, PROM_FMT_TEXT, 401 * S, R0);
+	is(text, "", "empty exposition");
+	free(text);
+	prom_store_free(s);
+
+	/* An explicit expire overrides both. */
+	o.expire_ns = 5 * S;
+	s = prom_store_new(&o, NULL);
+	b = tally_batch_new();
+	add_gauge(b, "g", NULL, 1, NULL, NULL);
+	tally_batch_set_source(b, "in", 10.0);
+	apply(s, b, 0);
+	cmp_ok(prom_store_sweep(s, 5 * S), "==", 0, "expire = 5: there at 5 s");
+	cmp_ok(prom_store_sweep(s, 5 * S + 1), "==", 1, "gone after 5 s");
+	prom_store_free(s);
+}
+
+static void add_span(struct tally_batch *b, enum tally_span_phase ph,
+		     uint64_t id, const char *region, int rank, uint32_t depth,
+		     int64_t ts, int64_t begin_ns)
+{
+	struct tally_span sp = {
+		.trace = "T",
+		.name = region,
+		.span_id = id,
+		.phase = ph,
+		.depth = depth,
+		.src = { .host = "node1", .pid = 100, .rank = rank },
+		.begin_ns = begin_ns,
+	};
+
+	if (tally_batch_add_span(b, &sp, ts) < 0)
+		bail_out("add_span");
+}
+
+static void test_spans(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s;
+	struct tally_batch *b;
+	const char *act = "tally_trace_region_active{rank=\"3\",region=\"solver\",trace=\"T\"}";
+	const char *sec = "tally_trace_region_seconds_total{rank=\"3\",region=\"solver\",trace=\"T\"}";
+	const char *ann = "rmsjob_annotations{jobid=\"job7\",marker=\"solver\",traceid=\"T\"}";
+	char *text;
+
+	o.span_metrics = PROM_SPANS_BOTH;
+	o.jobid = "job7";
+	s = prom_store_new(&o, NULL);
+
+	b = tally_batch_new();
+	add_span(b, TALLY_SPAN_BEGIN, 1, "solver", 3, 0, R0, R0);
+	apply(s, b, 1000 * S);
+
+	text = render(s, PROM_FMT_TEXT, 1001 * S, R0 + 2 * S);
+	is(text,
+	   "# HELP rmsjob_annotations Omnistat trace annotation: 1 while the "
+	   "marker's region is open, 0 for a grace period after it ends\n"
+	   "# TYPE rmsjob_annotations gauge\n"
+	   "rmsjob_annotations{jobid=\"job7\",marker=\"solver\",traceid=\"T\"} 1\n"
+	   "# HELP tally_trace_region_active Whether a traced region is open "
+	   "(1), or ended within the grace period (0)\n"
+	   "# TYPE tally_trace_region_active gauge\n"
+	   "tally_trace_region_active{rank=\"3\",region=\"solver\",trace=\"T\"} 1\n"
+	   "# HELP tally_trace_region_seconds_total Time spent in a traced "
+	   "region, including spans still open\n"
+	   "# TYPE tally_trace_region_seconds_total counter\n"
+	   "tally_trace_region_seconds_total{rank=\"3\",region=\"solver\",trace=\"T\"} 2\n",
+	   "open span: active 1, seconds so far, annotation 1");
+	free(text);
+
+	/* A scrape at +5 s shows 5 s; the end (at +3 s) arrives later. */
+	text = render(s, PROM_FMT_TEXT, 1002 * S, R0 + 5 * S);
+	is(sample(text, sec), "5", "open for 5 s at scrape time");
+	free(text);
+	b = tally_batch_new();
+	add_span(b, TALLY_SPAN_END, 1, "solver", 3, 0, R0 + 3 * S, R0);
+	apply(s, b, 1003 * S);
+	text = render(s, PROM_FMT_TEXT, 1004 * S, R0 + 10 * S);
+	is(sample(text, act), "0", "ended: active 0 within the grace period");
+	is(sample(text, ann), "0", "annotation 0 within the grace period");
+	is(sample(text, sec), "5",
+	   "seconds never go back (3 s ran, 5 s were shown)");
+	free(text);
+
+	/* Another span of 2 s: 3 + 2 = 5 is still not above 5; then 6. */
+	b = tally_batch_new();
+	add_span(b, TALLY_SPAN_BEGIN, 2, "solver", 3, 0, R0 + 10 * S,
+		 R0 + 10 * S);
+	apply(s, b, 1010 * S);
+	text = render(s, PROM_FMT_TEXT, 1011 * S, R0 + 12 * S);
+	is(sample(text, sec), "5", "3 s ended + 2 s open: 5");
+	is(sample(text, act), "1", "open again: active 1");
+	free(text);
+	text = render(s, PROM_FMT_TEXT, 1011 * S, R0 + 13500 * S / 1000);
+	is(sample(text, sec), "6.5", "3 s ended + 3.5 s open: 6.5");
+	free(text);
+	b = tally_batch_new();
+	add_span(b, TALLY_SPAN_END, 2, "solver", 3, 0, R0 + 14 * S,
+		 R0 + 10 * S);
+	/* an end whose begin this output never saw, with its begin time */
+	add_span(b, TALLY_SPAN_END, 9, "io", -1, 0, R0 + 21 * S, R0 + 20 * S);
+	/* a begin seen twice */
+	add_span(b, TALLY_SPAN_BEGIN, 10, "io", -1, 0, R0 + 30 * S,
+		 R0 + 30 * S);
+	add_span(b, TALLY_SPAN_BEGIN, 10, "io", -1, 0, R0 + 31 * S,
+		 R0 + 31 * S);
+	apply(s, b, 1014 * S);
+	text = render(s, PROM_FMT_TEXT, 1015 * S, R0 + 32 * S);
+	is(sample(text, sec), "7", "3 s + 4 s ended: 7, counted once");
+	is(sample(text, "tally_trace_region_seconds_total{region=\"io\","
+			"trace=\"T\"}"),
+	   "3", "orphan end 1 s + open 2 s; no rank label for rank -1");
+	cmp_ok(prom_store_stats(s)->span_duplicate, "==", 1,
+	       "duplicate begin counted");
+	free(text);
+
+	/* Grace over: active and annotation go, seconds stay. */
+	text = render(s, PROM_FMT_TEXT, 1014 * S + 15 * S + 1, R0 + 50 * S);
+	ok(!sample(text, act), "after the grace period: no active series");
+	ok(!sample(text, ann), "after the grace period: no annotation");
+	is(sample(text, sec), "7", "seconds_total stays");
+	is(sample(text, "tally_trace_region_active{region=\"io\",trace=\"T\"}"),
+	   "1", "the open io region is still active");
+	free(text);
+
+	/* OpenMetrics names the counter family without _total. */
+	text = render(s, PROM_FMT_OPENMETRICS, 1030 * S, R0 + 50 * S);
+	ok(strstr(text, "# TYPE tally_trace_region_seconds counter\n") != NULL,
+	   "OpenMetrics: # TYPE tally_trace_region_seconds counter");
+	free(text);
+
+	/* After expire (300 s for an event-driven input) seconds go too. */
+	text = render(s, PROM_FMT_TEXT, 1014 * S + 301 * S, R0 + 400 * S);
+	ok(!sample(text, sec), "ended region gone after expire");
+	ok(sample(text, "tally_trace_region_seconds_total{region=\"io\","
+			"trace=\"T\"}") != NULL,
+	   "a region with an open span never expires");
+	free(text);
+	prom_store_free(s);
+
+	/* depth label, omnistat only */
+	o.span_metrics = PROM_SPANS_TALLY;
+	o.depth_label = true;
+	s = prom_store_new(&o, NULL);
+	b = tally_batch_new();
+	add_span(b, TALLY_SPAN_BEGIN, 1, "inner", 0, 2, R0, R0);
+	apply(s, b, 0);
+	text = render(s, PROM_FMT_TEXT, 0, R0);
+	is(sample(text, "tally_trace_region_active{depth=\"2\",rank=\"0\","
+			"region=\"inner\",trace=\"T\"}"),
+	   "1", "depth label");
+	ok(!strstr(text, "rmsjob"), "no annotations in tally mode");
+	free(text);
+	prom_store_free(s);
+
+	o.span_metrics = PROM_SPANS_OMNISTAT;
+	o.jobid = NULL;
+	s = prom_store_new(&o, NULL);
+	b = tally_batch_new();
+	add_span(b, TALLY_SPAN_BEGIN, 1, "a\"b", 0, 0, R0, R0);
+	apply(s, b, 0);
+	text = render(s, PROM_FMT_TEXT, 0, R0);
+	is(sample(text, "rmsjob_annotations{marker=\"a\\\"b\",traceid=\"T\"}"),
+	   "1", "omnistat: no jobid label without a job, marker escaped");
+	ok(!strstr(text, "tally_trace"), "no tally series in omnistat mode");
+	free(text);
+	prom_store_free(s);
+}
+
+/* Series arriving in any order render in the same sorted order. */
+static void test_order(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s1 = prom_store_new(&o, NULL);
+	struct prom_store *s2 = prom_store_new(&o, NULL);
+	char lv[16], *t1, *t2;
+	int n = 500, bad = 0;
+
+	srand(7);
+	for (int round = 0; round < 5; round++) {
+		struct tally_batch *b1 = tally_batch_new();
+		struct tally_batch *b2 = tally_batch_new();
+
+		for (int i = 0; i < n; i++) {
+			int k = round * n + i;
+			int r = rand() % (5 * n);
+
+			snprintf(lv, sizeof(lv), "%05d", k);
+			add_gauge(b1, k % 2 ? "odd" : "even", NULL, k, "i", lv);
+			snprintf(lv, sizeof(lv), "%05d", r);
+			add_gauge(b2, r % 2 ? "odd" : "even", NULL, r, "i", lv);
+		}
+		apply(s1, b1, 0);
+		apply(s2, b2, 0);
+		/* render between rounds: sorted head + new tail merge */
+		free(render(s2, PROM_FMT_TEXT, 0, R0));
+	}
+	/* s2 saw random keys, possibly not all: add the missing ones. */
+	struct tally_batch *b = tally_batch_new();
+	for (int k = 0; k < 5 * n; k++) {
+		snprintf(lv, sizeof(lv), "%05d", k);
+		add_gauge(b, k % 2 ? "odd" : "even", NULL, k, "i", lv);
+	}
+	apply(s2, b, 0);
+	t1 = render(s1, PROM_FMT_TEXT, 0, R0);
+	t2 = render(s2, PROM_FMT_TEXT, 0, R0);
+	is(t2, t1, "same exposition whatever the arrival order");
+	/* and it is sorted */
+	const char *prev = NULL;
+	for (char *p = t1; *p; p = strchr(p, '\n') + 1) {
+		if (*p == '#')
+			continue;
+		if (prev && strncmp(prev, p, 5) == 0 &&
+		    strncmp(prev, p, strchr(p, ' ') - p) > 0)
+			bad++;
+		prev = p;
+	}
+	ok(bad == 0, "series sorted within families");
+	free(t1);
+	free(t2);
+	prom_store_free(s1);
+	prom_store_free(s2);
+}
+
+int main(void)
+{
+	plan(NO_PLAN);
+	test_basic();
+	test_histogram_summary();
+	test_names();
+	test_expiry();
+	test_spans();
+	test_order();
+	return done_testing();
+}

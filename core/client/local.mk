@@ -44,3 +44,9 @@ t_unit_trace_api_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBZMQ_CFLAGS)
 t_unit_trace_api_t_LDADD = t/unit/libtap.la \
 	core/client/libtally-trace.la $(LIBZMQ_LIBS) $(PTHREAD_LIBS)
 TESTS += t/unit/trace-api.t
+check_PROGRAMS += t/unit/trace-fork.t
+t_unit_trace_fork_t_SOURCES = t/unit/trace-fork.c
+t_unit_trace_fork_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBZMQ_CFLAGS)
+t_unit_trace_fork_t_LDADD = t/unit/libtap.la \
+	core/client/libtally-trace.la $(LIBZMQ_LIBS) $(PTHREAD_LIBS)
+TESTS += t/unit/trace-fork.t

@@ -314,10 +314,11 @@ static int load_vectors(const char *path)
 					v->b[v->len++] = (uint8_t)byte;
 			continue;
 		}
-		/* | bad-type | byte 3 = `03` | type | */
-		if (sscanf(line, "| bad-%58[a-z0-9-] | %127[^|] | %31[a-z_0-9] |",
+		/* | bad-type | byte 3 = `03` | `bad_type` | */
+		if (sscanf(line, "| bad-%58[a-z0-9-] | %127[^|] | %31[^|]|",
 			   name + 4, change, reason) == 3) {
 			struct vector *t = find_vector(name);
+			char *r = reason, *e;
 
 			/* The table precedes the blocks: remember rows. */
 			if (!t && nvectors < (int)(sizeof(vectors) /
@@ -325,15 +326,19 @@ static int load_vectors(const char *path)
 				t = &vectors[nvectors++];
 				strcpy(t->name, name);
 			}
+			r += strspn(r, " `");
+			e = r + strcspn(r, " `");
+			*e = '\0';
 			if (t)
-				strcpy(t->reason, reason);
+				strcpy(t->reason, r);
 		}
 	}
 	fclose(f);
 	return 0;
 }
 
-/* Our reason for each of the document's informal reason names. */
+/* The error the document's reason stands for: our reason names, or the
+ * informal names of its first version. */
 static enum zmq_trace_err doc_reason(const char *r)
 {
 	static const struct {
@@ -348,6 +353,9 @@ static enum zmq_trace_err doc_reason(const char *r)
 		{ "utf8", ZMQ_TRACE_ERR_BAD_UTF8 },
 	};
 
+	for (int e = 1; e < ZMQ_TRACE_ERR_COUNT; e++)
+		if (!strcmp(zmq_trace_err_reason(e), r))
+			return e;
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (!strcmp(map[i].doc, r))
 			return map[i].err;

@@ -64,6 +64,9 @@ struct zmq_trace_state {
 
 static bool zmq_trace_kill_alive(uint32_t pid)
 {
+	/* Not a pid kill() takes as one process: cannot tell, keep it. */
+	if (pid == 0 || pid > INT32_MAX)
+		return true;
 	/* EPERM means it exists but belongs to someone else. */
 	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 }

@@ -1,0 +1,774 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/input/zmq_trace/zmq_trace.c - application spans over ZeroMQ
+ *
+ * Binds a PULL socket that applications' PUSH sockets (libtally-trace, the
+ * Python client, Omnistat's tracer) connect to, decodes each message
+ * (decode.c), tracks open spans (state.c) and emits span records, one batch
+ * per drain.
+ *
+ * Event loop integration. ZMQ_FD is not a data fd: it becomes readable when
+ * the socket has commands to process, and any zmq call on the socket may
+ * consume that signal. So we never sleep on it without having just seen
+ * ZMQ_EVENTS without ZMQ_POLLIN, and it is registered only while idle:
+ *
+ *   WAITING  --fd readable-->  drain
+ *   drain: read up to max_messages_per_wakeup messages, emit one batch, then
+ *     - cap reached:   YIELD, a 0 s timer: the loop runs timers, scrapes
+ *                      and other fds before the next drain;
+ *     - some messages: COOLDOWN, a min_drain_interval timer, with the fd
+ *                      not watched: a trickle of messages costs one
+ *                      wake-up per interval, not one per message;
+ *     - none:          WAITING again, unless ZMQ_EVENTS shows POLLIN.
+ *
+ * ipc endpoints are bound on a unix socket we create ourselves and hand to
+ * libzmq with ZMQ_USE_FD: libzmq's own ipc bind unlinks whatever file sits
+ * at the path first, which would steal a live collector's socket. Our bind
+ * fails on an existing file instead; only a file nobody listens on (a
+ * connect() is refused) is replaced, under a lock file so two collectors
+ * starting together cannot both decide the same file is stale. The socket
+ * file gets its final mode before listen(), so no client can connect to it
+ * with looser permissions.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <zmq.h>
+
+#include <tally/plugin.h>
+
+#include "decode.h"
+#include "state.h"
+
+/* An empty source is forgotten after this long without messages. */
+#define ZMQ_TRACE_IDLE_NS	(60 * 1000000000ll)
+/* A dead process's spans are closed once it has been silent this long,
+ * so that its last messages still in flight are applied first. */
+#define ZMQ_TRACE_GONE_GRACE_NS (1000000000ll)
+/* At shutdown: drain until the socket is quiet this long, at most the
+ * deadline (messages of a job's last processes are still arriving). */
+#define ZMQ_TRACE_STOP_QUIET_MS 50
+#define ZMQ_TRACE_STOP_MAX_MS	1000
+
+enum zmq_trace_phase {
+	ZMQ_TRACE_IDLE,	    /* not started or stopped */
+	ZMQ_TRACE_WAITING,  /* fd watched */
+	ZMQ_TRACE_YIELD,    /* drain timer at 0 s */
+	ZMQ_TRACE_COOLDOWN, /* drain timer at min_drain_interval */
+};
+
+struct zmq_trace {
+	/* options (tally/config.h fills them) */
+	char *endpoint;
+	char *group;
+	int64_t rcvhwm;
+	int64_t max_messages_per_wakeup;
+	double min_drain_interval;
+	int64_t max_open_spans;
+	int64_t max_sources;
+	double abandon_timeout;
+	double check_interval;
+
+	struct tally_instance *inst;
+	char *ep;	    /* the endpoint bound (endpoint or default) */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	bool ipc;	    /* ipc endpoint: we bind the unix socket */
+	bool abstract;	    /* ipc://@name: no file */
+	gid_t gid;
+	bool have_gid;
+	int lock_fd;
+	dev_t sock_dev;	    /* the socket file we created, to unlink */
+	ino_t sock_ino;
+	bool sock_file;
+
+	void *zctx;
+	void *zsock;
+	struct event *fd_ev;
+	struct event *drain_ev;
+	struct event *check_ev;
+	enum zmq_trace_phase phase;
+	struct timeval cooldown;
+
+	struct zmq_trace_state *state;
+	struct zmq_trace_sink sink;
+	struct tally_batch *batch; /* filled by the current drain */
+	char host[HOST_NAME_MAX + 1];
+
+	/* Drops not yet passed to tally_count_drop(), flushed per drain. */
+	uint64_t pending[ZMQ_TRACE_ERR_COUNT];
+	uint64_t pending_client;
+	struct zmq_trace_counters reported;
+
+	/* Totals for the summary line at shutdown. */
+	uint64_t received;
+	uint64_t malformed;
+	uint64_t client_dropped;
+	uint64_t wakeups;
+	uint64_t drains;
+
+	struct zmq_trace_event ev; /* decode scratch, 3 KB: off the stack */
+};
+
+/* Append a span record to the batch of the current drain. */
+static int zmq_trace_sink_span(void *ctx, const struct tally_span *sp,
+			       int64_t ts_ns)
+{
+	struct zmq_trace *zt = ctx;
+
+	if (!zt->batch) {
+		zt->batch = tally_batch_new();
+		if (!zt->batch)
+			return -1;
+	}
+	return tally_batch_add_span(zt->batch, sp, ts_ns);
+}
+
+static void zmq_trace_count(struct zmq_trace *zt, uint64_t *reported,
+			    uint64_t now, const char *reason)
+{
+	if (now != *reported) {
+		tally_count_drop(zt->inst, reason, now - *reported);
+		*reported = now;
+	}
+}
+
+/* Emit what the last drain or check produced and flush the counters. */
+static void zmq_trace_flush(struct zmq_trace *zt)
+{
+	const struct zmq_trace_counters *c =
+		zmq_trace_state_counters(zt->state);
+
+	if (zt->batch) {
+		tally_emit(zt->inst, zt->batch);
+		zt->batch = NULL;
+	}
+	for (int i = 1; i < ZMQ_TRACE_ERR_COUNT; i++) {
+		if (zt->pending[i]) {
+			tally_count_drop(zt->inst, zmq_trace_err_reason(i),
+					 zt->pending[i]);
+			zt->pending[i] = 0;
+		}
+	}
+	if (zt->pending_client) {
+		tally_count_drop(zt->inst, "client_dropped",
+				 zt->pending_client);
+		zt->pending_client = 0;
+	}
+	zmq_trace_count(zt, &zt->reported.orphan_end, c->orphan_end,
+			"orphan_end");
+	zmq_trace_count(zt, &zt->reported.abandoned, c->abandoned,
+			"span_abandoned");
+	zmq_trace_count(zt, &zt->reported.evicted, c->evicted, "span_evicted");
+	zmq_trace_count(zt, &zt->reported.source_limit, c->source_limit,
+			"source_limit");
+	zmq_trace_count(zt, &zt->reported.emit_failed, c->emit_failed,
+			"nomem");
+}
+
+static void zmq_trace_message(struct zmq_trace *zt, const void *data,
+			      size_t len, int64_t now)
+{
+	enum zmq_trace_err err = zmq_trace_decode(data, len, &zt->ev);
+
+	if (err) {
+		zt->malformed++;
+		zt->pending[err]++;
+		tally_log(zt->inst, LOG_WARNING,
+			  "dropped a malformed message of %zu bytes: %s", len,
+			  zmq_trace_err_reason(err));
+		return;
+	}
+	if (zt->ev.dropped) {
+		zt->client_dropped += zt->ev.dropped;
+		zt->pending_client += zt->ev.dropped;
+	}
+	/* A refused event (source_limit, ENOMEM) is counted by the state. */
+	(void)zmq_trace_state_apply(zt->state, &zt->ev, now, &zt->sink);
+}
+
+/*
+ * Read up to @max messages without blocking into one batch and emit it.
+ * Return: the number of messages read.
+ */
+static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max)
+{
+	int64_t now = tally_monotonic_ns();
+	unsigned n = 0;
+	zmq_msg_t msg;
+
+	zmq_msg_init(&msg);
+	while (n < max) {
+		if (zmq_msg_recv(&msg, zt->zsock, ZMQ_DONTWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				tally_log(zt->inst, LOG_ERR, "zmq_msg_recv: %s",
+					  zmq_strerror(errno));
+			break;
+		}
+		n++;
+		zmq_trace_message(zt, zmq_msg_data(&msg), zmq_msg_size(&msg),
+				  now);
+	}
+	zmq_msg_close(&msg);
+	zt->received += n;
+	zt->drains++;
+	zmq_trace_flush(zt);
+	return n;
+}
+
+static bool zmq_trace_readable(struct zmq_trace *zt)
+{
+	int events = 0;
+	size_t len = sizeof(events);
+
+	if (zmq_getsockopt(zt->zsock, ZMQ_EVENTS, &events, &len) < 0)
+		return true; /* let the next drain find out */
+	return events & ZMQ_POLLIN;
+}
+
+static const struct timeval zmq_trace_now = { 0, 0 };
+
+static void zmq_trace_run(struct zmq_trace *zt)
+{
+	unsigned max = (unsigned)zt->max_messages_per_wakeup;
+	unsigned n;
+
+	zt->wakeups++;
+	n = zmq_trace_drain(zt, max);
+	if (n == max) {
+		/*
+		 * More may be queued: drain again, but only after the loop
+		 * had its turn, so a flood cannot starve timers or scrapes.
+		 */
+		zt->phase = ZMQ_TRACE_YIELD;
+		evtimer_add(zt->drain_ev, &zmq_trace_now);
+	} else if (n || zmq_trace_readable(zt)) {
+		zt->phase = ZMQ_TRACE_COOLDOWN;
+		evtimer_add(zt->drain_ev, &zt->cooldown);
+	} else {
+		/* Idle, and ZMQ_EVENTS was the last call: safe to sleep. */
+		zt->phase = ZMQ_TRACE_WAITING;
+		event_add(zt->fd_ev, NULL);
+	}
+}
+
+static void zmq_trace_on_fd(evutil_socket_t fd, short what, void *arg)
+{
+	struct zmq_trace *zt = arg;
+
+	event_del(zt->fd_ev);
+	zmq_trace_run(zt);
+}
+
+static void zmq_trace_on_drain(evutil_socket_t fd, short what, void *arg)
+{
+	zmq_trace_run(arg);
+}
+
+static void zmq_trace_on_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct zmq_trace *zt = arg;
+
+	zmq_trace_state_check(zt->state, tally_monotonic_ns(), tally_now_ns(),
+			      false, &zt->sink);
+	zmq_trace_flush(zt);
+}
+
+/* Whether a tcp endpoint's host is a loopback address or interface. */
+static bool zmq_trace_tcp_loopback(const char *ep)
+{
+	const char *host = ep + strlen("tcp://");
+
+	return !strncmp(host, "127.", 4) || !strncmp(host, "localhost:", 10) ||
+	       !strncmp(host, "[::1]:", 6) || !strncmp(host, "lo:", 3);
+}
+
+static int zmq_trace_init(struct tally_instance *inst, void *state)
+{
+	struct zmq_trace *zt = state;
+	struct zmq_trace_state_opts so = {
+		.max_open_spans = (uint32_t)zt->max_open_spans,
+		.max_sources = (uint32_t)zt->max_sources,
+		.abandon_ns = (int64_t)(zt->abandon_timeout * 1e9),
+		.idle_ns = ZMQ_TRACE_IDLE_NS,
+		.gone_grace_ns = ZMQ_TRACE_GONE_GRACE_NS,
+	};
+	const char *rest;
+
+	zt->inst = inst;
+	zt->lock_fd = -1;
+	if (zt->endpoint) {
+		zt->ep = strdup(zt->endpoint);
+	} else if (asprintf(&zt->ep, "ipc://%s/trace.sock",
+			    tally_runtime_dir()) < 0) {
+		zt->ep = NULL;
+	}
+	if (!zt->ep)
+		return -1;
+
+	if (!strncmp(zt->ep, "ipc://", 6)) {
+		rest = zt->ep + 6;
+		zt->ipc = true;
+		zt->abstract = rest[0] == '@';
+		if (rest[0] != '/' && !zt->abstract) {
+			tally_log(inst, LOG_ERR,
+				  "endpoint %s: the ipc path must be absolute "
+				  "(ipc:///dir/file) or abstract (ipc://@name)",
+				  zt->ep);
+			goto out_inval;
+		}
+		/* ZeroMQ wants the path NUL-terminated inside sun_path. */
+		if (strlen(rest) >= sizeof(zt->path)) {
+			tally_log(inst, LOG_ERR,
+				  "endpoint %s: the socket path is %zu bytes, "
+				  "a unix socket allows at most %zu; choose a "
+				  "shorter path",
+				  zt->ep, strlen(rest), sizeof(zt->path) - 1);
+			errno = ENAMETOOLONG;
+			goto out_free;
+		}
+		strcpy(zt->path, rest);
+	} else if (!strncmp(zt->ep, "tcp://", 6)) {
+		if (tally_user_mode() && !zmq_trace_tcp_loopback(zt->ep)) {
+			tally_log(inst, LOG_ERR,
+				  "endpoint %s: a user collector listens on "
+				  "loopback only (tcp://127.0.0.1:PORT)",
+				  zt->ep);
+			goto out_inval;
+		}
+	} else {
+		tally_log(inst, LOG_ERR,
+			  "endpoint %s: use ipc:///path or tcp://host:port",
+			  zt->ep);
+		goto out_inval;
+	}
+
+	if (zt->group) {
+		struct group *gr = getgrnam(zt->group);
+
+		if (!gr) {
+			tally_log(inst, LOG_ERR, "group %s: no such group",
+				  zt->group);
+			goto out_inval;
+		}
+		zt->gid = gr->gr_gid;
+		zt->have_gid = true;
+	}
+
+	if (gethostname(zt->host, sizeof(zt->host) - 1) < 0 || !zt->host[0])
+		strcpy(zt->host, "localhost");
+	so.local_host = zt->host;
+	zt->state = zmq_trace_state_new(&so);
+	if (!zt->state)
+		goto out_free;
+	zt->sink.span = zmq_trace_sink_span;
+	zt->sink.ctx = zt;
+	zt->cooldown.tv_sec = (time_t)zt->min_drain_interval;
+	zt->cooldown.tv_usec =
+		(suseconds_t)((zt->min_drain_interval -
+			       (double)zt->cooldown.tv_sec) * 1e6);
+	return 0;
+
+out_inval:
+	errno = EINVAL;
+out_free:
+	free(zt->ep);
+	zt->ep = NULL;
+	return -1;
+}
+
+/*
+ * Probe a unix socket path: is a collector listening there? A refused
+ * connect() means a stale file; a successful or pending one, a live peer.
+ * Return: 1 live, 0 stale, -1 with errno when it cannot tell.
+ */
+static int zmq_trace_probe(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			0);
+	int rc, err;
+
+	if (fd < 0)
+		return -1;
+	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	err = errno;
+	close(fd);
+	if (rc == 0 || err == EAGAIN || err == EINPROGRESS)
+		return 1; /* EAGAIN: listening, backlog full */
+	if (err == ECONNREFUSED || err == ENOENT)
+		return 0;
+	errno = err;
+	return -1;
+}
+
+/* Take the lock that says "a tallyd owns this socket path". */
+static int zmq_trace_lock(struct zmq_trace *zt)
+{
+	char lock[sizeof(zt->path) + 8];
+
+	snprintf(lock, sizeof(lock), "%s.lock", zt->path);
+	zt->lock_fd = open(lock, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (zt->lock_fd < 0) {
+		tally_log(zt->inst, LOG_ERR, "open %s: %s", lock,
+			  strerror(errno));
+		return -1;
+	}
+	if (flock(zt->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int err = errno;
+
+		if (err == EWOULDBLOCK)
+			tally_log(zt->inst, LOG_ERR,
+				  "endpoint %s is in use by another tallyd "
+				  "(%s is locked): not taking it over",
+				  zt->ep, lock);
+		else
+			tally_log(zt->inst, LOG_ERR, "flock %s: %s", lock,
+				  strerror(err));
+		close(zt->lock_fd);
+		zt->lock_fd = -1;
+		errno = err == EWOULDBLOCK ? EADDRINUSE : err;
+		return -1;
+	}
+	return 0;
+}
+
+/* Give the socket file its final owner group and mode, before listen(). */
+static int zmq_trace_chmod(struct zmq_trace *zt)
+{
+	mode_t mode;
+
+	/*
+	 * Every user's jobs send to the system collector, unless a group
+	 * restricts it; a user collector is private to its user.
+	 */
+	if (zt->have_gid)
+		mode = 0660;
+	else
+		mode = tally_user_mode() ? 0600 : 0666;
+	if (zt->have_gid && chown(zt->path, (uid_t)-1, zt->gid) < 0) {
+		tally_log(zt->inst, LOG_ERR, "chown %s to group %s: %s",
+			  zt->path, zt->group, strerror(errno));
+		return -1;
+	}
+	if (chmod(zt->path, mode) < 0) {
+		tally_log(zt->inst, LOG_ERR, "chmod %s: %s", zt->path,
+			  strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Bind and listen on the ipc endpoint's unix socket; return its fd. */
+static int zmq_trace_bind_unix(struct zmq_trace *zt)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t salen = sizeof(sa);
+	struct stat st;
+	int fd, live;
+
+	memcpy(sa.sun_path, zt->path, strlen(zt->path));
+	if (zt->abstract) {
+		/* Linux abstract namespace: leading NUL, exact length. */
+		sa.sun_path[0] = '\0';
+		salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+				    strlen(zt->path));
+	} else if (zmq_trace_lock(zt) < 0) {
+		return -1;
+	}
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto out_err;
+	if (bind(fd, (struct sockaddr *)&sa, salen) < 0) {
+		if (errno != EADDRINUSE || zt->abstract)
+			goto out_bind;
+		if (lstat(zt->path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+			tally_log(zt->inst, LOG_ERR,
+				  "endpoint %s: %s exists and is not a socket",
+				  zt->ep, zt->path);
+			errno = EEXIST;
+			goto out_close;
+		}
+		live = zmq_trace_probe(&sa);
+		if (live) {
+			if (live > 0) {
+				tally_log(zt->inst, LOG_ERR,
+					  "endpoint %s: a collector is "
+					  "listening there: not taking it over",
+					  zt->ep);
+				errno = EADDRINUSE;
+			}
+			goto out_bind;
+		}
+		tally_log(zt->inst, LOG_INFO,
+			  "replacing stale socket file %s", zt->path);
+		if ((unlink(zt->path) < 0 && errno != ENOENT) ||
+		    bind(fd, (struct sockaddr *)&sa, salen) < 0)
+			goto out_bind;
+	}
+	if (!zt->abstract) {
+		if (stat(zt->path, &st) < 0 || zmq_trace_chmod(zt) < 0)
+			goto out_unlink;
+		zt->sock_dev = st.st_dev;
+		zt->sock_ino = st.st_ino;
+		zt->sock_file = true;
+	}
+	if (listen(fd, SOMAXCONN) < 0) {
+		tally_log(zt->inst, LOG_ERR, "listen on %s: %s", zt->ep,
+			  strerror(errno));
+		goto out_unlink;
+	}
+	return fd;
+
+out_bind:
+	if (errno != EADDRINUSE && errno != EEXIST)
+		tally_log(zt->inst, LOG_ERR, "bind %s: %s", zt->ep,
+			  strerror(errno));
+	goto out_close;
+out_unlink:
+	if (!zt->abstract)
+		unlink(zt->path);
+	zt->sock_file = false;
+out_close:
+	close(fd);
+out_err:
+	if (zt->lock_fd >= 0) {
+		close(zt->lock_fd);
+		zt->lock_fd = -1;
+	}
+	return -1;
+}
+
+/* Remove our socket file, if it is still ours, and release the lock. */
+static void zmq_trace_unlink(struct zmq_trace *zt)
+{
+	struct stat st;
+
+	if (zt->sock_file && stat(zt->path, &st) == 0 &&
+	    st.st_dev == zt->sock_dev && st.st_ino == zt->sock_ino)
+		unlink(zt->path);
+	zt->sock_file = false;
+	/* The lock file stays: removing it would race with a new owner. */
+	if (zt->lock_fd >= 0) {
+		close(zt->lock_fd);
+		zt->lock_fd = -1;
+	}
+}
+
+static void zmq_trace_close(struct zmq_trace *zt)
+{
+	if (zt->fd_ev) {
+		event_free(zt->fd_ev);
+		zt->fd_ev = NULL;
+	}
+	if (zt->drain_ev) {
+		event_free(zt->drain_ev);
+		zt->drain_ev = NULL;
+	}
+	if (zt->check_ev) {
+		event_free(zt->check_ev);
+		zt->check_ev = NULL;
+	}
+	if (zt->zsock) {
+		zmq_close(zt->zsock);
+		zt->zsock = NULL;
+	}
+	if (zt->zctx) {
+		zmq_ctx_term(zt->zctx);
+		zt->zctx = NULL;
+	}
+	zmq_trace_unlink(zt);
+	zt->phase = ZMQ_TRACE_IDLE;
+}
+
+static int zmq_trace_start(struct tally_instance *inst, void *state,
+			   struct event_base *base)
+{
+	struct zmq_trace *zt = state;
+	struct timeval check = {
+		.tv_sec = (time_t)zt->check_interval,
+		.tv_usec = (suseconds_t)((zt->check_interval -
+					  (double)(time_t)zt->check_interval) *
+					 1e6),
+	};
+	int hwm = (int)zt->rcvhwm, linger = 0, fd = -1;
+	evutil_socket_t zfd;
+	size_t len = sizeof(zfd);
+
+	zt->zctx = zmq_ctx_new();
+	if (!zt->zctx)
+		goto out_zmq;
+	zt->zsock = zmq_socket(zt->zctx, ZMQ_PULL);
+	if (!zt->zsock)
+		goto out_zmq;
+	/*
+	 * A large receive HWM: a sender that exits while our pipe sits at
+	 * its HWM can lose its last messages uncounted (libzmq #4660), so
+	 * the pipe must have room to spare while we drain.
+	 */
+	if (zmq_setsockopt(zt->zsock, ZMQ_RCVHWM, &hwm, sizeof(hwm)) < 0 ||
+	    zmq_setsockopt(zt->zsock, ZMQ_LINGER, &linger, sizeof(linger)) < 0)
+		goto out_zmq;
+	if (zt->ipc) {
+		fd = zmq_trace_bind_unix(zt);
+		if (fd < 0)
+			goto out_close;
+		if (zmq_setsockopt(zt->zsock, ZMQ_USE_FD, &fd, sizeof(fd)) < 0)
+			goto out_zmq;
+	}
+	if (zmq_bind(zt->zsock, zt->ep) < 0) {
+		tally_log(inst, LOG_ERR, "bind %s: %s", zt->ep,
+			  zmq_strerror(errno));
+		goto out_close;
+	}
+	fd = -1; /* libzmq owns it now */
+	if (zmq_getsockopt(zt->zsock, ZMQ_FD, &zfd, &len) < 0)
+		goto out_zmq;
+
+	zt->fd_ev = event_new(base, zfd, EV_READ | EV_PERSIST, zmq_trace_on_fd,
+			      zt);
+	zt->drain_ev = evtimer_new(base, zmq_trace_on_drain, zt);
+	zt->check_ev = event_new(base, -1, EV_PERSIST, zmq_trace_on_check, zt);
+	if (!zt->fd_ev || !zt->drain_ev || !zt->check_ev) {
+		errno = ENOMEM;
+		goto out_close;
+	}
+	if (event_add(zt->check_ev, &check) < 0)
+		goto out_close;
+	/* Whatever queued since bind is read by the first drain. */
+	zt->phase = ZMQ_TRACE_YIELD;
+	evtimer_add(zt->drain_ev, &zmq_trace_now);
+	tally_log(inst, LOG_INFO, "listening on %s", zt->ep);
+	return 0;
+
+out_zmq:
+	tally_log(inst, LOG_ERR, "zmq setup for %s: %s", zt->ep,
+		  zmq_strerror(errno));
+out_close: {
+	int err = errno;
+
+	if (fd >= 0)
+		close(fd);
+	zmq_trace_close(zt);
+	errno = err;
+	return -1;
+}
+}
+
+static void zmq_trace_stop(struct tally_instance *inst, void *state)
+{
+	struct zmq_trace *zt = state;
+	int64_t deadline = tally_monotonic_ns() +
+			   ZMQ_TRACE_STOP_MAX_MS * 1000000ll;
+	zmq_pollitem_t item = { .events = ZMQ_POLLIN };
+	uint64_t closed;
+
+	if (!zt->zsock)
+		return;
+	event_del(zt->fd_ev);
+	event_del(zt->drain_ev);
+	event_del(zt->check_ev);
+	/*
+	 * Read what the last senders left (a job's processes exit just
+	 * before the collector stops) until quiet or the deadline.
+	 */
+	item.socket = zt->zsock;
+	do {
+		while (zmq_trace_drain(zt, UINT_MAX / 2) > 0)
+			;
+	} while (tally_monotonic_ns() < deadline &&
+		 zmq_poll(&item, 1, ZMQ_TRACE_STOP_QUIET_MS) > 0);
+	closed = zmq_trace_state_check(zt->state, tally_monotonic_ns(),
+				       tally_now_ns(), true, &zt->sink);
+	zmq_trace_flush(zt);
+	tally_log(inst, LOG_INFO,
+		  "stopped: %llu messages received, %llu malformed, %llu "
+		  "dropped by clients, %llu spans still open, %llu closed as "
+		  "abandoned at exit, %llu wake-ups, %llu drains",
+		  (unsigned long long)zt->received,
+		  (unsigned long long)zt->malformed,
+		  (unsigned long long)zt->client_dropped,
+		  (unsigned long long)zmq_trace_state_open_spans(zt->state),
+		  (unsigned long long)closed, (unsigned long long)zt->wakeups,
+		  (unsigned long long)zt->drains);
+	zmq_trace_close(zt);
+}
+
+static void zmq_trace_fini(struct tally_instance *inst, void *state)
+{
+	struct zmq_trace *zt = state;
+
+	zmq_trace_close(zt);
+	tally_batch_unref(zt->batch);
+	zmq_trace_state_free(zt->state);
+	free(zt->ep);
+}
+
+static const struct tally_option zmq_trace_options[] = {
+	TALLY_OPT_STRING("endpoint", struct zmq_trace, endpoint, NULL,
+			 "ZeroMQ endpoint to bind, ipc:///path or "
+			 "tcp://host:port (default: ipc://RUNTIME_DIR/"
+			 "trace.sock, /run/tally/trace.sock for the system "
+			 "collector)"),
+	TALLY_OPT_STRING("group", struct zmq_trace, group, NULL,
+			 "ipc: group that may send (socket file mode 0660); "
+			 "default: everyone (0666) for the system collector, "
+			 "the user only (0600) for a user collector"),
+	TALLY_OPT_INT("rcvhwm", struct zmq_trace, rcvhwm, "100000", 0,
+		      INT_MAX,
+		      "receive high-water mark, messages queued per sender "
+		      "(0 = unlimited); large, so exiting senders lose "
+		      "nothing"),
+	TALLY_OPT_INT("max_messages_per_wakeup", struct zmq_trace,
+		      max_messages_per_wakeup, "256", 1, 1000000,
+		      "messages read per drain before yielding to the loop"),
+	TALLY_OPT_DOUBLE("min_drain_interval", struct zmq_trace,
+			 min_drain_interval, "0.005", 0, 1,
+			 "seconds between drains unless one hit "
+			 "max_messages_per_wakeup (coalesces wake-ups)"),
+	TALLY_OPT_INT("max_open_spans", struct zmq_trace, max_open_spans,
+		      "1024", 1, 1000000,
+		      "open spans kept per (trace, process); beyond, the "
+		      "oldest is closed as evicted"),
+	TALLY_OPT_INT("max_sources", struct zmq_trace, max_sources, "65536",
+		      1, 100000000,
+		      "(trace, process) pairs tracked; events of further "
+		      "ones are dropped"),
+	TALLY_OPT_DOUBLE("abandon_timeout", struct zmq_trace, abandon_timeout,
+			 "3600", 0, 1e9,
+			 "seconds of silence after which a process's open "
+			 "spans are closed as abandoned (0 = never; dead "
+			 "local processes are detected sooner)"),
+	TALLY_OPT_DOUBLE("check_interval", struct zmq_trace, check_interval,
+			 "5", 0.01, 3600,
+			 "seconds between checks for dead processes and "
+			 "silent sources"),
+	TALLY_OPT_END
+};
+
+static const struct tally_input_ops zmq_trace_ops = {
+	.init = zmq_trace_init,
+	.start = zmq_trace_start,
+	.stop = zmq_trace_stop,
+	.fini = zmq_trace_fini,
+};
+
+TALLY_PLUGIN_INPUT(zmq_trace,
+		   "application spans from libtally-trace and Omnistat's "
+		   "tracer over ZeroMQ",
+		   struct zmq_trace, zmq_trace_options, &zmq_trace_ops);

@@ -7,8 +7,8 @@ no code with the C or Python clients), so it checks them independently.
     $PYTHON3 t35-trace-recv.py ENDPOINT OUT [--count N] [--idle MS] [--ready FILE]
 
 Binds a PULL socket on ENDPOINT, touches FILE (if given) once bound, and
-receives until N messages arrived (if --count) and then no message came for
---idle ms (default 1000; also the limit without --count). One line per
+receives until the first message (N messages with --count) arrived, for
+at most 30 s, and then no message came for --idle ms (default 1000). One line per
 message goes to OUT:
 
     begin|end trace=T name=N id=I parent=P pid=P tid=T rank=R host=H dropped=D ts=ok|bad
@@ -81,7 +81,10 @@ def main():
     n = dsum = 0
     with open(out, "w", encoding="utf-8") as f:
         while True:
-            wait = idle if count is None or n >= count else 30000
+            # the first message (and the first --count) may take a while
+            # on a loaded machine; after that, --idle ends the capture
+            waiting = n == 0 or (count is not None and n < count)
+            wait = 30000 if waiting else idle
             if not s.poll(wait):
                 break
             b = s.recv()

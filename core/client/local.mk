@@ -50,3 +50,7 @@ t_unit_trace_fork_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBZMQ_CFLAGS)
 t_unit_trace_fork_t_LDADD = t/unit/libtap.la \
 	core/client/libtally-trace.la $(LIBZMQ_LIBS) $(PTHREAD_LIBS)
 TESTS += t/unit/trace-fork.t
+
+# The C client to a pyzmq receiver written from the spec.
+TESTS += t/t3500-trace-client.t
+EXTRA_DIST += t/t3500-trace-client.t t/t35-trace-recv.py

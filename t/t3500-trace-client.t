@@ -1,0 +1,114 @@
+#!/bin/sh
+test_description='libtally-trace (C) to a pyzmq receiver that decodes doc/wire-format.md'
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+
+EMIT=$top_builddir/t/trace-emit
+RECV=$SHARNESS_TEST_SRCDIR/t35-trace-recv.py
+
+if ! "$PYTHON3" -c 'import zmq' 2>/dev/null; then
+	if test "$CI" = true; then
+		test_expect_success 'python3-zmq is installed (CI)' \
+			'"$PYTHON3" -c "import zmq"'
+		test_done
+	fi
+	skip_all="$PYTHON3 has no zmq module (Debian: python3-zmq)"
+	test_done
+fi
+
+# start_recv ENDPOINT OUT [ARGS...] - the receiver in the background, bound
+# when this returns; wait_recv waits for it to finish.
+start_recv() {
+	rm -f ready
+	"$PYTHON3" "$RECV" "$@" --ready ready &
+	RECV_PID=$!
+	wait_for "test -f ready"
+}
+wait_recv() {
+	wait "$RECV_PID"
+}
+
+host=$(uname -n)
+
+test_expect_success 'a scripted span sequence arrives with every field' '
+	start_recv "ipc://$PWD/t.sock" got --count 6 --idle 200 &&
+	PMIX_RANK=5 "$EMIT" "ipc://$PWD/t.sock" job1 \
+		begin:a begin:b end:b begin:c endid:a end:c >emit.out &&
+	wait_recv &&
+	pid=$(sed -n "s/.* pid=\([0-9]*\)$/\1/p" emit.out) &&
+	echo "sent=6 dropped=0 unreported=0 pid=$pid" >expect.emit &&
+	test_cmp expect.emit emit.out &&
+	f="pid=$pid tid=$pid rank=5 host=$host dropped=0 ts=ok" &&
+	cat >expect <<-EXPECT &&
+	begin trace=job1 name=a id=1 parent=0 $f
+	begin trace=job1 name=b id=2 parent=1 $f
+	end trace=job1 name=b id=2 parent=1 $f
+	begin trace=job1 name=c id=3 parent=1 $f
+	end trace=job1 name=a id=1 parent=0 $f
+	end trace=job1 name=c id=3 parent=1 $f
+	messages=6 dropped_sum=0
+	EXPECT
+	test_cmp expect got
+'
+
+test_expect_success 'discovery: TALLY_TRACE_ENDPOINT, trace id from SLURM_JOB_ID' '
+	port=$(free_port) &&
+	start_recv "tcp://127.0.0.1:$port" got --count 2 --idle 200 &&
+	env -u PMIX_RANK SLURM_JOB_ID=777 SLURM_PROCID=3 \
+		TALLY_TRACE_ENDPOINT="tcp://127.0.0.1:$port" \
+		"$EMIT" - - begin:solve end:solve >emit.out &&
+	wait_recv &&
+	pid=$(sed -n "s/.* pid=\([0-9]*\)$/\1/p" emit.out) &&
+	f="pid=$pid tid=$pid rank=3 host=$host dropped=0 ts=ok" &&
+	cat >expect <<-EXPECT &&
+	begin trace=777 name=solve id=1 parent=0 $f
+	end trace=777 name=solve id=1 parent=0 $f
+	messages=2 dropped_sum=0
+	EXPECT
+	test_cmp expect got
+'
+
+test_expect_success 'discovery: the job user collector socket under XDG_RUNTIME_DIR' '
+	mkdir -p -m 0700 xdg/tally/job-42 &&
+	start_recv "ipc://$PWD/xdg/tally/job-42/trace.sock" got \
+		--count 2 --idle 200 &&
+	env -u TALLY_TRACE_ENDPOINT -u TALLY_RUNTIME_DIR \
+		XDG_RUNTIME_DIR="$PWD/xdg" SLURM_JOB_ID=42 \
+		"$EMIT" - - begin:x end:x >emit.out &&
+	wait_recv &&
+	grep -c "^begin trace=42 name=x id=1 parent=0 " got >n &&
+	echo 1 >expect && test_cmp expect n &&
+	grep "^messages=2 dropped_sum=0$" got
+'
+
+test_expect_success 'without a launcher: rank -1, trace pid-PID' '
+	start_recv "ipc://$PWD/t.sock" got --count 1 --idle 200 &&
+	env -u PMIX_RANK -u OMPI_COMM_WORLD_RANK -u PMI_RANK -u SLURM_PROCID \
+		-u FLUX_TASK_RANK -u SLURM_JOB_ID -u FLUX_JOB_ID -u PBS_JOBID \
+		-u LSB_JOBID -u TALLY_TRACE_ID \
+		"$EMIT" "ipc://$PWD/t.sock" - begin:r >emit.out &&
+	wait_recv &&
+	pid=$(sed -n "s/.* pid=\([0-9]*\)$/\1/p" emit.out) &&
+	echo "begin trace=pid-$pid name=r id=1 parent=0 pid=$pid tid=$pid rank=-1 host=$host dropped=0 ts=ok" >expect &&
+	head -n 1 got >got1 &&
+	test_cmp expect got1
+'
+
+test_expect_success '4 processes x 2 threads x 20000 events: received + drops = sent' '
+	start_recv "ipc://$PWD/t.sock" got --idle 1000 &&
+	"$EMIT" -p 4 -T 2 -n 20000 "ipc://$PWD/t.sock" many >emit.out &&
+	wait_recv &&
+	sent=$(sed -n "s/^total sent=\([0-9]*\) .*/\1/p" emit.out) &&
+	test "$sent" = 160000 &&
+	! grep "^invalid" got &&
+	! grep "ts=bad" got &&
+	n=$(sed -n "s/^messages=\([0-9]*\) dropped_sum=\([0-9]*\)$/\1 + \2/p" got) &&
+	tally_diag "received + carried drops: $n" &&
+	test $(($n)) = "$sent" &&
+	grep "^begin\|^end" got | cut -d" " -f6 | sort -u >pids &&
+	test $(wc -l <pids) = 4 &&
+	grep "^begin\|^end" got | cut -d" " -f6,7 | sort -u >tids &&
+	test $(wc -l <tids) = 8
+'
+
+test_done

@@ -12,6 +12,6 @@ t_unit_procfs_t_SOURCES = t/unit/procfs.c t/unit/procfs-alloc.h
 t_unit_procfs_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 
 TESTS += t/unit/procfs.t
-TESTS += t/t1001-procfs.t
-EXTRA_DIST += t/t1001-procfs.t t/fixtures/proc-6.1 t/fixtures/proc-2.6.18 \
+TESTS += t/t1001-procfs.t t/t1003-live.t
+EXTRA_DIST += t/t1001-procfs.t t/t1003-live.t t/fixtures/proc-6.1 t/fixtures/proc-2.6.18 \
 	t/fixtures/proc-odd

@@ -305,26 +305,41 @@ static void expect_endpoint(const char *want, const char *what)
 	free(ep);
 }
 
+/* Whether a real user collector's socket could shadow the system one. */
+static bool tmp_taken;
+
+static void expect_system(const char *what)
+{
+	if (tmp_taken)
+		skip(1, "a socket in /tmp/tally-%u exists", (unsigned)getuid());
+	else
+		expect_endpoint("ipc:///run/tally/trace.sock", what);
+}
+
+static bool is_socket(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 static void test_discovery(void)
 {
 	char dir[] = "/tmp/tally-trace-wire-XXXXXX";
-	char p[PATH_MAX], want[PATH_MAX + 8], tmpdir[64];
-	struct stat st;
-	bool tmp_taken;
+	char p[PATH_MAX], want[PATH_MAX + 8];
 
 	if (!mkdtemp(dir))
 		bail_out("mkdtemp: %s", strerror(errno));
 	clear_env();
 	/* /tmp/tally-UID is a real user collector's place: only test the
 	 * fallback to the system socket if no collector of ours runs there */
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/tally-%u", (unsigned)getuid());
-	tmp_taken = stat(tmpdir, &st) == 0;
+	snprintf(p, sizeof(p), "/tmp/tally-%u/trace.sock", (unsigned)getuid());
+	tmp_taken = is_socket(p);
+	snprintf(p, sizeof(p), "/tmp/tally-%u/job-99/trace.sock",
+		 (unsigned)getuid());
+	tmp_taken |= is_socket(p);
 
-	if (tmp_taken)
-		skip(1, "%s exists (a user collector may run)", tmpdir);
-	else
-		expect_endpoint("ipc:///run/tally/trace.sock",
-				"nothing running: the system collector");
+	expect_system("nothing running: the system collector");
 
 	setenv("TALLY_TRACE_ENDPOINT", "tcp://127.0.0.1:5999", 1);
 	expect_endpoint("tcp://127.0.0.1:5999", "TALLY_TRACE_ENDPOINT wins");
@@ -333,33 +348,25 @@ static void test_discovery(void)
 	setenv("XDG_RUNTIME_DIR", dir, 1);
 	snprintf(p, sizeof(p), "%s/tally", dir);
 	mkdir_p(p);
-	if (!tmp_taken)
-		expect_endpoint("ipc:///run/tally/trace.sock",
-				"runtime dir without socket: system");
+	expect_system("runtime dir without socket: system");
 	snprintf(p, sizeof(p), "%s/tally/trace.sock", dir);
 	make_socket(p);
 	snprintf(want, sizeof(want), "ipc://%s", p);
 	expect_endpoint(want, "user collector outside a job");
 
 	setenv("SLURM_JOB_ID", "99", 1);
-	if (!tmp_taken)
-		expect_endpoint("ipc:///run/tally/trace.sock",
-				"in job 99: another collector's socket unused");
+	expect_system("in job 99: another collector's socket unused");
 	snprintf(p, sizeof(p), "%s/tally/job-98", dir);
 	mkdir_p(p);
 	snprintf(p, sizeof(p), "%s/tally/job-98/trace.sock", dir);
 	make_socket(p);
-	if (!tmp_taken)
-		expect_endpoint("ipc:///run/tally/trace.sock",
-				"job 98's collector unused by job 99");
+	expect_system("job 98's collector unused by job 99");
 	snprintf(p, sizeof(p), "%s/tally/job-99", dir);
 	mkdir_p(p);
 	snprintf(p, sizeof(p), "%s/tally/job-99/trace.sock", dir);
 	/* a regular file is not a collector */
 	fclose(fopen(p, "w"));
-	if (!tmp_taken)
-		expect_endpoint("ipc:///run/tally/trace.sock",
-				"a regular file named trace.sock is ignored");
+	expect_system("a regular file named trace.sock is ignored");
 	unlink(p);
 	make_socket(p);
 	snprintf(want, sizeof(want), "ipc://%s", p);

@@ -33,3 +33,9 @@ noinst_PROGRAMS += contrib/bench/prom-render
 contrib_bench_prom_render_SOURCES = contrib/bench/prom-render.c $(PROM_SOURCES)
 contrib_bench_prom_render_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS)
 contrib_bench_prom_render_LDADD = core/libtally.la $(LIBEVENT_LIBS) $(ZLIB_LIBS) -lm
+
+# The test-only input these tests use.
+include t/plugins/spangen.mk
+
+TESTS += t/t2001-prometheus-exposition.t
+EXTRA_DIST += t/t2-prom-check.py t/t2001-prometheus-exposition.t

@@ -279,11 +279,16 @@ struct prom_series {
 	struct prom_region *region;
 };
 
-/* An open span, keyed by (trace, host, pid, span id). */
+/*
+ * An open span, keyed by (trace, host, pid, rank, span id): span ids are
+ * unique per trace and process; the rank is in the key too in case a
+ * source reports ranks without real pids.
+ */
 struct prom_open {
 	struct hnode node;
 	uint64_t span_id;
 	uint32_t pid;
+	int32_t rank;
 	int64_t begin_ns;
 	struct prom_series *r[2];	/* tally and omnistat regions, or NULL */
 	char key[];			/* trace NUL host NUL */
@@ -949,13 +954,14 @@ static struct prom_series *region_get(struct prom_store *s,
 	return ser;
 }
 
-static uint64_t open_hash(const char *trace, const char *host, uint32_t pid,
-			  uint64_t id)
+static uint64_t open_hash(const struct tally_span *sp, const char *host)
 {
-	uint64_t h = hash_str(trace, HASH_SEED);
+	uint64_t h = hash_str(sp->trace, HASH_SEED);
 
 	h = hash_str(host, h);
-	return hash_mix(h ^ hash_mix(id) ^ ((uint64_t)pid << 32));
+	h ^= hash_mix(sp->span_id);
+	return hash_mix(h ^ ((uint64_t)sp->src.pid << 32 |
+			     (uint32_t)sp->src.rank));
 }
 
 static struct prom_open *open_find(struct prom_store *s,
@@ -967,7 +973,7 @@ static struct prom_open *open_find(struct prom_store *s,
 		struct prom_open *op = container_of(p, struct prom_open, node);
 
 		if (op->span_id == sp->span_id && op->pid == sp->src.pid &&
-		    strcmp(op->key, sp->trace) == 0 &&
+		    op->rank == sp->src.rank && strcmp(op->key, sp->trace) == 0 &&
 		    strcmp(op->key + strlen(op->key) + 1, sp->src.host) == 0)
 			return op;
 	}
@@ -980,7 +986,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 	const struct tally_span *sp = &rec->span;
 	struct prom_family *fams[2] = { s->span_active, s->span_annot };
 	const char *host = sp->src.host ? sp->src.host : "";
-	uint64_t h = open_hash(sp->trace, host, sp->src.pid, sp->span_id);
+	uint64_t h = open_hash(sp, host);
 	struct prom_open *op;
 	struct tally_span key = *sp;
 	struct prom_series *r[2] = { NULL, NULL };
@@ -1012,6 +1018,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		}
 		op->span_id = sp->span_id;
 		op->pid = sp->src.pid;
+		op->rank = sp->src.rank;
 		op->begin_ns = rec->ts_ns;
 		memcpy(op->key, sp->trace, tl + 1);
 		memcpy(op->key + tl + 1, host, hl + 1);

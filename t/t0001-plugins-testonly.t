@@ -23,9 +23,10 @@ test_expect_success 'tallyd --once: counter -> capture gives one line per sample
 '
 
 test_expect_success 'counter name/type/ts and capture source/timestamps options' '
+	# libconfig 1.5 needs the L suffix for integers past 32 bits.
 	cat >opts.conf <<-EOF &&
 	inputs = { c7 = { plugin = "counter"; name = "x_total";
-			  type = "counter"; ts = 1700000000123456789; }; };
+			  type = "counter"; ts = 1700000000123456789L; }; };
 	outputs = { cap = { plugin = "capture"; path = "opts.out";
 			    source = true; timestamps = true; }; };
 	pipelines = { p = { from = ["c7"]; to = ["cap"]; }; };

@@ -38,3 +38,9 @@ contrib/fuzz/zmq_trace_decode_fuzz: $(ZMQ_TRACE_FUZZ_SRC)
 
 EXTRA_DIST += doc/plugins/zmq_trace.md contrib/fuzz/zmq_trace_decode_fuzz.c \
 	contrib/fuzz/corpus/zmq_trace_decode
+
+# Integration tests: tallyd with zmq_trace -> capture, driven by the C
+# client's test program (t/trace-emit) and by pyzmq (t/t30-zmq-send.py).
+TESTS += t/t3001-zmq-trace-spans.t t/t3002-zmq-trace-malformed.t
+EXTRA_DIST += t/t30-lib.sh t/t30-zmq-send.py t/t3001-zmq-trace-spans.t \
+	t/t3002-zmq-trace-malformed.t

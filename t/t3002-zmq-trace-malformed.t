@@ -1,0 +1,97 @@
+#!/bin/sh
+test_description='zmq_trace: malformed messages are dropped and counted by
+reason, valid ones around them still arrive, the daemon survives'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t30-lib.sh"
+
+if ! "$PYTHON3" -c "import zmq" 2>/dev/null; then
+	skip_all="$PYTHON3 cannot import zmq (Debian: python3-zmq)"
+	test_done
+fi
+
+test_expect_success 'start tallyd' '
+	zt_config bad.conf &&
+	start_tallyd bad.conf
+'
+
+# Every vector of doc/wire-format.md as a "hex" line, in document order.
+doc_vectors() {
+	awk '/^# vector / { v = 1; hex = ""; next }
+	     v && /^```/ { print "hex" hex; v = 0; next }
+	     v { sub(/#.*/, ""); hex = hex " " $0 }' \
+		"$top_srcdir/doc/wire-format.md"
+}
+
+test_expect_success 'send the doc vectors, bad JSON and garbage' '
+	doc_vectors >script &&
+	test $(wc -l <script) = 13 &&
+	cat >>script <<-\EOF &&
+	hex
+	hex 74
+	hex 00 01
+	json {"start": 1}
+	hex 74 59 02 01
+	json ["begin", 1, "a", "b"]
+	json ["start", 1, "a"]
+	json ["start", 1, "a", "b"] trailing
+	json ["start", -1, "a", "b"]
+	json ["start", 1, "a", "\ud800"]
+	native end 2 1 4242 4243 -1 0 1722000002000000000 job42 - -
+	EOF
+	"$PYTHON3" -c "import os
+for i in range(200):
+    print(\"hex ff\", os.urandom(i % 80).hex())" >>script &&
+	zt_send <script &&
+	zt_lines spans.out 5
+'
+
+test_expect_success 'the valid vectors and a closing end arrive as the rules say' '
+	s="pid=4242 tid=4243" &&
+	cat >expect <<-EOF &&
+	span begin trace=job42 name=solver id=1 parent=0 depth=0 host=n01 $s rank=3 flags=0
+	span begin trace=job42 name=étape id=2 parent=1 depth=1 host=$HOST $s rank=-1 flags=0
+	span end trace=job42 name= id=2 parent=1 depth=1 host=n01 $s rank=3 flags=orphan_end
+	span end trace=job42 name=solver id=1 parent=0 depth=0 host=n01 $s rank=3 flags=0
+	span end trace=job42 name=étape id=2 parent=1 depth=1 host=$HOST $s rank=-1 flags=0
+	EOF
+	test_cmp expect spans.out
+'
+
+# reason, then how many: from the doc table (one each, bad_length four
+# times) plus the lines above
+cat >counts <<\EOF
+truncated 3
+bad_magic 202
+unknown_version 2
+bad_type 2
+bad_length 4
+bad_span_id 1
+bad_utf8 2
+bad_json 2
+bad_value 1
+client_dropped 7
+orphan_end 1
+EOF
+
+test_expect_success 'every drop counted under its reason in self-metrics' '
+	wait_for "test \$(zt_drops bad_value) = 1" &&
+	sleep 0.3 &&
+	while read reason n; do
+		got=$(zt_drops $reason) &&
+		{ test "$got" = "$n" ||
+		  { tally_diag "$reason: $got, expected $n"; false; }; } ||
+		return 1
+	done <counts
+'
+
+test_expect_success 'drops are logged, rate-limited, and the daemon lives on' '
+	grep "zmq_trace\[tr\]: dropped a malformed message of 51 bytes: truncated" tallyd.log &&
+	test $(grep -c "dropped a malformed message" tallyd.log) -lt 100 &&
+	kill -0 $TALLYD_PID &&
+	stop_tallyd &&
+	grep "stopped: 224 messages received, 219 malformed, 7 dropped by clients, 0 spans still open" tallyd.log
+'
+
+test_done

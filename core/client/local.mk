@@ -54,3 +54,7 @@ TESTS += t/unit/trace-fork.t
 # The C client to a pyzmq receiver written from the spec.
 TESTS += t/t3500-trace-client.t
 EXTRA_DIST += t/t3500-trace-client.t t/t35-trace-recv.py
+
+# The Python client (contrib/python) to the same receiver.
+TESTS += t/t3502-trace-python.t
+EXTRA_DIST += t/t3502-trace-python.t contrib/python/tally_trace.py

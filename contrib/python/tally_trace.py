@@ -1,0 +1,463 @@
+# SPDX-License-Identifier: MIT
+"""tally_trace - mark regions of a Python program for the tally collector
+
+A pure-Python client over pyzmq (Debian: python3-zmq) speaking the same
+wire format as the C library libtally-trace (doc/wire-format.md), with the
+same environment variables and discovery (tally-trace(3)).
+
+    import tally_trace
+
+    tracer = tally_trace.Tracer()          # endpoint and trace id discovered
+
+    with tracer.span("solver"):            # context manager
+        ...
+
+    @tracer.trace                          # decorator: span named after the
+    def step(i):                           # function's qualified name
+        ...
+
+    @tracer.trace("io")                    # or with an explicit name
+    def write_checkpoint():
+        ...
+
+    sid = tracer.begin("phase")            # explicit begin/end
+    tracer.end(sid)
+    tracer.close()                         # or use the Tracer in a with
+
+Guarantees, as in the C library: sends never block (zmq.NOBLOCK) and never
+raise into the application; an event that cannot be queued is dropped and
+counted, and the count rides on the next message that gets through. Each
+thread has its own socket and its own stack of open spans (a span's parent
+is the innermost span open on the same thread). After os.fork() the child
+re-opens lazily as a new source. close() drains for at most the linger.
+
+Module-level begin/end/end_name/span/trace use a default tracer opened on
+first use and closed at interpreter exit.
+"""
+
+import atexit
+import functools
+import inspect
+import itertools
+import os
+import socket
+import stat
+import struct
+import threading
+import time
+import weakref
+
+import zmq
+
+__all__ = ["Tracer", "begin", "end", "end_name", "span", "trace",
+           "default_tracer"]
+
+WIRE_VERSION = 1
+BEGIN = 1
+END = 2
+MAX_STR = 1024
+SYSTEM_ENDPOINT = "ipc:///run/tally/trace.sock"
+
+# doc/wire-format.md: magic, version, type, dropped, ts_ns, span_id,
+# parent_id, pid, tid, rank, trace_len, name_len, host_len, reserved
+_HEADER = struct.Struct("<2sBBIqQQIIiHHHH")
+
+# Contexts and sockets inherited through fork: never touched again.
+_fork_orphans = []
+
+_RANK_VARS = ("PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+              "SLURM_PROCID", "FLUX_TASK_RANK")
+_JOB_VARS = ("SLURM_JOB_ID", "FLUX_JOB_ID", "PBS_JOBID", "LSB_JOBID")
+
+
+def _clip(text):
+    """UTF-8 bytes of text, at most MAX_STR, never cutting a character.
+
+    NUL characters become U+FFFD: the collector rejects strings with NUL.
+    Unencodable characters (lone surrogates) are replaced as well.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    b = str(text).replace("\0", "\ufffd").encode("utf-8", "replace")
+    if len(b) <= MAX_STR:
+        return b
+    n = MAX_STR
+    while n > 0 and (b[n] & 0xC0) == 0x80:
+        n -= 1
+    return b[:n]
+
+
+def _env_rank():
+    for var in _RANK_VARS:
+        v = os.environ.get(var, "")
+        if v.isascii() and v.isdigit() and int(v) <= 0x7FFFFFFF:
+            return int(v)
+    return -1
+
+
+def _env_jobid():
+    for var in _JOB_VARS:
+        v = os.environ.get(var)
+        if v:
+            return v
+    return None
+
+
+def default_trace_id():
+    """TALLY_TRACE_ID, else the batch job id, else "pid-<pid>"."""
+    return (os.environ.get("TALLY_TRACE_ID") or _env_jobid()
+            or "pid-%d" % os.getpid())
+
+
+def _is_socket(path):
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def discover_endpoint():
+    """TALLY_TRACE_ENDPOINT, else a user collector's socket for this user
+    (and job), else the system collector's socket."""
+    env = os.environ.get("TALLY_TRACE_ENDPOINT")
+    if env:
+        return env
+    job = _env_jobid()
+    sub = ("job-%s" % job,) if job else ()
+    candidates = []
+    rt = os.environ.get("TALLY_RUNTIME_DIR")
+    if rt:
+        candidates.append(os.path.join(rt, "trace.sock"))
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        candidates.append(os.path.join(xdg, "tally", *sub, "trace.sock"))
+    candidates.append(os.path.join("/tmp/tally-%d" % os.getuid(), *sub,
+                                   "trace.sock"))
+    for path in candidates:
+        if _is_socket(path):
+            return "ipc://" + path
+    return SYSTEM_ENDPOINT
+
+
+def _env_int(var, default, lo, hi):
+    try:
+        v = int(os.environ.get(var, ""))
+    except ValueError:
+        return default
+    return default if v < lo else min(v, hi)
+
+
+class _Conn:
+    """One thread's socket, open spans and drop accounting."""
+
+    __slots__ = ("sock", "stack", "pending", "events", "dropped", "last",
+                 "tid")
+
+    def __init__(self, sock, tid):
+        self.sock = sock
+        self.stack = []         # (span_id, parent_id, name bytes)
+        self.pending = 0        # drops not yet carried by a sent message
+        self.events = 0
+        self.dropped = 0
+        self.last = None        # last dropped message, for close
+        self.tid = tid
+
+
+class _Span:
+    """Context manager and decorator for one named span."""
+
+    def __init__(self, tracer, name):
+        self._tracer = tracer
+        self._name = name
+        self._ids = threading.local()
+
+    def __enter__(self):
+        ids = getattr(self._ids, "ids", None)
+        if ids is None:
+            ids = self._ids.ids = []
+        ids.append(self._tracer.begin(self._name))
+        return self
+
+    def __exit__(self, *exc):
+        sid = self._ids.ids.pop()
+        if sid:
+            self._tracer.end(sid)
+        return False
+
+    def __call__(self, func):
+        return self._tracer.trace(self._name)(func)
+
+
+class Tracer:
+    """A connection to the tally collector.
+
+    endpoint: ZeroMQ endpoint, or None to discover it (see
+    discover_endpoint). trace_id: groups this run's spans, or None for
+    default_trace_id(). linger_ms and sndhwm default to
+    TALLY_TRACE_LINGER_MS (2000) and TALLY_TRACE_SNDHWM (10000).
+    """
+
+    def __init__(self, endpoint=None, trace_id=None, linger_ms=None,
+                 sndhwm=None):
+        self.endpoint = endpoint or discover_endpoint()
+        self.trace_id = _clip(trace_id or default_trace_id()).decode()
+        self._trace = _clip(self.trace_id)
+        self._host = _clip(socket.gethostname())
+        self._rank = _env_rank()
+        self._linger = (linger_ms if linger_ms is not None else
+                        _env_int("TALLY_TRACE_LINGER_MS", 2000, 0, 60000))
+        self._sndhwm = (sndhwm if sndhwm is not None else
+                        _env_int("TALLY_TRACE_SNDHWM", 10000, 1, 1 << 24))
+        self._ids = itertools.count(1)   # next() is atomic under the GIL
+        self._lock = threading.Lock()
+        self._closed = False
+        self._reset()
+        # validate the endpoint now, as the C library does
+        probe = self._ctx.socket(zmq.PUSH)
+        try:
+            probe.connect(self.endpoint)
+        finally:
+            probe.close(0)
+        # a weak reference: a closed, dropped tracer must not stay alive
+        ref = weakref.ref(self)
+        os.register_at_fork(
+            after_in_child=lambda: (t := ref()) and t._after_fork())
+
+    def _reset(self):
+        self._pid = os.getpid()
+        self._ctx = zmq.Context()
+        self._local = threading.local()
+        self._conns = []
+        self._gone = [0, 0, 0]
+
+    def _after_fork(self):
+        # The parent's context is unusable here: its I/O thread did not
+        # survive the fork. Keep it referenced forever, so that no
+        # __del__ tries to close or terminate it (that could hang), and
+        # start over. The lock may have been held by another thread.
+        if not self._closed:
+            _fork_orphans.append((self._ctx, self._conns))
+            self._lock = threading.Lock()
+            self._reset()
+
+    def _conn(self):
+        c = getattr(self._local, "conn", None)
+        if c is not None:
+            return c
+        with self._lock:
+            if self._closed:
+                return None
+            try:
+                s = self._ctx.socket(zmq.PUSH)
+                s.setsockopt(zmq.SNDHWM, self._sndhwm)
+                s.setsockopt(zmq.LINGER, self._linger)
+                s.connect(self.endpoint)
+            except zmq.ZMQError:
+                s = None   # events count as dropped
+            c = _Conn(s, threading.get_native_id())
+            self._conns.append(c)
+            self._local.conn = c
+        return c
+
+    def _send(self, c, typ, sid, parent, name):
+        carried = min(c.pending, 0xFFFFFFFF)
+        msg = _HEADER.pack(b"tY", WIRE_VERSION, typ, carried,
+                           time.time_ns(), sid, parent, self._pid, c.tid,
+                           self._rank, len(self._trace), len(name),
+                           len(self._host), 0) + self._trace + name + \
+            self._host
+        c.events += 1
+        if c.sock is not None:
+            try:
+                c.sock.send(msg, zmq.NOBLOCK, copy=True)
+                c.pending -= carried
+                return
+            except zmq.ZMQError:
+                pass
+        c.pending += 1
+        c.dropped += 1
+        c.last = msg
+
+    def begin(self, name):
+        """Open a span on this thread; return its id (0 if name is empty
+        or the tracer is closed)."""
+        b = _clip(name)
+        c = self._conn() if b else None
+        if c is None:
+            return 0
+        sid = next(self._ids)
+        parent = c.stack[-1][0] if c.stack else 0
+        c.stack.append((sid, parent, b))
+        self._send(c, BEGIN, sid, parent, b)
+        return sid
+
+    def _end_at(self, c, i):
+        sid, parent, name = c.stack.pop(i)
+        self._send(c, END, sid, parent, name)
+
+    def end(self, span_id):
+        """Close a span by id. Return False if it was not open on this
+        thread (the END is sent anyway, without a name)."""
+        c = self._conn() if span_id else None
+        if c is None:
+            return False
+        for i in range(len(c.stack) - 1, -1, -1):
+            if c.stack[i][0] == span_id:
+                self._end_at(c, i)
+                return True
+        self._send(c, END, span_id, 0, b"")
+        return False
+
+    def end_name(self, name):
+        """Close the innermost open span of this name on this thread.
+        Return False (and send nothing) if there is none."""
+        b = _clip(name)
+        c = self._conn() if b else None
+        if c is None:
+            return False
+        for i in range(len(c.stack) - 1, -1, -1):
+            if c.stack[i][2] == b:
+                self._end_at(c, i)
+                return True
+        return False
+
+    def span(self, name):
+        """A context manager (and decorator) for a span named name."""
+        return _Span(self, name)
+
+    def trace(self, name=None):
+        """Decorator: run the function inside a span. Use bare
+        (@tracer.trace: the function's qualified name) or with a name
+        (@tracer.trace("io")). Coroutine functions are spanned over
+        their whole execution."""
+        if callable(name):
+            return self.trace(None)(name)
+
+        def deco(func):
+            label = name or func.__qualname__
+            if inspect.iscoroutinefunction(func):
+                @functools.wraps(func)
+                async def awrapper(*args, **kwargs):
+                    sid = self.begin(label)
+                    try:
+                        return await func(*args, **kwargs)
+                    finally:
+                        self.end(sid)
+                return awrapper
+
+            @functools.wraps(func)
+            def wrapper(*args, **kwargs):
+                sid = self.begin(label)
+                try:
+                    return func(*args, **kwargs)
+                finally:
+                    self.end(sid)
+            return wrapper
+        return deco
+
+    def stats(self):
+        """dict(events, dropped, unreported) over this process's threads."""
+        with self._lock:
+            ev, dr, un = self._gone
+            for c in self._conns:
+                ev += c.events
+                dr += c.dropped
+                un += c.pending
+        return {"events": ev, "dropped": dr, "unreported": un}
+
+    def _collector_up(self, wait_ms):
+        """Is a collector listening? A fresh socket's first connect either
+        succeeds or fails and schedules a retry: watch for either."""
+        s = self._ctx.socket(zmq.PUSH)
+        mon = s.get_monitor_socket(zmq.EVENT_CONNECTED |
+                                   zmq.EVENT_CONNECT_RETRIED)
+        up = False
+        try:
+            s.connect(self.endpoint)
+            deadline = time.monotonic() + wait_ms / 1000.0
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not mon.poll(int(left * 1000) + 1):
+                    break
+                frames = mon.recv_multipart()
+                event = struct.unpack_from("=H", frames[0])[0]
+                if event in (zmq.EVENT_CONNECTED,
+                             zmq.EVENT_CONNECT_RETRIED):
+                    up = event == zmq.EVENT_CONNECTED
+                    break
+        finally:
+            s.disable_monitor()
+            mon.close(0)
+            s.close(0)
+        return up
+
+    def close(self):
+        """Deliver what is queued (for at most the linger, if a collector
+        is connected), report pending drops, and close. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            conns, self._conns = self._conns, []
+        up = self._linger > 0 and self._collector_up(min(self._linger, 200))
+        deadline = time.monotonic() + self._linger / 1000.0
+        for c in conns:
+            if c.sock is None:
+                continue
+            left = int((deadline - time.monotonic()) * 1000) if up else 0
+            left = max(left, 0)
+            if left and c.pending and c.last is not None:
+                # re-send the last dropped event carrying the other drops
+                msg = bytearray(c.last)
+                struct.pack_into("<I", msg, 4,
+                                 min(c.pending - 1, 0xFFFFFFFF))
+                c.sock.setsockopt(zmq.SNDTIMEO, left)
+                try:
+                    c.sock.send(bytes(msg))
+                    c.pending = 0
+                except zmq.ZMQError:
+                    pass
+            c.sock.close(left)
+        self._ctx.term()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_tracer():
+    """The module's tracer, opened on first use, closed at exit."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Tracer()
+                atexit.register(_default.close)
+    return _default
+
+
+def begin(name):
+    return default_tracer().begin(name)
+
+
+def end(span_id):
+    return default_tracer().end(span_id)
+
+
+def end_name(name):
+    return default_tracer().end_name(name)
+
+
+def span(name):
+    return default_tracer().span(name)
+
+
+def trace(name=None):
+    return default_tracer().trace(name)

@@ -1,0 +1,199 @@
+#!/bin/sh
+test_description='contrib/python/tally_trace.py to a pyzmq receiver that decodes doc/wire-format.md'
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+
+RECV=$SHARNESS_TEST_SRCDIR/t35-trace-recv.py
+PYTHONPATH=$top_srcdir/contrib/python
+export PYTHONPATH
+
+if ! "$PYTHON3" -c 'import zmq' 2>/dev/null; then
+	if test "$CI" = true; then
+		test_expect_success 'python3-zmq is installed (CI)' \
+			'"$PYTHON3" -c "import zmq"'
+		test_done
+	fi
+	skip_all="$PYTHON3 has no zmq module (Debian: python3-zmq)"
+	test_done
+fi
+
+start_recv() {
+	rm -f ready
+	"$PYTHON3" "$RECV" "$@" --ready ready &
+	RECV_PID=$!
+	wait_for "test -f ready"
+}
+wait_recv() {
+	wait "$RECV_PID"
+}
+
+host=$(uname -n)
+
+# Field list of a message from this process's main thread.
+fields() {
+	echo "pid=$1 tid=$1 rank=$2 host=$host dropped=0 ts=ok"
+}
+
+test_expect_success 'context manager, decorators, begin/end, end_name' '
+	cat >spans.py <<-\EOF &&
+	import os, sys
+	import tally_trace
+	t = tally_trace.Tracer(sys.argv[1], "py1")
+	@t.trace
+	def step():
+	    return 42
+	@t.trace("io")
+	def fail():
+	    raise ValueError("boom")
+	with t.span("outer"):
+	    assert step() == 42
+	    try:
+	        fail()
+	    except ValueError:
+	        pass
+	    sid = t.begin("x")
+	    t.begin("y")
+	    assert t.end_name("x")
+	    assert not t.end_name("x")
+	    assert t.end_name("y")
+	    with t.span("ctx") as s:
+	        pass
+	    @t.span("as-deco")
+	    def h():
+	        pass
+	    h()
+	print("pid=%d" % os.getpid())
+	print(t.stats())
+	t.close()
+	EOF
+	start_recv "ipc://$PWD/t.sock" got --count 16 --idle 200 &&
+	PMIX_RANK=2 "$PYTHON3" spans.py "ipc://$PWD/t.sock" >out &&
+	wait_recv &&
+	pid=$(sed -n "s/^pid=//p" out) &&
+	f=$(fields $pid 2) &&
+	cat >expect <<-EXPECT &&
+	begin trace=py1 name=outer id=1 parent=0 $f
+	begin trace=py1 name=step id=2 parent=1 $f
+	end trace=py1 name=step id=2 parent=1 $f
+	begin trace=py1 name=io id=3 parent=1 $f
+	end trace=py1 name=io id=3 parent=1 $f
+	begin trace=py1 name=x id=4 parent=1 $f
+	begin trace=py1 name=y id=5 parent=4 $f
+	end trace=py1 name=x id=4 parent=1 $f
+	end trace=py1 name=y id=5 parent=4 $f
+	begin trace=py1 name=ctx id=6 parent=1 $f
+	end trace=py1 name=ctx id=6 parent=1 $f
+	begin trace=py1 name=as-deco id=7 parent=1 $f
+	end trace=py1 name=as-deco id=7 parent=1 $f
+	end trace=py1 name=outer id=1 parent=0 $f
+	messages=14 dropped_sum=0
+	EXPECT
+	test_cmp expect got &&
+	grep "^{.events.: 14, .dropped.: 0, .unreported.: 0}$" out
+'
+
+test_expect_success 'discovery, default trace id, long and odd names' '
+	cat >names.py <<-\EOF &&
+	import os
+	import tally_trace
+	t = tally_trace.default_tracer()
+	print("pid=%d" % os.getpid())
+	with tally_trace.span("n" * 1023 + "\u00e9z"):
+	    tally_trace.end(tally_trace.begin("nul\0here"))
+	# the default tracer is closed at exit
+	EOF
+	port=$(free_port) &&
+	start_recv "tcp://127.0.0.1:$port" got --count 4 --idle 200 &&
+	env -u PMIX_RANK FLUX_JOB_ID=fjob FLUX_TASK_RANK=9 \
+		TALLY_TRACE_ENDPOINT="tcp://127.0.0.1:$port" \
+		"$PYTHON3" names.py >out &&
+	wait_recv &&
+	pid=$(sed -n "s/^pid=//p" out) &&
+	f=$(fields $pid 9) &&
+	long=$(printf "%01023d" 0 | tr 0 n) &&
+	cat >expect <<-EXPECT &&
+	begin trace=fjob name=$long id=1 parent=0 $f
+	begin trace=fjob name=nul�here id=2 parent=1 $f
+	end trace=fjob name=nul�here id=2 parent=1 $f
+	end trace=fjob name=$long id=1 parent=0 $f
+	messages=4 dropped_sum=0
+	EXPECT
+	test_cmp expect got
+'
+
+test_expect_success 'threads nest separately; a forked child is a new source' '
+	cat >threads.py <<-\EOF &&
+	import os, sys, threading
+	import tally_trace
+	t = tally_trace.Tracer(sys.argv[1], "py3")
+	outer = t.begin("main")
+	def work(n):
+	    with t.span("w%d" % n):
+	        with t.span("inner%d" % n):
+	            pass
+	ths = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+	for th in ths: th.start()
+	for th in ths: th.join()
+	pid = os.fork()
+	if pid == 0:
+	    with t.span("child"):
+	        pass
+	    t.close()
+	    os._exit(0)
+	assert os.waitpid(pid, 0)[1] == 0
+	t.end(outer)
+	print("parent=%d child=%d" % (os.getpid(), pid))
+	t.close()
+	EOF
+	start_recv "ipc://$PWD/t.sock" got --count 12 --idle 300 &&
+	"$PYTHON3" threads.py "ipc://$PWD/t.sock" >out &&
+	wait_recv &&
+	parent=$(sed -n "s/^parent=\([0-9]*\) .*/\1/p" out) &&
+	child=$(sed -n "s/.* child=//p" out) &&
+	# every thread span nests under its own w span, tid not the main one
+	for n in 0 1; do
+		grep "^begin .* name=w$n " got >w &&
+		test $(wc -l <w) = 1 &&
+		wid=$(sed -n "s/.* id=\([0-9]*\) .*/\1/p" w) &&
+		wtid=$(sed -n "s/.* tid=\([0-9]*\) .*/\1/p" w) &&
+		grep "name=w$n .* parent=0 pid=$parent tid=$wtid " w &&
+		test "$wtid" != "$parent" &&
+		grep "^begin .* name=inner$n .* parent=$wid pid=$parent tid=$wtid " got ||
+		return 1
+	done &&
+	grep "^begin trace=py3 name=child id=[0-9]* parent=0 pid=$child tid=$child " got &&
+	grep "^end trace=py3 name=child id=[0-9]* parent=0 pid=$child tid=$child " got &&
+	grep "^end trace=py3 name=main id=1 parent=0 pid=$parent tid=$parent " got &&
+	grep "^messages=12 dropped_sum=0$" got
+'
+
+test_expect_success 'drops while no collector listens are carried to it' '
+	cat >drops.py <<-\EOF &&
+	import subprocess, sys, time, os
+	import tally_trace
+	ep, recv = sys.argv[1], sys.argv[2:]
+	t = tally_trace.Tracer(ep, "py4", sndhwm=10)
+	for i in range(500):
+	    t.end(t.begin("early"))
+	st = t.stats()
+	assert st["events"] == 1000 and st["dropped"] >= 980, st
+	# now a collector appears; drops ride on the next message through
+	r = subprocess.Popen(recv)
+	while not os.path.exists("ready"):
+	    time.sleep(0.05)
+	time.sleep(0.5)
+	t.end(t.begin("late"))
+	print(t.stats())
+	t.close()
+	r.wait()
+	EOF
+	rm -f ready &&
+	"$PYTHON3" drops.py "ipc://$PWD/t.sock" "$PYTHON3" "$RECV" \
+		"ipc://$PWD/t.sock" got --idle 500 --ready ready >out &&
+	cat out got | tally_diag &&
+	n=$(sed -n "s/^messages=\([0-9]*\) dropped_sum=\([0-9]*\)$/\1 + \2/p" got) &&
+	test $(($n)) = 1002 &&
+	! grep "^invalid" got
+'
+
+test_done

@@ -16,5 +16,6 @@ t_unit_netdev_t_SOURCES = t/unit/netdev.c t/unit/procfs-alloc.h
 t_unit_netdev_t_LDADD = t/unit/libtap.la core/libtally.la
 
 TESTS += t/unit/netdev.t
-TESTS += t/t1002-netdev.t t/t1004-ticks.t
-EXTRA_DIST += t/t1002-netdev.t t/t1004-ticks.t t/fixtures/sys-6.1
+TESTS += t/t1002-netdev.t t/t1004-ticks.t t/t1005-netns.t
+EXTRA_DIST += t/t1002-netdev.t t/t1004-ticks.t t/t1005-netns.t \
+	t/fixtures/sys-6.1

@@ -44,3 +44,5 @@ EXTRA_DIST += doc/plugins/zmq_trace.md contrib/fuzz/zmq_trace_decode_fuzz.c \
 TESTS += t/t3001-zmq-trace-spans.t t/t3002-zmq-trace-malformed.t
 EXTRA_DIST += t/t30-lib.sh t/t30-zmq-send.py t/t3001-zmq-trace-spans.t \
 	t/t3002-zmq-trace-malformed.t
+TESTS += t/t3003-zmq-trace-endpoint.t
+EXTRA_DIST += t/t3003-zmq-trace-endpoint.t

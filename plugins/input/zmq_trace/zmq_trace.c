@@ -62,7 +62,7 @@
 /* At shutdown: drain until the socket is quiet this long, at most the
  * deadline (messages of a job's last processes are still arriving). */
 #define ZMQ_TRACE_STOP_QUIET_MS 50
-#define ZMQ_TRACE_STOP_MAX_MS	1000
+#define ZMQ_TRACE_STOP_MAX_MS	3000
 
 enum zmq_trace_phase {
 	ZMQ_TRACE_IDLE,	    /* not started or stopped */

@@ -46,3 +46,5 @@ EXTRA_DIST += t/t30-lib.sh t/t30-zmq-send.py t/t3001-zmq-trace-spans.t \
 	t/t3002-zmq-trace-malformed.t
 TESTS += t/t3003-zmq-trace-endpoint.t
 EXTRA_DIST += t/t3003-zmq-trace-endpoint.t
+TESTS += t/t3004-zmq-trace-load.t
+EXTRA_DIST += t/t3004-zmq-trace-load.t

@@ -48,3 +48,5 @@ TESTS += t/t3003-zmq-trace-endpoint.t
 EXTRA_DIST += t/t3003-zmq-trace-endpoint.t
 TESTS += t/t3004-zmq-trace-load.t
 EXTRA_DIST += t/t3004-zmq-trace-load.t
+TESTS += t/t3005-zmq-trace-omnistat.t
+EXTRA_DIST += t/t3005-zmq-trace-omnistat.t

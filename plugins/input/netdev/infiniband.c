@@ -151,6 +151,9 @@ static const struct netdev_ib_counter {
 #define NETDEV_IB_RCV_DATA  8
 #define NETDEV_IB_XMIT_DATA 9
 
+/* How often a missing /sys/class/infiniband is looked for again. */
+#define NETDEV_IB_RETRY_NS (30 * (int64_t)1000000000)
+
 /* Port attributes besides the counters. */
 enum { NETDEV_IB_STATE, NETDEV_IB_PHYS, NETDEV_IB_RATE, NETDEV_IB_NATTRS };
 static const char *const netdev_ib_attr_files[NETDEV_IB_NATTRS] = {
@@ -587,12 +590,20 @@ int netdev_ib_read(struct tally_instance *inst, struct netdev *nd,
 
 	if (nd->ib_fd < 0) {
 		char path[PATH_MAX];
+		int64_t now = tally_monotonic_ns();
 		int n = snprintf(path, sizeof(path), "%s/class/infiniband",
 				 nd->sysfs);
 
 		if (n < 0 || (size_t)n >= sizeof(path))
 			return 0;
-		/* retried each tick: ib_core may load after tallyd starts */
+		/*
+		 * ib_core may load after tallyd starts: retry, but at most
+		 * every NETDEV_IB_RETRY_NS (a failed sysfs lookup costs as
+		 * much as reading a device's attributes).
+		 */
+		if (nd->ib_retry_ns && now < nd->ib_retry_ns)
+			return 0;
+		nd->ib_retry_ns = now + NETDEV_IB_RETRY_NS;
 		nd->ib_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (nd->ib_fd < 0) {
 			if (errno != ENOENT && errno != nd->ib_err)

@@ -136,6 +136,7 @@ struct netdev {
 
 	int ib_fd;		/* <sysfs>/class/infiniband, -1 if absent */
 	int ib_err;
+	int64_t ib_retry_ns;	/* monotonic time of the next open attempt */
 	struct netdev_ib_dev *ibs;
 	size_t nibs;
 };

@@ -50,3 +50,5 @@ TESTS += t/t3004-zmq-trace-load.t
 EXTRA_DIST += t/t3004-zmq-trace-load.t
 TESTS += t/t3005-zmq-trace-omnistat.t
 EXTRA_DIST += t/t3005-zmq-trace-omnistat.t
+TESTS += t/t3006-zmq-trace-abandon.t
+EXTRA_DIST += t/t3006-zmq-trace-abandon.t

@@ -89,7 +89,7 @@ static const struct tally_option counter_options[] = {
 			 "metric name of the samples"),
 	TALLY_OPT_ENUM("type", struct counter, type, "gauge", counter_types,
 		       "metric type of the samples"),
-	TALLY_OPT_INT("ts", struct counter, ts, "0", 0, INT64_MAX,
+	TALLY_OPT_INT("ts", struct counter, ts, "0", 0, 9e18,
 		      "timestamp of every sample in ns since the epoch; "
 		      "0 = time of the read"),
 	TALLY_OPT_END

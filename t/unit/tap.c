@@ -61,6 +61,15 @@ static void tap_vdesc(char *buf, size_t len, const char *fmt, va_list ap)
 	buf[o] = '\0';
 }
 
+/* Format a variadic function's description into the array @buf. */
+#define TAP_VDESC(buf, fmt)                                                   \
+	do {                                                                  \
+		va_list ap_;                                                  \
+		va_start(ap_, fmt);                                           \
+		tap_vdesc(buf, sizeof(buf), fmt, ap_);                        \
+		va_end(ap_);                                                  \
+	} while (0)
+
 /* Print @text as "# " lines; callers hold tap_lock. */
 static void tap_diag_locked(const char *text)
 {
@@ -119,11 +128,8 @@ void plan(int n)
 void skip_all(const char *fmt, ...)
 {
 	char reason[512];
-	va_list ap;
 
-	va_start(ap, fmt);
-	tap_vdesc(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
+	TAP_VDESC(reason, fmt);
 	printf("1..0 # SKIP %s\n", reason);
 	fflush(stdout);
 	exit(0);
@@ -132,11 +138,8 @@ void skip_all(const char *fmt, ...)
 int tap_ok_(const char *file, int line, int cond, const char *fmt, ...)
 {
 	char desc[1024];
-	va_list ap;
 
-	va_start(ap, fmt);
-	tap_vdesc(desc, sizeof(desc), fmt, ap);
-	va_end(ap);
+	TAP_VDESC(desc, fmt);
 
 	pthread_mutex_lock(&tap_lock);
 	tap_result_locked(file, line, cond, desc);
@@ -148,7 +151,6 @@ int tap_is_(const char *file, int line, const char *got, const char *want,
 	    const char *fmt, ...)
 {
 	char desc[1024];
-	va_list ap;
 	int pass;
 
 	if (!got || !want)
@@ -156,9 +158,7 @@ int tap_is_(const char *file, int line, const char *got, const char *want,
 	else
 		pass = strcmp(got, want) == 0;
 
-	va_start(ap, fmt);
-	tap_vdesc(desc, sizeof(desc), fmt, ap);
-	va_end(ap);
+	TAP_VDESC(desc, fmt);
 
 	pthread_mutex_lock(&tap_lock);
 	if (!tap_result_locked(file, line, pass, desc)) {
@@ -190,7 +190,6 @@ int tap_cmp_ok_(const char *file, int line, long double a, const char *op,
 {
 	char desc[1024], sa[64], sb[64];
 	int known = 1, pass;
-	va_list ap;
 
 	if (!op)
 		known = 0, pass = 0;
@@ -209,9 +208,7 @@ int tap_cmp_ok_(const char *file, int line, long double a, const char *op,
 	else
 		known = 0, pass = 0;
 
-	va_start(ap, fmt);
-	tap_vdesc(desc, sizeof(desc), fmt, ap);
-	va_end(ap);
+	TAP_VDESC(desc, fmt);
 
 	pthread_mutex_lock(&tap_lock);
 	if (!tap_result_locked(file, line, pass, desc)) {
@@ -243,11 +240,8 @@ void diag(const char *fmt, ...)
 void skip(int n, const char *fmt, ...)
 {
 	char reason[512];
-	va_list ap;
 
-	va_start(ap, fmt);
-	tap_vdesc(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
+	TAP_VDESC(reason, fmt);
 
 	pthread_mutex_lock(&tap_lock);
 	while (n-- > 0)
@@ -290,11 +284,8 @@ int done_testing(void)
 void bail_out(const char *fmt, ...)
 {
 	char reason[512];
-	va_list ap;
 
-	va_start(ap, fmt);
-	tap_vdesc(reason, sizeof(reason), fmt, ap);
-	va_end(ap);
+	TAP_VDESC(reason, fmt);
 	printf("Bail out! %s\n", reason);
 	fflush(stdout);
 	exit(255);

@@ -47,6 +47,9 @@
 #define TT_MAX_DEPTH	 1024  /* deeper spans are sent but not tracked */
 #define TT_MAX_RETIRED	 64    /* exited threads' sockets kept for close */
 #define TT_ID_BLOCK	 (1u << 20) /* span ids a thread takes at a time */
+/* after a failed send, retry after 1 us, doubling up to 128 us */
+#define TT_BACKOFF_MIN_NS 1000u
+#define TT_BACKOFF_MAX_NS 128000u
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -64,6 +67,8 @@ struct tt_conn {
 	_Atomic uint64_t events;
 	_Atomic uint64_t dropped;
 	_Atomic uint64_t pending; /* drops no sent message carried yet */
+	uint64_t retry_ns;	  /* no send attempt before (after a drop) */
+	uint64_t backoff;	  /* current back-off, ns; 0 = none */
 	unsigned cur;		  /* buffer of the next event */
 	size_t len[2];		  /* length of the message in each buffer */
 	uint8_t buf[2][TALLY_WIRE_MAX_MSG];
@@ -371,6 +376,13 @@ static inline struct tt_thread *tt_self(struct tally_trace *tr)
 /*
  * The event path: fill the prepared buffer and try once to queue it. The
  * drop count rides on this message and is cleared only if it got through.
+ *
+ * After a send fails (queue full: no collector, or one not keeping up),
+ * the next attempts wait for a short, doubling back-off instead of calling
+ * into libzmq for every event: a full pipe accepts nothing until its
+ * reader has drained half of it anyway, and a failed zmq_send costs more
+ * than the rest of the event. The message is still built, so the last
+ * dropped event is the one close re-sends.
  */
 static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 		    uint64_t parent, const char *name, size_t name_len)
@@ -381,19 +393,30 @@ static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 		pending > UINT32_MAX ? UINT32_MAX : (uint32_t)pending;
 	uint8_t *m = c->buf[c->cur];
 	struct timespec ts;
+	uint64_t now;
 	size_t n;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	n = tt_msg_fill(m, &t->src, type, carried,
-			(int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, id,
-			parent, name, name_len);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	n = tt_msg_fill(m, &t->src, type, carried, (int64_t)now, id, parent,
+			name, name_len);
 	tt_set(&c->events, tt_get(&c->events) + 1);
+	/* the second test guards against the clock stepping backwards */
+	if (unlikely(c->backoff) && now < c->retry_ns &&
+	    c->retry_ns - now <= c->backoff)
+		goto drop;
 	if (likely(c->sock) &&
 	    likely(zmq_send(c->sock, m, n, ZMQ_DONTWAIT) == (int)n)) {
 		if (unlikely(carried))
 			tt_set(&c->pending, pending - carried);
+		c->backoff = 0;
 		return;
 	}
+	c->backoff = c->backoff ? 2 * c->backoff : TT_BACKOFF_MIN_NS;
+	if (c->backoff > TT_BACKOFF_MAX_NS)
+		c->backoff = TT_BACKOFF_MAX_NS;
+	c->retry_ns = now + c->backoff;
+drop:
 	tt_set(&c->pending, pending + 1);
 	tt_set(&c->dropped, tt_get(&c->dropped) + 1);
 	c->len[c->cur] = n;

@@ -32,7 +32,10 @@
 
 #include <tally/plugin.h>
 
-/* /proc/stat per-CPU columns, in kernel order (Documentation/filesystems/proc.rst) */
+/*
+ * /proc/stat per-CPU columns, in kernel order
+ * (Documentation/filesystems/proc.rst)
+ */
 #define PROCFS_CPU_FIELDS 10
 /* Columns 0..7 are node_cpu_seconds_total modes; 8 and 9 are guest time. */
 #define PROCFS_CPU_MODES 8
@@ -113,53 +116,86 @@ struct procfs_mem {
  * no copy per tick. Fields not listed are still exported, named the same
  * way at run time.
  */
+/* clang-format off */
 #define PROCFS_MEM_KB(k, n)                                                   \
 	{ k, true, "node_memory_" n "_bytes",                                 \
 	  "Memory information field " n "_bytes." }
 #define PROCFS_MEM_B(k) PROCFS_MEM_KB(#k, #k)
 #define PROCFS_MEM_N(k)                                                       \
 	{ #k, false, "node_memory_" #k, "Memory information field " #k "." }
+/* clang-format on */
 static const struct procfs_mem_known {
 	const char *key;
 	bool kb;
 	const char *name;
 	const char *help;
 } procfs_mem_known[] = {
-	PROCFS_MEM_B(MemTotal), PROCFS_MEM_B(MemFree),
-	PROCFS_MEM_B(MemAvailable), PROCFS_MEM_B(Buffers),
-	PROCFS_MEM_B(Cached), PROCFS_MEM_B(SwapCached),
-	PROCFS_MEM_B(Active), PROCFS_MEM_B(Inactive),
+	PROCFS_MEM_B(MemTotal),
+	PROCFS_MEM_B(MemFree),
+	PROCFS_MEM_B(MemAvailable),
+	PROCFS_MEM_B(Buffers),
+	PROCFS_MEM_B(Cached),
+	PROCFS_MEM_B(SwapCached),
+	PROCFS_MEM_B(Active),
+	PROCFS_MEM_B(Inactive),
 	PROCFS_MEM_KB("Active(anon)", "Active_anon"),
 	PROCFS_MEM_KB("Inactive(anon)", "Inactive_anon"),
 	PROCFS_MEM_KB("Active(file)", "Active_file"),
 	PROCFS_MEM_KB("Inactive(file)", "Inactive_file"),
-	PROCFS_MEM_B(Unevictable), PROCFS_MEM_B(Mlocked),
-	PROCFS_MEM_B(HighTotal), PROCFS_MEM_B(HighFree),
-	PROCFS_MEM_B(LowTotal), PROCFS_MEM_B(LowFree),
-	PROCFS_MEM_B(MmapCopy), PROCFS_MEM_B(SwapTotal),
-	PROCFS_MEM_B(SwapFree), PROCFS_MEM_B(Zswap),
-	PROCFS_MEM_B(Zswapped), PROCFS_MEM_B(Dirty),
-	PROCFS_MEM_B(Writeback), PROCFS_MEM_B(AnonPages),
-	PROCFS_MEM_B(Mapped), PROCFS_MEM_B(Shmem),
-	PROCFS_MEM_B(KReclaimable), PROCFS_MEM_B(Slab),
-	PROCFS_MEM_B(SReclaimable), PROCFS_MEM_B(SUnreclaim),
-	PROCFS_MEM_B(KernelStack), PROCFS_MEM_B(ShadowCallStack),
-	PROCFS_MEM_B(PageTables), PROCFS_MEM_B(SecPageTables),
-	PROCFS_MEM_B(NFS_Unstable), PROCFS_MEM_B(Bounce),
-	PROCFS_MEM_B(WritebackTmp), PROCFS_MEM_B(CommitLimit),
-	PROCFS_MEM_B(Committed_AS), PROCFS_MEM_B(VmallocTotal),
-	PROCFS_MEM_B(VmallocUsed), PROCFS_MEM_B(VmallocChunk),
-	PROCFS_MEM_B(Percpu), PROCFS_MEM_B(EarlyMemtestBad),
-	PROCFS_MEM_B(HardwareCorrupted), PROCFS_MEM_B(AnonHugePages),
-	PROCFS_MEM_B(ShmemHugePages), PROCFS_MEM_B(ShmemPmdMapped),
-	PROCFS_MEM_B(FileHugePages), PROCFS_MEM_B(FilePmdMapped),
-	PROCFS_MEM_B(CmaTotal), PROCFS_MEM_B(CmaFree),
-	PROCFS_MEM_B(Unaccepted), PROCFS_MEM_B(Balloon),
-	PROCFS_MEM_B(Quicklists), PROCFS_MEM_N(HugePages_Total),
-	PROCFS_MEM_N(HugePages_Free), PROCFS_MEM_N(HugePages_Rsvd),
-	PROCFS_MEM_N(HugePages_Surp), PROCFS_MEM_B(Hugepagesize),
-	PROCFS_MEM_B(Hugetlb), PROCFS_MEM_B(DirectMap4k),
-	PROCFS_MEM_B(DirectMap2M), PROCFS_MEM_B(DirectMap4M),
+	PROCFS_MEM_B(Unevictable),
+	PROCFS_MEM_B(Mlocked),
+	PROCFS_MEM_B(HighTotal),
+	PROCFS_MEM_B(HighFree),
+	PROCFS_MEM_B(LowTotal),
+	PROCFS_MEM_B(LowFree),
+	PROCFS_MEM_B(MmapCopy),
+	PROCFS_MEM_B(SwapTotal),
+	PROCFS_MEM_B(SwapFree),
+	PROCFS_MEM_B(Zswap),
+	PROCFS_MEM_B(Zswapped),
+	PROCFS_MEM_B(Dirty),
+	PROCFS_MEM_B(Writeback),
+	PROCFS_MEM_B(AnonPages),
+	PROCFS_MEM_B(Mapped),
+	PROCFS_MEM_B(Shmem),
+	PROCFS_MEM_B(KReclaimable),
+	PROCFS_MEM_B(Slab),
+	PROCFS_MEM_B(SReclaimable),
+	PROCFS_MEM_B(SUnreclaim),
+	PROCFS_MEM_B(KernelStack),
+	PROCFS_MEM_B(ShadowCallStack),
+	PROCFS_MEM_B(PageTables),
+	PROCFS_MEM_B(SecPageTables),
+	PROCFS_MEM_B(NFS_Unstable),
+	PROCFS_MEM_B(Bounce),
+	PROCFS_MEM_B(WritebackTmp),
+	PROCFS_MEM_B(CommitLimit),
+	PROCFS_MEM_B(Committed_AS),
+	PROCFS_MEM_B(VmallocTotal),
+	PROCFS_MEM_B(VmallocUsed),
+	PROCFS_MEM_B(VmallocChunk),
+	PROCFS_MEM_B(Percpu),
+	PROCFS_MEM_B(EarlyMemtestBad),
+	PROCFS_MEM_B(HardwareCorrupted),
+	PROCFS_MEM_B(AnonHugePages),
+	PROCFS_MEM_B(ShmemHugePages),
+	PROCFS_MEM_B(ShmemPmdMapped),
+	PROCFS_MEM_B(FileHugePages),
+	PROCFS_MEM_B(FilePmdMapped),
+	PROCFS_MEM_B(CmaTotal),
+	PROCFS_MEM_B(CmaFree),
+	PROCFS_MEM_B(Unaccepted),
+	PROCFS_MEM_B(Balloon),
+	PROCFS_MEM_B(Quicklists),
+	PROCFS_MEM_N(HugePages_Total),
+	PROCFS_MEM_N(HugePages_Free),
+	PROCFS_MEM_N(HugePages_Rsvd),
+	PROCFS_MEM_N(HugePages_Surp),
+	PROCFS_MEM_B(Hugepagesize),
+	PROCFS_MEM_B(Hugetlb),
+	PROCFS_MEM_B(DirectMap4k),
+	PROCFS_MEM_B(DirectMap2M),
+	PROCFS_MEM_B(DirectMap4M),
 	PROCFS_MEM_B(DirectMap1G),
 };
 
@@ -167,9 +203,9 @@ struct procfs {
 	char *root; /* option: procfs mount point */
 
 	struct procfs_file files[PROCFS_NFILES];
-	char *buf;  /* read buffer, grows to the largest file */
+	char *buf; /* read buffer, grows to the largest file */
 	size_t cap;
-	double hz;  /* USER_HZ, the unit of /proc/stat times */
+	double hz; /* USER_HZ, the unit of /proc/stat times */
 	struct tally_labels *empty;
 
 	struct procfs_cpu *cpus; /* by CPU id; NULL entries never seen */
@@ -282,8 +318,8 @@ static int procfs_parse_cpu(const char *line, struct procfs_cpu_row *r)
  * any other character not valid in a Prometheus name becomes '_'.
  * Return: the name's length, or -1 if it does not fit or @len is 0.
  */
-static int procfs_meminfo_name(const char *key, size_t len, bool kb,
-			       char *out, size_t size)
+static int procfs_meminfo_name(const char *key, size_t len, bool kb, char *out,
+			       size_t size)
 {
 	static const char prefix[] = "node_memory_";
 	static const char suffix[] = "_bytes";
@@ -338,8 +374,7 @@ static int procfs_parse_meminfo(const char *line, struct procfs_mem_row *r)
 
 	while (*colon && *colon != ':' && *colon != '\n')
 		colon++;
-	if (*colon != ':' || colon == line ||
-	    colon - line >= PROCFS_MEMKEY_MAX)
+	if (*colon != ':' || colon == line || colon - line >= PROCFS_MEMKEY_MAX)
 		return -1;
 	r->key = line;
 	r->key_len = (size_t)(colon - line);
@@ -372,8 +407,8 @@ static int procfs_parse_loadavg(const char *text, double out[3])
 		if (!((*s >= '0' && *s <= '9') || *s == '.'))
 			return -1;
 		out[i] = strtod(s, &end);
-		if (end == s || (*end != ' ' && *end != '\t' &&
-				 *end != '\n' && *end != '\0'))
+		if (end == s || (*end != ' ' && *end != '\t' && *end != '\n' &&
+				 *end != '\0'))
 			return -1;
 		s = end;
 	}
@@ -432,8 +467,7 @@ static int procfs_parse_psi(const char *text, struct procfs_psi *r)
 /* Files. */
 
 static void procfs_file_failed(struct tally_instance *inst, struct procfs *p,
-			       struct procfs_file *f, int err,
-			       const char *what)
+			       struct procfs_file *f, int err, const char *what)
 {
 	if (f->err == err)
 		return;
@@ -617,9 +651,8 @@ static struct procfs_cpu *procfs_cpu(struct procfs *p, unsigned id)
 
 		snprintf(cpu, sizeof(cpu), "%u", id);
 		for (int m = 0; m < PROCFS_CPU_MODES; m++) {
-			c->mode[m] = tally_labels_newv("cpu", cpu, "mode",
-						       procfs_cpu_modes[m],
-						       NULL);
+			c->mode[m] = tally_labels_newv(
+				"cpu", cpu, "mode", procfs_cpu_modes[m], NULL);
 			if (!c->mode[m]) {
 				while (m-- > 0) {
 					tally_labels_unref(c->mode[m]);
@@ -652,21 +685,22 @@ static int procfs_emit_cpu(struct procfs *p, struct tally_batch *b,
 	/* guest and guest_nice, as node_exporter's mode="user"/"nice" */
 	for (unsigned g = PROCFS_CPU_MODES; g < r->n; g++)
 		if (procfs_put(b, TALLY_COUNTER, "node_cpu_guest_seconds_total",
-			       procfs_guest_help,
-			       c->mode[g - PROCFS_CPU_MODES],
+			       procfs_guest_help, c->mode[g - PROCFS_CPU_MODES],
 			       (double)r->v[g] / p->hz, ts) < 0)
 			return -1;
 	return 0;
 }
 
 /* The single-value lines of /proc/stat that node_exporter exports. */
+/* clang-format off */
 #define PROCFS_STAT_LINE(k, m, n, t, h)                                       \
 	{ .key = k " ", .key_len = sizeof(k), .more = (m), .name = (n),        \
 	  .type = (t), .help = (h) }
+/* clang-format on */
 static const struct procfs_stat_line {
 	const char *key; /* with its trailing space */
 	size_t key_len;
-	bool more;	 /* more numbers follow the first (intr) */
+	bool more; /* more numbers follow the first (intr) */
 	const char *name;
 	enum tally_metric_type type;
 	const char *help;
@@ -675,10 +709,10 @@ static const struct procfs_stat_line {
 			 "Total number of interrupts serviced."),
 	PROCFS_STAT_LINE("ctxt", false, "node_context_switches_total",
 			 TALLY_COUNTER, "Total number of context switches."),
-	PROCFS_STAT_LINE("btime", false, "node_boot_time_seconds",
-			 TALLY_GAUGE, "Node boot time, in unixtime."),
-	PROCFS_STAT_LINE("processes", false, "node_forks_total",
-			 TALLY_COUNTER, "Total number of forks."),
+	PROCFS_STAT_LINE("btime", false, "node_boot_time_seconds", TALLY_GAUGE,
+			 "Node boot time, in unixtime."),
+	PROCFS_STAT_LINE("processes", false, "node_forks_total", TALLY_COUNTER,
+			 "Total number of forks."),
 	PROCFS_STAT_LINE("procs_running", false, "node_procs_running",
 			 TALLY_GAUGE, "Number of processes in runnable state."),
 	PROCFS_STAT_LINE("procs_blocked", false, "node_procs_blocked",
@@ -706,8 +740,9 @@ static int procfs_read_stat(struct tally_instance *inst, struct procfs *p,
 			else if (procfs_emit_cpu(p, b, &r, ts) < 0)
 				return -1;
 		} else {
-			for (size_t i = 0; i < sizeof(procfs_stat_lines) /
-						       sizeof(procfs_stat_lines[0]);
+			for (size_t i = 0;
+			     i < sizeof(procfs_stat_lines) /
+					 sizeof(procfs_stat_lines[0]);
 			     i++) {
 				const struct procfs_stat_line *k =
 					&procfs_stat_lines[i];
@@ -838,7 +873,7 @@ static int procfs_read_meminfo(struct tally_instance *inst, struct procfs *p,
 		v = r.kb ? (double)r.value * 1024.0 : (double)r.value;
 		if (procfs_put(b, TALLY_GAUGE, name, help, p->empty, v, ts) < 0)
 			return -1;
-next:
+	next:
 		if (!nl)
 			break;
 		line = nl + 1;
@@ -880,22 +915,20 @@ static const struct procfs_psi_map {
 	const char *full, *full_help;
 } procfs_psi_map[] = {
 	{ PROCFS_PSI_CPU, "node_pressure_cpu_waiting_seconds_total",
-	  "Total time in seconds that processes have waited for CPU time",
-	  NULL, NULL },
+	  "Total time in seconds that processes have waited for CPU time", NULL,
+	  NULL },
 	{ PROCFS_PSI_IO, "node_pressure_io_waiting_seconds_total",
 	  "Total time in seconds that processes have waited due to IO "
 	  "congestion",
 	  "node_pressure_io_stalled_seconds_total",
 	  "Total time in seconds no process could make progress due to IO "
 	  "congestion" },
-	{ PROCFS_PSI_MEMORY,
-	  "node_pressure_memory_waiting_seconds_total",
+	{ PROCFS_PSI_MEMORY, "node_pressure_memory_waiting_seconds_total",
 	  "Total time in seconds that processes have waited for memory",
 	  "node_pressure_memory_stalled_seconds_total",
 	  "Total time in seconds no process could make progress due to "
 	  "memory congestion" },
-	{ PROCFS_PSI_IRQ, NULL, NULL,
-	  "node_pressure_irq_stalled_seconds_total",
+	{ PROCFS_PSI_IRQ, NULL, NULL, "node_pressure_irq_stalled_seconds_total",
 	  "Total time in seconds no process could make progress due to IRQ "
 	  "congestion" },
 };
@@ -903,8 +936,8 @@ static const struct procfs_psi_map {
 static int procfs_read_psi(struct tally_instance *inst, struct procfs *p,
 			   struct tally_batch *b, int64_t ts)
 {
-	for (size_t i = 0; i < sizeof(procfs_psi_map) / sizeof(procfs_psi_map[0]);
-	     i++) {
+	for (size_t i = 0;
+	     i < sizeof(procfs_psi_map) / sizeof(procfs_psi_map[0]); i++) {
 		const struct procfs_psi_map *m = &procfs_psi_map[i];
 		const char *text = procfs_load(inst, p, m->file);
 		struct procfs_psi r;

@@ -24,12 +24,12 @@
 
 #include "procfs-alloc.h"
 
-#define HEADER2                                                               \
-	" face |bytes    packets errs drop fifo frame compressed multicast|"   \
+#define HEADER2                                                              \
+	" face |bytes    packets errs drop fifo frame compressed multicast|" \
 	"bytes    packets errs drop fifo colls carrier compressed\n"
 #define HEADER HEADER2 /* preceded by the first header line */
-#define HEADER1                                                               \
-	"Inter-|   Receive                                                |"   \
+#define HEADER1                                                              \
+	"Inter-|   Receive                                                |" \
 	"  Transmit\n"
 
 static void test_header(void)
@@ -91,8 +91,8 @@ static void test_line(void)
 		{ "vlan.12: 7 1 0 0 0 0 0 0 9 2 0 0 0 0 0 5", 0, "vlan.12", 16,
 		  7, 5 },
 		/* a name with ':' (an alias on old kernels) */
-		{ "eth0:1: 5 1 0 0 0 0 0 0 6 2 0 0 0 0 0 0", 0, "eth0:1", 16,
-		  5, 0 },
+		{ "eth0:1: 5 1 0 0 0 0 0 0 6 2 0 0 0 0 0 0", 0, "eth0:1", 16, 5,
+		  0 },
 		/* "%6s:%8lu": a wide first counter touches the colon */
 		{ "  eth0:1234567890 2 0 0 0 0 0 0 3 4 0 0 0 0 0 9", 0, "eth0",
 		  16, 1234567890, 9 },
@@ -106,7 +106,8 @@ static void test_line(void)
 		{ .line = "eth0: 1 x 3", .ret = -1 },
 		{ .line = "eth0: 1 2x 3", .ret = -1 },
 		{ .line = "eth0: 18446744073709551616", .ret = -1 },
-		{ .line = "a-name-that-is-far-too-long-to-be-any-interface-name-"
+		{ .line = "a-name-that-is-far-too-long-to-be-any-interface-"
+			  "name-"
 			  "at-all-really: 1",
 		  .ret = -1 },
 	};
@@ -152,8 +153,8 @@ static void test_filters(void)
 	nd.include = (struct tally_strlist){ 2, inc };
 	nd.exclude = (struct tally_strlist){ 2, exc };
 	ok(netdev_compile(NULL, "include", &nd.include, &nd.inc_re) == 0 &&
-		   netdev_compile(NULL, "exclude", &nd.exclude,
-				  &nd.exc_re) == 0,
+		   netdev_compile(NULL, "exclude", &nd.exclude, &nd.exc_re) ==
+			   0,
 	   "expressions compile");
 	ok(netdev_wanted(&nd, "eth0"), "eth0 included");
 	ok(netdev_wanted(&nd, "ib0"), "ib0 included");
@@ -218,10 +219,10 @@ static void put_netclass(const char *dev, const char *oper, const char *mtu,
 {
 	char rel[128];
 
-#define ATTR(f, v)                                                            \
-	do {                                                                  \
-		snprintf(rel, sizeof(rel), "sys/class/net/%s/" f, dev);      \
-		put(rel, "%s\n", v);                                          \
+#define ATTR(f, v)                                                      \
+	do {                                                            \
+		snprintf(rel, sizeof(rel), "sys/class/net/%s/" f, dev); \
+		put(rel, "%s\n", v);                                    \
 	} while (0)
 	ATTR("operstate", oper);
 	ATTR("carrier", "1");
@@ -241,11 +242,11 @@ static void put_ib_port(const char *dev, int port, unsigned long long rcv,
 {
 	char rel[160];
 
-#define IB(f, ...)                                                            \
-	do {                                                                  \
-		snprintf(rel, sizeof(rel),                                    \
-			 "sys/class/infiniband/%s/ports/%d/" f, dev, port);   \
-		put(rel, __VA_ARGS__);                                        \
+#define IB(f, ...)                                                          \
+	do {                                                                \
+		snprintf(rel, sizeof(rel),                                  \
+			 "sys/class/infiniband/%s/ports/%d/" f, dev, port); \
+		put(rel, __VA_ARGS__);                                      \
 	} while (0)
 	IB("state", "4: ACTIVE\n");
 	IB("phys_state", "5: LinkUp\n");
@@ -258,10 +259,9 @@ static void put_ib_port(const char *dev, int port, unsigned long long rcv,
 #undef IB
 }
 
-static const struct tally_record *find(struct tally_batch *b,
-				       const char *name, const char *k1,
-				       const char *v1, const char *k2,
-				       const char *v2)
+static const struct tally_record *find(struct tally_batch *b, const char *name,
+				       const char *k1, const char *v1,
+				       const char *k2, const char *v2)
 {
 	for (size_t i = 0; i < tally_batch_count(b); i++) {
 		const struct tally_record *r = tally_batch_at(b, i);
@@ -289,7 +289,7 @@ static double val(struct tally_batch *b, const char *name, const char *k1,
 	return r ? r->metric.value : NAN;
 }
 
-#define DEV(b, name, dev) val(b, name, "device", dev, NULL, NULL)
+#define DEV(b, name, dev)	 val(b, name, "device", dev, NULL, NULL)
 #define PORT(b, name, dev, port) val(b, name, "device", dev, "port", port)
 
 static size_t count_dev(struct tally_batch *b, const char *dev)
@@ -334,8 +334,7 @@ static void test_plugin(void)
 
 	snprintf(root, sizeof(root), "%s/proc", tmpdir);
 	snprintf(sys, sizeof(sys), "%s/sys", tmpdir);
-	put("proc/net/dev",
-	    HEADER1 HEADER
+	put("proc/net/dev", HEADER1 HEADER
 	    "    lo:    3267      29    0    0    0     0          0         0"
 	    "     3267      29    0    0    0     0       0          0\n"
 	    "  eth0:1234567890 1369 1 2 3 4 5 6 59278 676 7 8 9 10 11 12\n"
@@ -363,23 +362,23 @@ static void test_plugin(void)
 	ok(netdev_init(NULL, &nd) == 0, "init on a fixture tree");
 
 	b = tick(&nd);
-	cmp_ok(DEV(b, "node_network_receive_bytes_total", "eth0"), "==",
-	       1234567890, "eth0 rx bytes (no space after the colon)");
-	cmp_ok(DEV(b, "node_network_receive_packets_total", "eth0"), "==",
-	       1369, "eth0 rx packets");
+	cmp_ok(DEV(b, "node_network_receive_bytes_total", "eth0"),
+	       "==", 1234567890, "eth0 rx bytes (no space after the colon)");
+	cmp_ok(DEV(b, "node_network_receive_packets_total", "eth0"), "==", 1369,
+	       "eth0 rx packets");
 	cmp_ok(DEV(b, "node_network_receive_multicast_total", "eth0"), "==", 6,
 	       "eth0 rx multicast");
-	cmp_ok(DEV(b, "node_network_transmit_bytes_total", "eth0"), "==",
-	       59278, "eth0 tx bytes");
+	cmp_ok(DEV(b, "node_network_transmit_bytes_total", "eth0"), "==", 59278,
+	       "eth0 tx bytes");
 	cmp_ok(DEV(b, "node_network_transmit_colls_total", "eth0"), "==", 10,
 	       "eth0 tx colls");
-	cmp_ok(DEV(b, "node_network_transmit_compressed_total", "eth0"), "==",
-	       12, "eth0 tx compressed");
-	r = find(b, "node_network_transmit_bytes_total", "device", "eth0",
-		 NULL, NULL);
+	cmp_ok(DEV(b, "node_network_transmit_compressed_total", "eth0"),
+	       "==", 12, "eth0 tx compressed");
+	r = find(b, "node_network_transmit_bytes_total", "device", "eth0", NULL,
+		 NULL);
 	ok(r && r->metric.type == TALLY_COUNTER, "counters are counters");
-	cmp_ok(DEV(b, "node_network_receive_bytes_total", "eth0.100"), "==",
-	       10, "a name with a dot");
+	cmp_ok(DEV(b, "node_network_receive_bytes_total", "eth0.100"), "==", 10,
+	       "a name with a dot");
 	cmp_ok(DEV(b, "node_network_transmit_bytes_total", "abcdefghijklmno"),
 	       "==", 2, "a 15-character name");
 	cmp_ok(count_dev(b, "skipme0"), "==", 0, "excluded device absent");
@@ -426,8 +425,7 @@ static void test_plugin(void)
 	cmp_ok(val(b, "omnistat_network_tx_bytes", "device_class", "net",
 		   "interface", "eth0"),
 	       "==", 59278, "omnistat tx of eth0");
-	ok(!find(b, "omnistat_network_rx_bytes", "interface", "lo", NULL,
-		 NULL),
+	ok(!find(b, "omnistat_network_rx_bytes", "interface", "lo", NULL, NULL),
 	   "omnistat leaves out lo");
 	r = find(b, "omnistat_network_rx_bytes", "interface", "eth0", NULL,
 		 NULL);
@@ -439,8 +437,8 @@ static void test_plugin(void)
 	cmp_ok(PORT(b, "node_infiniband_port_data_transmitted_bytes_total",
 		    "mlx5_0", "1"),
 	       "==", 10000, "port_xmit_data counts 4-byte words");
-	cmp_ok(PORT(b, "node_infiniband_port_packets_received_total",
-		    "mlx5_0", "1"),
+	cmp_ok(PORT(b, "node_infiniband_port_packets_received_total", "mlx5_0",
+		    "1"),
 	       "==", 1000, "packets as read");
 	cmp_ok(PORT(b, "node_infiniband_symbol_error_total", "mlx5_0", "1"),
 	       "==", 2, "errors as read");
@@ -451,8 +449,7 @@ static void test_plugin(void)
 	       "state id");
 	cmp_ok(PORT(b, "node_infiniband_physical_state_id", "mlx5_0", "1"),
 	       "==", 5, "physical state id");
-	cmp_ok(PORT(b, "node_infiniband_rate_bytes_per_second", "mlx5_0",
-		    "1"),
+	cmp_ok(PORT(b, "node_infiniband_rate_bytes_per_second", "mlx5_0", "1"),
 	       "==", 12.5e9, "rate");
 	r = find(b, "node_infiniband_info", "device", "mlx5_0", NULL, NULL);
 	ok(r && r->metric.type == TALLY_INFO, "HCA info");
@@ -466,11 +463,11 @@ static void test_plugin(void)
 	cmp_ok(PORT(b, "node_infiniband_legacy_data_received_bytes_total",
 		    "mlx4_0", "1"),
 	       "==", 17179869184.0, "counters_ext data in 4-byte words");
-	cmp_ok(val(b, "omnistat_network_rx_bytes", "device_class",
-		   "infiniband", "interface", "mlx5_0:1"),
+	cmp_ok(val(b, "omnistat_network_rx_bytes", "device_class", "infiniband",
+		   "interface", "mlx5_0:1"),
 	       "==", 4000000, "omnistat rx of an HCA port");
-	cmp_ok(val(b, "omnistat_network_tx_bytes", "device_class",
-		   "infiniband", "interface", "mlx5_0:1"),
+	cmp_ok(val(b, "omnistat_network_tx_bytes", "device_class", "infiniband",
+		   "interface", "mlx5_0:1"),
 	       "==", 10000, "omnistat tx of an HCA port");
 	tally_batch_unref(b);
 
@@ -480,9 +477,8 @@ static void test_plugin(void)
 	 * is removed, a new interface appears, and eth0's sysfs goes down.
 	 */
 	put("proc/net/dev",
-	    HEADER1 HEADER
-	    "    lo: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n"
-	    "  new0: 9 1 0 0 0 0 0 0 8 1 0 0 0 0 0 0\n");
+	    HEADER1 HEADER "    lo: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n"
+			   "  new0: 9 1 0 0 0 0 0 0 8 1 0 0 0 0 0 0\n");
 	put_ib_port("mlx5_0", 1, 10, 2500);
 	rmtree("sys/class/infiniband/mlx4_0");
 	b = tick(&nd);
@@ -555,8 +551,7 @@ static void test_odd_header(void)
 	       "columns follow the header");
 	cmp_ok(DEV(b, "node_network_receive_frobs_total", "eth0"), "==", 7,
 	       "unknown column exported under node_exporter's rule");
-	r = find(b, "node_network_receive_frobs_total", NULL, NULL, NULL,
-		 NULL);
+	r = find(b, "node_network_receive_frobs_total", NULL, NULL, NULL, NULL);
 	is(r ? r->metric.help : NULL, "Network device statistic receive_frobs.",
 	   "with a help text");
 	cmp_ok(DEV(b, "node_network_transmit_bytes_total", "eth0"), "==", 200,
@@ -585,9 +580,8 @@ static void test_no_alloc(void)
 	snprintf(sys, sizeof(sys), "%s/sys", tmpdir);
 	rmtree("proc/net/dev");
 	put("proc/net/dev",
-	    HEADER1 HEADER
-	    "    lo: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n"
-	    "  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n");
+	    HEADER1 HEADER "    lo: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n"
+			   "  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n");
 	setup(&nd, root, sys);
 	nd.omnistat = true;
 	netdev_init(NULL, &nd);

@@ -69,20 +69,30 @@ static void test_parse_cpu(void)
 		uint64_t v[10];
 	} cases[] = {
 		/* Linux >= 2.6.33: ten columns */
-		{ "cpu0 660 1 642 33869 17 2 4 3 5 6\n", 0, 0, 10,
+		{ "cpu0 660 1 642 33869 17 2 4 3 5 6\n",
+		  0,
+		  0,
+		  10,
 		  { 660, 1, 642, 33869, 17, 2, 4, 3, 5, 6 } },
 		/* 2.6.9: seven columns, no steal/guest */
-		{ "cpu12 10 20 30 40 50 60 70", 0, 12, 7,
+		{ "cpu12 10 20 30 40 50 60 70",
+		  0,
+		  12,
+		  7,
 		  { 10, 20, 30, 40, 50, 60, 70 } },
 		/* 2.4: four columns */
 		{ "cpu3 1 2 3 4\n", 0, 3, 4, { 1, 2, 3, 4 } },
 		/* a future column is ignored */
-		{ "cpu1 1 2 3 4 5 6 7 8 9 10 11\n", 0, 1, 10,
+		{ "cpu1 1 2 3 4 5 6 7 8 9 10 11\n",
+		  0,
+		  1,
+		  10,
 		  { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 } },
 		{ "cpu65535 1 2 3 4", 0, 65535, 4, { 1, 2, 3, 4 } },
-		{ .line = "cpu  1 2 3 4 5 6 7 8 9 10", .ret = -1 },	/* the aggregate */
-		{ .line = "cpu65536 1 2 3 4", .ret = -1 },		/* absurd id */
-		{ .line = "cpu2 1 2 3", .ret = -1 },			/* too few */
+		{ .line = "cpu  1 2 3 4 5 6 7 8 9 10",
+		  .ret = -1 },				   /* the aggregate */
+		{ .line = "cpu65536 1 2 3 4", .ret = -1 }, /* absurd id */
+		{ .line = "cpu2 1 2 3", .ret = -1 },	   /* too few */
 		{ .line = "cpu2 1 2 x 4", .ret = -1 },
 		{ .line = "cpu2x 1 2 3 4", .ret = -1 },
 		{ .line = "cpu2 1 2 3 18446744073709551616", .ret = -1 },
@@ -100,8 +110,8 @@ static void test_parse_cpu(void)
 		cmp_ok(r.n, "==", cases[i].n, "cpu line %zu columns", i);
 		for (unsigned k = 0; k < r.n && k < cases[i].n; k++)
 			if (r.v[k] != cases[i].v[k])
-				ok(0, "cpu line %zu column %u: %llu != %llu",
-				   i, k, (unsigned long long)r.v[k],
+				ok(0, "cpu line %zu column %u: %llu != %llu", i,
+				   k, (unsigned long long)r.v[k],
 				   (unsigned long long)cases[i].v[k]);
 	}
 }
@@ -116,11 +126,12 @@ static void test_meminfo(void)
 	} cases[] = {
 		{ "MemTotal:       24598232 kB\n", 0,
 		  "node_memory_MemTotal_bytes", 24598232 },
-		{ "Active(anon):      20 kB", 0, "node_memory_Active_anon_bytes",
-		  20 },
-		{ "HugePages_Total:       0\n", 0, "node_memory_HugePages_Total",
+		{ "Active(anon):      20 kB", 0,
+		  "node_memory_Active_anon_bytes", 20 },
+		{ "HugePages_Total:       0\n", 0,
+		  "node_memory_HugePages_Total", 0 },
+		{ "NFS_Unstable:  0 kB", 0, "node_memory_NFS_Unstable_bytes",
 		  0 },
-		{ "NFS_Unstable:  0 kB", 0, "node_memory_NFS_Unstable_bytes", 0 },
 		{ "Odd-name(x y):  5 kB", 0, "node_memory_Odd_name_x_y_bytes",
 		  5 },
 		{ .line = "Broken 12 kB", .ret = -1 },
@@ -128,7 +139,8 @@ static void test_meminfo(void)
 		{ .line = "MemFree:", .ret = -1 },
 		{ .line = "MemFree:  12 MB", .ret = -1 },
 		{ .line = "MemFree:  12 kB extra", .ret = -1 },
-		{ .line = "AVeryLongFieldNameThatNoKernelWouldEverPrintInMeminfo"
+		{ .line = "AVeryLongFieldNameThatNoKernelWouldEverPrintInMeminf"
+			  "o"
 			  "AtAllReally: 1",
 		  .ret = -1 },
 	};
@@ -138,8 +150,9 @@ static void test_meminfo(void)
 		char name[128];
 		int ret = procfs_parse_meminfo(cases[i].line, &r);
 
-		cmp_ok(ret, "==", cases[i].ret, "meminfo line '%.20s' returns %d",
-		       cases[i].line, cases[i].ret);
+		cmp_ok(ret, "==", cases[i].ret,
+		       "meminfo line '%.20s' returns %d", cases[i].line,
+		       cases[i].ret);
 		if (ret != 0 || cases[i].ret != 0)
 			continue;
 		cmp_ok(r.value, "==", cases[i].value, "meminfo '%.20s' value",
@@ -218,10 +231,9 @@ static void put(const char *rel, const char *fmt, ...)
 	fclose(f);
 }
 
-static const struct tally_record *find(struct tally_batch *b,
-				       const char *name, const char *k1,
-				       const char *v1, const char *k2,
-				       const char *v2)
+static const struct tally_record *find(struct tally_batch *b, const char *name,
+				       const char *k1, const char *v1,
+				       const char *k2, const char *v2)
 {
 	for (size_t i = 0; i < tally_batch_count(b); i++) {
 		const struct tally_record *r = tally_batch_at(b, i);
@@ -262,7 +274,7 @@ static double val(struct tally_batch *b, const char *name, const char *k1,
 	return r ? r->metric.value : NAN;
 }
 
-#define CPU(b, id, mode)                                                      \
+#define CPU(b, id, mode) \
 	val(b, "node_cpu_seconds_total", "cpu", id, "mode", mode)
 #define G(b, name) val(b, name, NULL, NULL, NULL, NULL)
 
@@ -289,24 +301,22 @@ static void test_plugin(void)
 		return;
 	}
 	/* cpu2 is offline: a hole, not a zero series */
-	put("stat",
-	    "cpu  3000 30 1000 90000 100 0 60 9 0 0\n"
-	    "cpu0 2646 10 500 45000 50 0 30 4 7 1\n"
-	    "cpu1 354 20 500 45000 50 0 30 5 0 0\n"
-	    "cpu3 1 2 3 4 5 6 7 8 9 10\n"
-	    "intr 132826 0 0 0 1 16\n"
-	    "ctxt 296842\n"
-	    "btime 1795965488\n"
-	    "processes 6251\n"
-	    "procs_running 3\n"
-	    "procs_blocked 1\n"
-	    "softirq 88701 0 8198 4 1652 40661 0 2 19291 0 18893\n");
-	put("meminfo",
-	    "MemTotal:       24598232 kB\n"
-	    "MemFree:        23000000 kB\n"
-	    "Active(anon):         20 kB\n"
-	    "HugePages_Total:       4\n"
-	    "Brand(new):            3 kB\n");
+	put("stat", "cpu  3000 30 1000 90000 100 0 60 9 0 0\n"
+		    "cpu0 2646 10 500 45000 50 0 30 4 7 1\n"
+		    "cpu1 354 20 500 45000 50 0 30 5 0 0\n"
+		    "cpu3 1 2 3 4 5 6 7 8 9 10\n"
+		    "intr 132826 0 0 0 1 16\n"
+		    "ctxt 296842\n"
+		    "btime 1795965488\n"
+		    "processes 6251\n"
+		    "procs_running 3\n"
+		    "procs_blocked 1\n"
+		    "softirq 88701 0 8198 4 1652 40661 0 2 19291 0 18893\n");
+	put("meminfo", "MemTotal:       24598232 kB\n"
+		       "MemFree:        23000000 kB\n"
+		       "Active(anon):         20 kB\n"
+		       "HugePages_Total:       4\n"
+		       "Brand(new):            3 kB\n");
 	put("loadavg", "0.00 0.04 12.50 1/92 6251\n");
 	put("pressure/cpu", "some avg10=4.80 avg60=1.19 avg300=0.59 "
 			    "total=1500000\n");
@@ -384,8 +394,8 @@ static void test_plugin(void)
 	ok(!find(b, "node_pressure_memory_waiting_seconds_total", NULL, NULL,
 		 NULL, NULL),
 	   "absent pressure/memory exports nothing");
-	ok(!find(b, "node_pressure_cpu_stalled_seconds_total", NULL, NULL,
-		 NULL, NULL),
+	ok(!find(b, "node_pressure_cpu_stalled_seconds_total", NULL, NULL, NULL,
+		 NULL),
 	   "no cpu stalled series (node_exporter has none)");
 	tally_batch_unref(b);
 

@@ -32,13 +32,14 @@
 
 #include "netdev.h"
 
-#define NETDEV_IB(file, m, n, h)                                              \
-	{ file, m, "node_infiniband_" n, h }
+/* clang-format off */
+#define NETDEV_IB(file, m, n, h) { file, m, "node_infiniband_" n, h }
+/* clang-format on */
 
 /* Counter files per port, node_exporter's names and help texts. */
 static const struct netdev_ib_counter {
-	const char *file;  /* relative to ports/<n>/ */
-	unsigned mult;	   /* 4 for the 4-byte-word data counters */
+	const char *file; /* relative to ports/<n>/ */
+	unsigned mult;	  /* 4 for the 4-byte-word data counters */
 	const char *name;
 	const char *help;
 } netdev_ib_counters[] = {
@@ -145,7 +146,7 @@ static const struct netdev_ib_counter {
 		  "Number of data packets received on all links"),
 };
 
-#define NETDEV_IB_NCOUNTERS                                                   \
+#define NETDEV_IB_NCOUNTERS \
 	(sizeof(netdev_ib_counters) / sizeof(netdev_ib_counters[0]))
 /* Indexes of the data counters in netdev_ib_counters, for Omnistat. */
 #define NETDEV_IB_RCV_DATA  8
@@ -356,7 +357,8 @@ static int netdev_ib_open_port(struct netdev *nd, struct netdev_ib_dev *d,
 	for (size_t c = 0; c < NETDEV_IB_NCOUNTERS; c++) {
 		p->fd[c] = netdev_openat_file(pfd, netdev_ib_counters[c].file);
 		if (p->fd[c] < 0)
-			p->fd[c] = NETDEV_FD_ABSENT; /* not kept by this driver */
+			p->fd[c] =
+				NETDEV_FD_ABSENT; /* not kept by this driver */
 	}
 	for (int a = 0; a < NETDEV_IB_NATTRS; a++) {
 		p->attr[a] = netdev_openat_file(pfd, netdev_ib_attr_files[a]);
@@ -570,8 +572,7 @@ static int netdev_ib_read_port(struct netdev *nd, struct netdev_ib_dev *d,
 		return -1;
 	if (p->omni && have_data[1] &&
 	    netdev_put(b, TALLY_GAUGE, "omnistat_network_tx_bytes",
-		       "Network transmitted (bytes)", p->omni, data[1],
-		       ts) < 0)
+		       "Network transmitted (bytes)", p->omni, data[1], ts) < 0)
 		return -1;
 	return 0;
 gone:
@@ -607,8 +608,8 @@ int netdev_ib_read(struct tally_instance *inst, struct netdev *nd,
 		nd->ib_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (nd->ib_fd < 0) {
 			if (errno != ENOENT && errno != nd->ib_err)
-				tally_log(inst, LOG_WARNING, "open %s: %s", path,
-					  strerror(errno));
+				tally_log(inst, LOG_WARNING, "open %s: %s",
+					  path, strerror(errno));
 			nd->ib_err = errno;
 			return 0;
 		}

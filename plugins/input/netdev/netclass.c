@@ -27,10 +27,14 @@
 #include "netdev.h"
 
 static const char *const netdev_attr_files[NETDEV_NATTRS] = {
-	[NETDEV_OPERSTATE] = "operstate", [NETDEV_CARRIER] = "carrier",
-	[NETDEV_MTU] = "mtu",		  [NETDEV_SPEED] = "speed",
-	[NETDEV_FLAGS] = "flags",	  [NETDEV_DUPLEX] = "duplex",
-	[NETDEV_ADDRESS] = "address",	  [NETDEV_BROADCAST] = "broadcast",
+	[NETDEV_OPERSTATE] = "operstate",
+	[NETDEV_CARRIER] = "carrier",
+	[NETDEV_MTU] = "mtu",
+	[NETDEV_SPEED] = "speed",
+	[NETDEV_FLAGS] = "flags",
+	[NETDEV_DUPLEX] = "duplex",
+	[NETDEV_ADDRESS] = "address",
+	[NETDEV_BROADCAST] = "broadcast",
 	[NETDEV_IFALIAS] = "ifalias",
 };
 

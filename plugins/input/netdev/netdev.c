@@ -31,12 +31,14 @@
 
 #include "netdev.h"
 
+/* clang-format off */
 #define NETDEV_RX(f)                                                          \
 	{ false, #f, "node_network_receive_" #f "_total",                     \
 	  "Network device statistic receive_" #f "." }
 #define NETDEV_TX(f)                                                          \
 	{ true, #f, "node_network_transmit_" #f "_total",                     \
 	  "Network device statistic transmit_" #f "." }
+/* clang-format on */
 
 /*
  * The columns of /proc/net/dev since Linux 2.2 (net/core/net-procfs.c).
@@ -50,11 +52,11 @@ static const struct netdev_std_col {
 	const char *name;
 	const char *help;
 } netdev_std_cols[] = {
-	NETDEV_RX(bytes), NETDEV_RX(packets),	 NETDEV_RX(errs),
-	NETDEV_RX(drop),  NETDEV_RX(fifo),	 NETDEV_RX(frame),
+	NETDEV_RX(bytes),      NETDEV_RX(packets),   NETDEV_RX(errs),
+	NETDEV_RX(drop),       NETDEV_RX(fifo),	     NETDEV_RX(frame),
 	NETDEV_RX(compressed), NETDEV_RX(multicast), NETDEV_TX(bytes),
-	NETDEV_TX(packets), NETDEV_TX(errs),	 NETDEV_TX(drop),
-	NETDEV_TX(fifo),  NETDEV_TX(colls),	 NETDEV_TX(carrier),
+	NETDEV_TX(packets),    NETDEV_TX(errs),	     NETDEV_TX(drop),
+	NETDEV_TX(fifo),       NETDEV_TX(colls),     NETDEV_TX(carrier),
 	NETDEV_TX(compressed),
 };
 
@@ -148,8 +150,8 @@ ssize_t netdev_pread_small(int fd, char *buf, size_t size)
 int netdev_openat_file(int dirfd, const char *rel)
 {
 	struct stat st;
-	int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY |
-					    O_NONBLOCK);
+	int fd = openat(dirfd, rel,
+			O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0)
 		return -1;
@@ -250,8 +252,8 @@ static int netdev_parse_header(const char *line, struct netdev_layout *l)
 	struct netdev_layout nl = { 0 };
 	const char *end = line + strcspn(line, "\n");
 	const char *bar1 = memchr(line, '|', (size_t)(end - line));
-	const char *bar2 = bar1 ? memchr(bar1 + 1, '|', (size_t)(end - bar1 - 1))
-				: NULL;
+	const char *bar2 =
+		bar1 ? memchr(bar1 + 1, '|', (size_t)(end - bar1 - 1)) : NULL;
 
 	if (!bar2)
 		return -1;
@@ -400,8 +402,8 @@ static void netdev_dev_failed(struct tally_instance *inst, struct netdev *nd,
 		tally_log(inst, LOG_WARNING,
 			  "%s/net/dev: not a regular file, skipped", nd->root);
 	else
-		tally_log(inst, LOG_WARNING, "%s %s/net/dev: %s, skipped",
-			  what, nd->root, strerror(err));
+		tally_log(inst, LOG_WARNING, "%s %s/net/dev: %s, skipped", what,
+			  nd->root, strerror(err));
 }
 
 static const char *netdev_load(struct tally_instance *inst, struct netdev *nd)
@@ -553,9 +555,9 @@ static int netdev_emit_omni(struct netdev *nd, struct netdev_if *ifc,
 	for (unsigned c = 0; c < l->n; c++) {
 		bool tx = c >= l->nrx;
 
-		if (l->col[c].name !=
-		    netdev_std_cols[tx ? NETDEV_STD_TX_BYTES : NETDEV_STD_RX_BYTES]
-			    .name)
+		if (l->col[c].name != netdev_std_cols[tx ? NETDEV_STD_TX_BYTES
+							 : NETDEV_STD_RX_BYTES]
+					      .name)
 			continue;
 		if (netdev_put(b, TALLY_GAUGE,
 			       tx ? "omnistat_network_tx_bytes"
@@ -616,12 +618,11 @@ static int netdev_read_dev(struct tally_instance *inst, struct netdev *nd,
 			goto next;
 		if (netdev_emit_row(nd, ifc, &r, b, ts) < 0)
 			return -1;
-		if (nd->netclass &&
-		    netdev_class_read(inst, nd, ifc, b, ts) < 0)
+		if (nd->netclass && netdev_class_read(inst, nd, ifc, b, ts) < 0)
 			return -1;
 		if (ifc->omni && netdev_emit_omni(nd, ifc, &r, b, ts) < 0)
 			return -1;
-next:
+	next:
 		line = strchr(line, '\n');
 	}
 	netdev_if_gc(nd);
@@ -719,8 +720,8 @@ static int netdev_init(struct tally_instance *inst, void *state)
 	if (nd->netclass) {
 		n = snprintf(path, sizeof(path), "%s/class/net", nd->sysfs);
 		if (n > 0 && (size_t)n < sizeof(path))
-			nd->class_net_fd = open(path, O_PATH | O_DIRECTORY |
-							      O_CLOEXEC);
+			nd->class_net_fd =
+				open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (nd->class_net_fd < 0)
 			tally_log(inst, LOG_INFO,
 				  "%s: %s, no interface attributes", path,

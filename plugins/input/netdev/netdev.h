@@ -118,25 +118,25 @@ struct netdev {
 	bool infiniband;
 	bool omnistat;
 
-	regex_t *inc_re;	/* compiled @include, @include.n of them */
-	regex_t *exc_re;	/* compiled @exclude */
+	regex_t *inc_re; /* compiled @include, @include.n of them */
+	regex_t *exc_re; /* compiled @exclude */
 	struct tally_labels *empty;
 
-	int dev_fd;		/* <root>/net/dev, -1 while not open */
-	int dev_err;		/* errno of its last logged failure */
-	int class_net_fd;	/* <sysfs>/class/net (O_PATH), -1 if absent */
-	char *buf;		/* read buffer for /proc/net/dev */
+	int dev_fd;	  /* <root>/net/dev, -1 while not open */
+	int dev_err;	  /* errno of its last logged failure */
+	int class_net_fd; /* <sysfs>/class/net (O_PATH), -1 if absent */
+	char *buf;	  /* read buffer for /proc/net/dev */
 	size_t cap;
 	struct netdev_layout layout;
-	bool layout_ok;		/* @layout matches the current header */
+	bool layout_ok; /* @layout matches the current header */
 
-	uint64_t gen;		/* tick counter, for struct netdev_if.seen */
-	struct netdev_if *ifs;	/* in file order */
+	uint64_t gen;	       /* tick counter, for struct netdev_if.seen */
+	struct netdev_if *ifs; /* in file order */
 	size_t nifs, ifs_cap;
 
-	int ib_fd;		/* <sysfs>/class/infiniband, -1 if absent */
+	int ib_fd; /* <sysfs>/class/infiniband, -1 if absent */
 	int ib_err;
-	int64_t ib_retry_ns;	/* monotonic time of the next open attempt */
+	int64_t ib_retry_ns; /* monotonic time of the next open attempt */
 	struct netdev_ib_dev *ibs;
 	size_t nibs;
 };

@@ -52,3 +52,5 @@ TESTS += t/t3005-zmq-trace-omnistat.t
 EXTRA_DIST += t/t3005-zmq-trace-omnistat.t
 TESTS += t/t3006-zmq-trace-abandon.t
 EXTRA_DIST += t/t3006-zmq-trace-abandon.t
+TESTS += t/t3007-zmq-trace-wakeups.t
+EXTRA_DIST += t/t3007-zmq-trace-wakeups.t

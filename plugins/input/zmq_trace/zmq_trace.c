@@ -117,7 +117,7 @@ struct zmq_trace {
 	uint64_t received;
 	uint64_t malformed;
 	uint64_t client_dropped;
-	uint64_t wakeups;
+	uint64_t wakeups; /* fd events and cooldown expiries: loop sleeps */
 	uint64_t drains;
 
 	struct zmq_trace_event ev; /* decode scratch, 3 KB: off the stack */
@@ -248,7 +248,6 @@ static void zmq_trace_run(struct zmq_trace *zt)
 	unsigned max = (unsigned)zt->max_messages_per_wakeup;
 	unsigned n;
 
-	zt->wakeups++;
 	n = zmq_trace_drain(zt, max);
 	if (n == max) {
 		/*
@@ -272,12 +271,18 @@ static void zmq_trace_on_fd(evutil_socket_t fd, short what, void *arg)
 	struct zmq_trace *zt = arg;
 
 	event_del(zt->fd_ev);
+	zt->wakeups++;
 	zmq_trace_run(zt);
 }
 
 static void zmq_trace_on_drain(evutil_socket_t fd, short what, void *arg)
 {
-	zmq_trace_run(arg);
+	struct zmq_trace *zt = arg;
+
+	/* A yield or a 0 s cooldown is a loop turn, not a sleep. */
+	if (zt->phase == ZMQ_TRACE_COOLDOWN && zt->min_drain_interval > 0)
+		zt->wakeups++;
+	zmq_trace_run(zt);
 }
 
 static void zmq_trace_on_check(evutil_socket_t fd, short what, void *arg)

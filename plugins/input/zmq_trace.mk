@@ -54,3 +54,5 @@ TESTS += t/t3006-zmq-trace-abandon.t
 EXTRA_DIST += t/t3006-zmq-trace-abandon.t
 TESTS += t/t3007-zmq-trace-wakeups.t
 EXTRA_DIST += t/t3007-zmq-trace-wakeups.t
+TESTS += t/t3008-zmq-trace-python.t
+EXTRA_DIST += t/t3008-zmq-trace-python.t

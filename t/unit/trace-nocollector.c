@@ -91,5 +91,19 @@ int main(void)
 	ok(tally_trace_end_name(NULL, "x") == -1 && errno == EINVAL,
 	   "end_name(NULL) = -1, EINVAL");
 	ok(tally_trace_close(NULL) == 0, "close(NULL) = 0");
+
+	/* a bad endpoint fails at open, not silently at every event */
+	errno = 0;
+	ok(!tally_trace_open("foo", "x") && errno == EINVAL,
+	   "open(\"foo\"): EINVAL");
+	errno = 0;
+	ok(!tally_trace_open("bogus://x", "x") && errno == EPROTONOSUPPORT,
+	   "open(\"bogus://x\"): EPROTONOSUPPORT");
+	memset(ep, 'a', sizeof(ep) - 1);
+	ep[sizeof(ep) - 1] = '\0';
+	memcpy(ep, "ipc:///tmp/", 11);
+	errno = 0;
+	ok(!tally_trace_open(ep, "x") && errno == ENAMETOOLONG,
+	   "ipc path longer than sun_path: ENAMETOOLONG");
 	return done_testing();
 }

@@ -12,7 +12,7 @@ plugins_input_netdev_la_LIBADD = core/libtally.la
 
 # The unit test includes the plugin's .c files to reach its static parsers.
 check_PROGRAMS += t/unit/netdev.t
-t_unit_netdev_t_SOURCES = t/unit/netdev.c t/unit/procfs-alloc.h
+t_unit_netdev_t_SOURCES = t/unit/netdev.c t/unit/procfs-util.h
 t_unit_netdev_t_LDADD = t/unit/libtap.la core/libtally.la
 
 TESTS += t/unit/netdev.t

@@ -8,7 +8,7 @@ plugins_input_procfs_la_LIBADD = core/libtally.la
 
 # The unit test includes plugins/input/procfs.c to reach its static parsers.
 check_PROGRAMS += t/unit/procfs.t
-t_unit_procfs_t_SOURCES = t/unit/procfs.c t/unit/procfs-alloc.h
+t_unit_procfs_t_SOURCES = t/unit/procfs.c t/unit/procfs-util.h
 t_unit_procfs_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 
 TESTS += t/unit/procfs.t

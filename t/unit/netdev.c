@@ -22,7 +22,7 @@
 #include "../../plugins/input/netdev/netclass.c"
 #include "../../plugins/input/netdev/infiniband.c"
 
-#include "procfs-alloc.h"
+#include "procfs-util.h"
 
 #define HEADER2                                                              \
 	" face |bytes    packets errs drop fifo frame compressed multicast|" \
@@ -178,41 +178,6 @@ static void test_filters(void)
 	   "an invalid expression is refused with EINVAL");
 }
 
-/* Trees written by the test. */
-
-static char tmpdir[] = "/tmp/netdev-unit-XXXXXX";
-
-static void put(const char *rel, const char *fmt, ...)
-{
-	char path[512], *slash;
-	va_list ap;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
-	for (slash = strchr(path + strlen(tmpdir) + 1, '/'); slash;
-	     slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
-	f = fopen(path, "w"); /* in place: the same inode, like sysfs */
-	if (!f)
-		bail_out("cannot write %s: %s", path, strerror(errno));
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fclose(f);
-}
-
-static void rmtree(const char *rel)
-{
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", tmpdir, rel);
-	if (system(cmd) != 0)
-		bail_out("%s failed", cmd);
-}
-
 static void put_netclass(const char *dev, const char *oper, const char *mtu,
 			 const char *speed, const char *flags,
 			 const char *duplex, const char *addr)
@@ -257,36 +222,6 @@ static void put_ib_port(const char *dev, int port, unsigned long long rcv,
 	IB("counters/symbol_error", "%d\n", 2);
 	IB("counters/VL15_dropped", "N/A (no PMA)\n");
 #undef IB
-}
-
-static const struct tally_record *find(struct tally_batch *b, const char *name,
-				       const char *k1, const char *v1,
-				       const char *k2, const char *v2)
-{
-	for (size_t i = 0; i < tally_batch_count(b); i++) {
-		const struct tally_record *r = tally_batch_at(b, i);
-		const struct tally_metric *m = &r->metric;
-		const char *g;
-
-		if (strcmp(m->name, name) != 0)
-			continue;
-		if (k1 && (!(g = tally_labels_get(m->labels, k1)) ||
-			   strcmp(g, v1) != 0))
-			continue;
-		if (k2 && (!(g = tally_labels_get(m->labels, k2)) ||
-			   strcmp(g, v2) != 0))
-			continue;
-		return r;
-	}
-	return NULL;
-}
-
-static double val(struct tally_batch *b, const char *name, const char *k1,
-		  const char *v1, const char *k2, const char *v2)
-{
-	const struct tally_record *r = find(b, name, k1, v1, k2, v2);
-
-	return r ? r->metric.value : NAN;
 }
 
 #define DEV(b, name, dev)	 val(b, name, "device", dev, NULL, NULL)
@@ -516,7 +451,7 @@ static void test_plugin(void)
 
 	/* Tick 4: /proc/net/dev becomes a directory: one file lost, IB stays */
 	rmtree("proc/net/dev");
-	put("proc/net/dev/x", "");
+	put("proc/net/dev/x", "%s", "");
 	close(nd.dev_fd);
 	nd.dev_fd = -1;
 	b = tick(&nd);

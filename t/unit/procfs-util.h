@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * t/unit/procfs-alloc.h - count heap allocations, for the "no allocation
- * per tick in steady state" tests of the procfs and netdev inputs
+ * t/unit/procfs-util.h - helpers of the procfs and netdev unit tests:
+ * trees of files written in a temporary directory, lookups of records in a
+ * batch, and heap allocation counting. Include once per test program,
+ * after tap.h and tally/plugin.h (the plugin's .c).
  *
- * Defines malloc, calloc, realloc and the aligned allocators in the test
+ * Allocation counting, for the "no allocation per tick in steady state"
+ * tests: defines malloc, calloc, realloc and the aligned allocators in the test
  * program, which the dynamic linker then uses for every library too
  * (libtally, libc's own callers), each forwarding to glibc's __libc_*
  * implementation after counting. free() is left to glibc. Include it once
@@ -12,11 +15,106 @@
  * Under AddressSanitizer (or ThreadSanitizer) the sanitizer owns malloc:
  * counting is then unavailable and the tests that need it skip.
  */
-#ifndef PROCFS_ALLOC_H
-#define PROCFS_ALLOC_H
+#ifndef PROCFS_UTIL_H
+#define PROCFS_UTIL_H
 
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The test's tree; main() makes it with mkdtemp(). */
+static char tmpdir[] = "/tmp/tally-unit-XXXXXX";
+
+/*
+ * put() - write a file below tmpdir, creating its directories. The file is
+ * rewritten in place (same inode), as the kernel's files change under a
+ * reader that keeps them open.
+ */
+static void put(const char *rel, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void put(const char *rel, const char *fmt, ...)
+{
+	char path[512], *slash;
+	va_list ap;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+	for (slash = strchr(path + strlen(tmpdir) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	if (!f)
+		bail_out("cannot write %s: %s", path, strerror(errno));
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
+/* rmtree() - remove a file or directory below tmpdir ("" for all of it) */
+static void rmtree(const char *rel)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", tmpdir, rel);
+	if (system(cmd) != 0)
+		bail_out("%s failed", cmd);
+}
+
+/*
+ * find() - the first metric record named @name whose labels include
+ * @k1=@v1 and @k2=@v2 (a NULL key matches anything), or NULL
+ */
+static const struct tally_record *find(struct tally_batch *b, const char *name,
+				       const char *k1, const char *v1,
+				       const char *k2, const char *v2)
+{
+	for (size_t i = 0; i < tally_batch_count(b); i++) {
+		const struct tally_record *r = tally_batch_at(b, i);
+		const struct tally_metric *m = &r->metric;
+		const char *g;
+
+		if (r->kind != TALLY_REC_METRIC || strcmp(m->name, name) != 0)
+			continue;
+		if (k1 && (!(g = tally_labels_get(m->labels, k1)) ||
+			   strcmp(g, v1) != 0))
+			continue;
+		if (k2 && (!(g = tally_labels_get(m->labels, k2)) ||
+			   strcmp(g, v2) != 0))
+			continue;
+		return r;
+	}
+	return NULL;
+}
+
+/* val() - the value of find()'s record, NAN when there is none */
+static double val(struct tally_batch *b, const char *name, const char *k1,
+		  const char *v1, const char *k2, const char *v2)
+{
+	const struct tally_record *r = find(b, name, k1, v1, k2, v2);
+
+	return r ? r->metric.value : NAN;
+}
+
+/* count() - the number of records named @name */
+static __attribute__((unused)) size_t count(struct tally_batch *b,
+					    const char *name)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tally_batch_count(b); i++)
+		if (strcmp(tally_batch_at(b, i)->metric.name, name) == 0)
+			n++;
+	return n;
+}
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
@@ -95,4 +193,4 @@ int posix_memalign(void **out, size_t align, size_t n)
 }
 #endif
 
-#endif /* PROCFS_ALLOC_H */
+#endif /* PROCFS_UTIL_H */

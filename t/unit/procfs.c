@@ -23,7 +23,7 @@
 
 #include "../../plugins/input/procfs.c"
 
-#include "procfs-alloc.h"
+#include "procfs-util.h"
 
 static void test_u64(void)
 {
@@ -202,76 +202,6 @@ static void test_psi(void)
 	ok(procfs_parse_psi("some avg10=0.00 avg60=0.00 avg300=0.00\n", &r) < 0,
 	   "missing total rejected");
 	ok(procfs_parse_psi("some total=12x\n", &r) < 0, "bad total rejected");
-}
-
-/* Fixture trees written by the test. */
-
-static char tmpdir[] = "/tmp/procfs-unit-XXXXXX";
-
-static void put(const char *rel, const char *fmt, ...)
-{
-	char path[512], *slash;
-	va_list ap;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
-	for (slash = strchr(path + strlen(tmpdir) + 1, '/'); slash;
-	     slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0755);
-		*slash = '/';
-	}
-	/* rewritten in place (same inode), as the kernel's files are */
-	f = fopen(path, "w");
-	if (!f)
-		bail_out("cannot write %s: %s", path, strerror(errno));
-	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
-	va_end(ap);
-	fclose(f);
-}
-
-static const struct tally_record *find(struct tally_batch *b, const char *name,
-				       const char *k1, const char *v1,
-				       const char *k2, const char *v2)
-{
-	for (size_t i = 0; i < tally_batch_count(b); i++) {
-		const struct tally_record *r = tally_batch_at(b, i);
-		const struct tally_metric *m = &r->metric;
-		size_t want = (k1 != NULL) + (k2 != NULL);
-		const char *g;
-
-		if (r->kind != TALLY_REC_METRIC || strcmp(m->name, name) != 0 ||
-		    tally_labels_count(m->labels) != want)
-			continue;
-		if (k1 && (!(g = tally_labels_get(m->labels, k1)) ||
-			   strcmp(g, v1) != 0))
-			continue;
-		if (k2 && (!(g = tally_labels_get(m->labels, k2)) ||
-			   strcmp(g, v2) != 0))
-			continue;
-		return r;
-	}
-	return NULL;
-}
-
-static size_t count(struct tally_batch *b, const char *name)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < tally_batch_count(b); i++)
-		if (strcmp(tally_batch_at(b, i)->metric.name, name) == 0)
-			n++;
-	return n;
-}
-
-/* value of a series, NAN when absent */
-static double val(struct tally_batch *b, const char *name, const char *k1,
-		  const char *v1, const char *k2, const char *v2)
-{
-	const struct tally_record *r = find(b, name, k1, v1, k2, v2);
-
-	return r ? r->metric.value : NAN;
 }
 
 #define CPU(b, id, mode) \
@@ -525,12 +455,6 @@ int main(void)
 	test_psi();
 	test_plugin();
 	test_no_alloc();
-	{
-		char cmd[600];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			diag("could not remove %s", tmpdir);
-	}
+	rmtree("");
 	return done_testing();
 }

@@ -37,5 +37,6 @@ contrib_bench_prom_render_LDADD = core/libtally.la $(LIBEVENT_LIBS) $(ZLIB_LIBS)
 # The test-only input these tests use.
 include t/plugins/spangen.mk
 
-TESTS += t/t2001-prometheus-exposition.t
-EXTRA_DIST += t/t2-prom-check.py t/t2001-prometheus-exposition.t
+TESTS += t/t2001-prometheus-exposition.t t/t2002-prometheus-server.t
+EXTRA_DIST += t/t2-prom-check.py t/t2001-prometheus-exposition.t \
+	t/t2002-prometheus-server.t

@@ -19,24 +19,29 @@ plugins_output_prometheus_la_LIBADD = core/libtally.la $(LIBEVENT_LIBS) \
 # Unit tests link the store and HTTP helpers directly.
 check_PROGRAMS += t/unit/prometheus-store.t t/unit/prometheus-http.t
 t_unit_prometheus_store_t_SOURCES = t/unit/prometheus-store.c $(PROM_SOURCES)
-t_unit_prometheus_store_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS)
-t_unit_prometheus_store_t_LDADD = t/unit/libtap.la core/libtally.la $(ZLIB_LIBS) \
-	$(LIBEVENT_LIBS) -lm
+t_unit_prometheus_store_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
+	$(ZLIB_CFLAGS)
+t_unit_prometheus_store_t_LDADD = t/unit/libtap.la core/libtally.la \
+	$(LIBEVENT_LIBS) $(ZLIB_LIBS) -lm
 t_unit_prometheus_http_t_SOURCES = t/unit/prometheus-http.c $(PROM_SOURCES)
-t_unit_prometheus_http_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS)
-t_unit_prometheus_http_t_LDADD = t/unit/libtap.la core/libtally.la $(ZLIB_LIBS) \
-	$(LIBEVENT_LIBS) -lm
+t_unit_prometheus_http_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
+	$(ZLIB_CFLAGS)
+t_unit_prometheus_http_t_LDADD = t/unit/libtap.la core/libtally.la \
+	$(LIBEVENT_LIBS) $(ZLIB_LIBS) -lm
 TESTS += t/unit/prometheus-store.t t/unit/prometheus-http.t
 
 # Render benchmark (contrib/bench, never part of make check).
 noinst_PROGRAMS += contrib/bench/prom-render
 contrib_bench_prom_render_SOURCES = contrib/bench/prom-render.c $(PROM_SOURCES)
-contrib_bench_prom_render_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS)
+contrib_bench_prom_render_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
+	$(ZLIB_CFLAGS)
 contrib_bench_prom_render_LDADD = core/libtally.la $(LIBEVENT_LIBS) $(ZLIB_LIBS) -lm
 
 # The test-only input these tests use.
 include t/plugins/spangen.mk
 
-TESTS += t/t2001-prometheus-exposition.t t/t2002-prometheus-server.t
+TESTS += t/t2001-prometheus-exposition.t t/t2002-prometheus-server.t \
+	t/t2003-prometheus-expiry.t t/t2004-prometheus-concurrent.t
 EXTRA_DIST += t/t2-prom-check.py t/t2001-prometheus-exposition.t \
-	t/t2002-prometheus-server.t
+	t/t2002-prometheus-server.t t/t2003-prometheus-expiry.t \
+	t/t2004-prometheus-concurrent.t

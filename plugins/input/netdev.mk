@@ -16,7 +16,9 @@ t_unit_netdev_t_SOURCES = t/unit/netdev.c t/unit/procfs-util.h
 t_unit_netdev_t_LDADD = t/unit/libtap.la core/libtally.la
 
 TESTS += t/unit/netdev.t
-TESTS += t/t1002-netdev.t t/t1004-ticks.t t/t1005-netns.t
+TESTS += t/t1002-netdev.t t/t1004-ticks.t t/t1005-netns.t \
+	t/t1006-prometheus.t
 EXTRA_DIST += t/t1002-netdev.t t/t1004-ticks.t t/t1005-netns.t \
+	t/t1006-prometheus.t \
 	t/fixtures/proc-netdev-columns \
 	t/fixtures/sys-6.1

@@ -32,9 +32,23 @@ const char *zmq_trace_err_reason(enum zmq_trace_err err)
 
 int zmq_trace_utf8_valid(const uint8_t *s, size_t len)
 {
+	const uint64_t high = 0x8080808080808080ull;
+	const uint64_t ones = 0x0101010101010101ull;
 	size_t i = 0;
 
 	while (i < len) {
+		/* Names and ids are mostly ASCII: 8 bytes per step while no
+		 * byte has its high bit set and none is 0. */
+		while (len - i >= 8) {
+			uint64_t v;
+
+			memcpy(&v, s + i, 8);
+			if ((v & high) || ((v - ones) & ~v & high))
+				break;
+			i += 8;
+		}
+		if (i >= len)
+			break;
 		uint8_t c = s[i];
 		uint8_t lo = 0x80, hi = 0xbf;
 		size_t n;

@@ -39,6 +39,8 @@ struct zmq_trace_source {
 	uint32_t pid;
 	int32_t rank;
 	bool local;
+	uint16_t trace_len;
+	uint16_t host_len;
 	int64_t last_seen; /* CLOCK_MONOTONIC ns of the last event */
 	int64_t last_ts;   /* latest event timestamp (CLOCK_REALTIME ns) */
 	uint64_t next_id;  /* synthesized span ids (Omnistat) */
@@ -184,11 +186,13 @@ static uint64_t zmq_trace_key_hash(enum zmq_trace_format format, uint32_t pid,
 }
 
 static bool zmq_trace_key_eq(const struct zmq_trace_source *src,
-			     enum zmq_trace_format format, uint32_t pid,
-			     const char *trace, const char *host)
+			     const struct zmq_trace_event *ev,
+			     const char *host, size_t hl)
 {
-	return src->pid == pid && src->format == format &&
-	       !strcmp(src->trace, trace) && !strcmp(src->host, host);
+	return src->pid == ev->pid && src->format == ev->format &&
+	       src->trace_len == ev->trace_len && src->host_len == hl &&
+	       !memcmp(src->trace, ev->trace, ev->trace_len) &&
+	       !memcmp(src->host, host, hl);
 }
 
 static int zmq_trace_grow_table(struct zmq_trace_state *st)
@@ -222,15 +226,14 @@ zmq_trace_source_get(struct zmq_trace_state *st,
 	uint64_t h;
 	uint32_t b;
 
-	if (src && zmq_trace_key_eq(src, ev->format, ev->pid, ev->trace, host))
+	if (src && zmq_trace_key_eq(src, ev, host, hl))
 		return src;
 
 	h = zmq_trace_key_hash(ev->format, ev->pid, ev->trace, ev->trace_len,
 			       host, hl);
 	b = (uint32_t)h & (st->nbuckets - 1);
 	for (src = st->buckets[b]; src; src = src->next)
-		if (src->hash == h &&
-		    zmq_trace_key_eq(src, ev->format, ev->pid, ev->trace, host))
+		if (src->hash == h && zmq_trace_key_eq(src, ev, host, hl))
 			return st->last = src;
 
 	if (st->nsources >= st->opts.max_sources) {
@@ -247,6 +250,8 @@ zmq_trace_source_get(struct zmq_trace_state *st,
 	memcpy(src->strs + ev->trace_len + 1, host, hl + 1);
 	src->trace = src->strs;
 	src->host = src->strs + ev->trace_len + 1;
+	src->trace_len = ev->trace_len;
+	src->host_len = (uint16_t)hl;
 	src->hash = h;
 	src->format = ev->format;
 	src->pid = ev->pid;

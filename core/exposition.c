@@ -117,8 +117,8 @@ bool tally_expo_valid_label_name(const char *s)
  */
 struct san {
 	const unsigned char *p;
-	bool colon;		/* ':' allowed (metric names) */
-	bool pre;		/* emit a '_' before the next source character */
+	bool colon; /* ':' allowed (metric names) */
+	bool pre;   /* emit a '_' before the next source character */
 };
 
 /* Next sanitized character from @p, advancing it; 0 at the end. */
@@ -180,8 +180,7 @@ static void out_sanitized(struct expo_out *o, const char *src, bool label)
 		out_putc(o, (char)c);
 }
 
-size_t tally_expo_sanitize_metric_name(char *dst, size_t size,
-				       const char *src)
+size_t tally_expo_sanitize_metric_name(char *dst, size_t size, const char *src)
 {
 	struct expo_out o = { dst, size, 0 };
 
@@ -189,8 +188,7 @@ size_t tally_expo_sanitize_metric_name(char *dst, size_t size,
 	return out_end(&o);
 }
 
-size_t tally_expo_sanitize_label_name(char *dst, size_t size,
-				      const char *src)
+size_t tally_expo_sanitize_label_name(char *dst, size_t size, const char *src)
 {
 	struct expo_out o = { dst, size, 0 };
 

@@ -79,8 +79,7 @@ bool tally_expo_valid_label_name(const char *s);
  *
  * Return: length of the sanitized name, without the NUL.
  */
-size_t tally_expo_sanitize_metric_name(char *dst, size_t size,
-				       const char *src);
+size_t tally_expo_sanitize_metric_name(char *dst, size_t size, const char *src);
 
 /**
  * tally_expo_sanitize_label_name() - make @src a valid label name
@@ -92,8 +91,7 @@ size_t tally_expo_sanitize_metric_name(char *dst, size_t size,
  *
  * Return: length of the sanitized name, without the NUL.
  */
-size_t tally_expo_sanitize_label_name(char *dst, size_t size,
-				      const char *src);
+size_t tally_expo_sanitize_label_name(char *dst, size_t size, const char *src);
 
 /**
  * tally_expo_escape_label_value() - escape a label value for "k=\"...\""
@@ -129,8 +127,9 @@ size_t tally_expo_escape_help(char *dst, size_t size, const char *src,
  *
  * Writes the shortest decimal form that reads back (strtod) as exactly @v:
  * integers up to 2^53 in plain digits ("42", "-0"), others as printf's %g
- * with 15 to 17 significant digits ("0.1", "1e+100", "1.7976931348623157e+308").
- * NaN (any payload, any sign) is "NaN", infinities are "+Inf" and "-Inf".
+ * with 15 to 17 significant digits ("0.1", "1e+100",
+ * "1.7976931348623157e+308"). NaN (any payload, any sign) is "NaN", infinities
+ * are "+Inf" and "-Inf".
  *
  * Return: length of the text in @buf, without the NUL (at most 24).
  */

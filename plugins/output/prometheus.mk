@@ -45,3 +45,4 @@ TESTS += t/t2001-prometheus-exposition.t t/t2002-prometheus-server.t \
 EXTRA_DIST += t/t2-prom-check.py t/t2001-prometheus-exposition.t \
 	t/t2002-prometheus-server.t t/t2003-prometheus-expiry.t \
 	t/t2004-prometheus-concurrent.t
+EXTRA_DIST += doc/plugins/prometheus.md

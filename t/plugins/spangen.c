@@ -41,20 +41,20 @@
 #include <tally/plugin.h>
 
 struct spangen {
-	int mode;		/* index into spangen_modes */
-	int64_t count;		/* series of generations mode */
-	int64_t limit;		/* reads that emit; 0 = all */
-	int64_t ranks;		/* span sources */
-	char *trace;		/* span trace id */
-	char *jobid;		/* span "jobid" attribute, or NULL */
+	int mode;      /* index into spangen_modes */
+	int64_t count; /* series of generations mode */
+	int64_t limit; /* reads that emit; 0 = all */
+	int64_t ranks; /* span sources */
+	char *trace;   /* span trace id */
+	char *jobid;   /* span "jobid" attribute, or NULL */
 	int64_t reads;
-	struct tally_labels **labels;	/* generations: {i="0"} ... */
-	struct tally_labels *attrs;	/* spans */
+	struct tally_labels **labels; /* generations: {i="0"} ... */
+	struct tally_labels *attrs;   /* spans */
 };
 
 enum { SPANGEN_SHAPES, SPANGEN_GENERATIONS, SPANGEN_SPANS };
-static const char *const spangen_modes[] = { "shapes", "generations",
-					     "spans", NULL };
+static const char *const spangen_modes[] = { "shapes", "generations", "spans",
+					     NULL };
 
 static void spangen_fini(struct tally_instance *inst, void *state);
 
@@ -92,11 +92,12 @@ static int spangen_shapes(struct spangen *g, struct tally_batch *out,
 {
 	double k = (double)g->reads;
 	uint64_t ku = (uint64_t)g->reads;
-	struct tally_bucket bk[] = { { 0.1, ku }, { 1, 2 * ku },
+	struct tally_bucket bk[] = { { 0.1, ku },
+				     { 1, 2 * ku },
 				     { 10, 3 * ku } };
 	struct tally_quantile qs[] = { { 0.5, 0.01 * k }, { 0.99, 0.1 * k } };
-	struct tally_labels *path = tally_labels_newv("path", "/a", "le", "y",
-						      NULL);
+	struct tally_labels *path =
+		tally_labels_newv("path", "/a", "le", "y", NULL);
 	struct tally_labels *odd = tally_labels_newv(
 		"label.with.dots", "a\"b\\c\nd", "__reserved", "x", NULL);
 	struct tally_labels *ver = tally_labels_newv("version", "1.0", NULL);
@@ -111,8 +112,8 @@ static int spangen_shapes(struct spangen *g, struct tally_batch *out,
 				      "A histogram of the read number", path,
 				      bk, 3, 4 * ku, 1.5 * k, ts) < 0 ||
 	    tally_batch_add_summary(out, "spangen_rpc_seconds",
-				    "A summary of the read number", NULL, qs,
-				    2, 10 * ku, k, ts) < 0 ||
+				    "A summary of the read number", NULL, qs, 2,
+				    10 * ku, k, ts) < 0 ||
 	    tally_batch_add_metric(out, TALLY_GAUGE, "spangen.odd-name",
 				   "A name and labels to sanitize", odd, k,
 				   ts) < 0 ||
@@ -147,12 +148,11 @@ static int spangen_generations(struct spangen *g, struct tally_batch *out,
 					   g->labels[i], (double)k, ts) < 0)
 			return -1;
 	return tally_batch_add_histogram(out, "spangen_gen_hist",
-					 "Buckets k and 2k, count 3k", NULL,
-					 bk, 2, 3 * k, (double)k, ts);
+					 "Buckets k and 2k, count 3k", NULL, bk,
+					 2, 3 * k, (double)k, ts);
 }
 
-static int spangen_spans(struct spangen *g, struct tally_batch *out,
-			 int64_t ts)
+static int spangen_spans(struct spangen *g, struct tally_batch *out, int64_t ts)
 {
 	int64_t dur = (g->reads % 4 + 1) * 250000000LL;
 
@@ -161,7 +161,8 @@ static int spangen_spans(struct spangen *g, struct tally_batch *out,
 			.trace = g->trace,
 			.src = { .host = "spangen-host",
 				 .pid = 4242 + (uint32_t)r,
-				 .tid = 4242 + (uint32_t)r, .rank = (int32_t)r },
+				 .tid = 4242 + (uint32_t)r,
+				 .rank = (int32_t)r },
 			.attrs = g->attrs,
 		};
 
@@ -242,6 +243,7 @@ static const struct tally_input_ops spangen_ops = {
 	.fini = spangen_fini,
 };
 
-TALLY_PLUGIN_INPUT(spangen, "test only: spans, histograms, summaries and odd "
-			    "names valued by the read number",
+TALLY_PLUGIN_INPUT(spangen,
+		   "test only: spans, histograms, summaries and odd "
+		   "names valued by the read number",
 		   struct spangen, spangen_options, &spangen_ops);

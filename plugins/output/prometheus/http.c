@@ -155,11 +155,13 @@ bool prom_cidr_match(const struct prom_cidr *c, size_t n,
 	if (!sa)
 		return false;
 	if (sa->sa_family == AF_INET) {
-		a4 = (const unsigned char *)&((const struct sockaddr_in *)(const void *)sa)
+		a4 = (const unsigned char *)&(
+			     (const struct sockaddr_in *)(const void *)sa)
 			     ->sin_addr;
 	} else if (sa->sa_family == AF_INET6) {
 		const struct in6_addr *x =
-			&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+			&((const struct sockaddr_in6 *)(const void *)sa)
+				 ->sin6_addr;
 
 		a6 = x->s6_addr;
 		if (IN6_IS_ADDR_V4MAPPED(x))
@@ -309,10 +311,10 @@ int prom_gzip(struct evbuffer *src, struct evbuffer *dst)
 		size_t avail = evbuffer_get_contiguous_space(src);
 		struct evbuffer_iovec v;
 		int flush = avail == evbuffer_get_length(src) ? Z_FINISH
-							       : Z_NO_FLUSH;
+							      : Z_NO_FLUSH;
 
-		z.next_in = avail ? evbuffer_pullup(src, (ev_ssize_t)avail)
-				  : NULL;
+		z.next_in =
+			avail ? evbuffer_pullup(src, (ev_ssize_t)avail) : NULL;
 		z.avail_in = (uInt)avail;
 		do {
 			if (evbuffer_reserve_space(dst, 65536, &v, 1) < 1)

@@ -31,7 +31,7 @@
 #include "http.h"
 #include "store.h"
 
-struct prom {
+struct prometheus {
 	/* options */
 	struct tally_strlist listen;
 	struct tally_strlist allow;
@@ -62,13 +62,13 @@ struct prom {
 /* Default expire: this many intervals of the producing input. */
 #define PROM_EXPIRE_INTERVALS 3.0
 
-static const char *const prom_text_type = "text/plain; version=0.0.4; "
-					  "charset=utf-8";
-static const char *const prom_om_type = "application/openmetrics-text; "
-					"version=1.0.0; charset=utf-8";
+static const char *const prometheus_text_type = "text/plain; version=0.0.4; "
+						"charset=utf-8";
+static const char *const prometheus_om_type = "application/openmetrics-text; "
+					      "version=1.0.0; charset=utf-8";
 
-static void prom_reply_text(struct evhttp_request *req, int code,
-			    const char *reason, const char *body)
+static void prometheus_reply_text(struct evhttp_request *req, int code,
+				  const char *reason, const char *body)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
@@ -78,7 +78,7 @@ static void prom_reply_text(struct evhttp_request *req, int code,
 	evhttp_send_reply(req, code, reason, NULL);
 }
 
-static void prom_metrics(struct prom *p, struct evhttp_request *req)
+static void prometheus_metrics(struct prometheus *p, struct evhttp_request *req)
 {
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
@@ -99,8 +99,8 @@ static void prom_metrics(struct prom *p, struct evhttp_request *req)
 		if (gz && text)
 			evbuffer_free(text);
 		evbuffer_drain(body, evbuffer_get_length(body));
-		prom_reply_text(req, 500, "Internal Server Error",
-				"out of memory");
+		prometheus_reply_text(req, 500, "Internal Server Error",
+				      "out of memory");
 		return;
 	}
 	if (gz) {
@@ -108,45 +108,47 @@ static void prom_metrics(struct prom *p, struct evhttp_request *req)
 		evhttp_add_header(out, "Content-Encoding", "gzip");
 	}
 	evhttp_add_header(out, "Content-Type",
-			  fmt == PROM_FMT_OPENMETRICS ? prom_om_type
-						      : prom_text_type);
+			  fmt == PROM_FMT_OPENMETRICS ? prometheus_om_type
+						      : prometheus_text_type);
 	evhttp_add_header(out, "Vary", "Accept, Accept-Encoding");
 	evhttp_send_reply(req, 200, "OK", NULL);
 }
 
-static void prom_request(struct evhttp_request *req, void *arg)
+static void prometheus_request(struct evhttp_request *req, void *arg)
 {
-	struct prom *p = arg;
+	struct prometheus *p = arg;
 	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	const struct sockaddr *sa = conn ? evhttp_connection_get_addr(conn)
-					 : NULL;
+	const struct sockaddr *sa =
+		conn ? evhttp_connection_get_addr(conn) : NULL;
 	const char *path =
 		evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 
 	if (p->ncidrs && !prom_cidr_match(p->cidrs, p->ncidrs, sa)) {
-		prom_reply_text(req, 403, "Forbidden",
-				"forbidden: address not in the allow list");
+		prometheus_reply_text(
+			req, 403, "Forbidden",
+			"forbidden: address not in the allow list");
 		return;
 	}
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 				  "Allow", "GET, HEAD");
-		prom_reply_text(req, 405, "Method Not Allowed",
-				"method not allowed");
+		prometheus_reply_text(req, 405, "Method Not Allowed",
+				      "method not allowed");
 		return;
 	}
 	if (!path || !*path)
 		path = "/";
 	if (strcmp(path, "/metrics") == 0) {
-		prom_metrics(p, req);
+		prometheus_metrics(p, req);
 	} else if (strcmp(path, "/-/healthy") == 0 ||
 		   strcmp(path, "/-/ready") == 0) {
-		prom_reply_text(req, 200, "OK", "OK");
+		prometheus_reply_text(req, 200, "OK", "OK");
 	} else if (strcmp(path, "/") == 0) {
 		struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
-		evhttp_add_header(h, "Content-Type", "text/html; charset=utf-8");
+		evhttp_add_header(h, "Content-Type",
+				  "text/html; charset=utf-8");
 		evbuffer_add_printf(
 			evhttp_request_get_output_buffer(req),
 			"<html><head><title>tally</title></head><body>\n"
@@ -154,18 +156,18 @@ static void prom_request(struct evhttp_request *req, void *arg)
 			"</p>\n</body></html>\n");
 		evhttp_send_reply(req, 200, "OK", NULL);
 	} else {
-		prom_reply_text(req, 404, "Not Found", "not found");
+		prometheus_reply_text(req, 404, "Not Found", "not found");
 	}
 }
 
-static void prom_sweep(evutil_socket_t fd, short what, void *arg)
+static void prometheus_sweep(evutil_socket_t fd, short what, void *arg)
 {
-	struct prom *p = arg;
+	struct prometheus *p = arg;
 
 	prom_store_sweep(p->store, tally_monotonic_ns());
 }
 
-static int prom_bind(struct prom *p, const char *spec)
+static int prometheus_bind(struct prometheus *p, const char *spec)
 {
 	struct prom_listen l;
 	struct evhttp_bound_socket *bs;
@@ -201,9 +203,9 @@ static int prom_bind(struct prom *p, const char *spec)
 	return 0;
 }
 
-static int prom_init(struct tally_instance *inst, void *state)
+static int prometheus_init(struct tally_instance *inst, void *state)
 {
-	struct prom *p = state;
+	struct prometheus *p = state;
 	struct event_base *base = tally_instance_base(inst);
 	struct prom_store_opts so = {
 		.expire_ns = (int64_t)(p->expire * 1e9),
@@ -249,11 +251,11 @@ static int prom_init(struct tally_instance *inst, void *state)
 	evhttp_set_timeout(p->http, 30);
 	evhttp_set_max_headers_size(p->http, 16384);
 	evhttp_set_max_body_size(p->http, 4096);
-	evhttp_set_gencb(p->http, prom_request, p);
+	evhttp_set_gencb(p->http, prometheus_request, p);
 	for (size_t i = 0; i < p->listen.n; i++)
-		if (prom_bind(p, p->listen.v[i]) < 0)
+		if (prometheus_bind(p, p->listen.v[i]) < 0)
 			goto out_free;
-	p->sweep = event_new(base, -1, EV_PERSIST, prom_sweep, p);
+	p->sweep = event_new(base, -1, EV_PERSIST, prometheus_sweep, p);
 	if (!p->sweep || event_add(p->sweep, &tv) < 0)
 		goto out_nomem;
 	return 0;
@@ -275,19 +277,19 @@ out_free:
 	return -1;
 }
 
-static int prom_write(struct tally_instance *inst, void *state,
-		      struct tally_batch *b)
+static int prometheus_write(struct tally_instance *inst, void *state,
+			    struct tally_batch *b)
 {
-	struct prom *p = state;
+	struct prometheus *p = state;
 
 	/* Drops are counted by the store; the rest of the batch is applied. */
 	prom_store_apply(p->store, b, tally_monotonic_ns());
 	return 0;
 }
 
-static void prom_fini(struct tally_instance *inst, void *state)
+static void prometheus_fini(struct tally_instance *inst, void *state)
 {
-	struct prom *p = state;
+	struct prometheus *p = state;
 
 	if (p->sweep)
 		event_free(p->sweep);
@@ -297,54 +299,54 @@ static void prom_fini(struct tally_instance *inst, void *state)
 	free(p->cidrs);
 }
 
-static const char *const prom_span_choices[] = { "tally", "omnistat", "both",
-						 "none", NULL };
+static const char *const prometheus_span_choices[] = { "tally", "omnistat",
+						       "both", "none", NULL };
 
-static const struct tally_option prom_options[] = {
-	TALLY_OPT_LIST("listen", struct prom, listen, "127.0.0.1:9464",
+static const struct tally_option prometheus_options[] = {
+	TALLY_OPT_LIST("listen", struct prometheus, listen, "127.0.0.1:9464",
 		       "addresses to serve on: \"host:port\", \"[ipv6]:port\" "
 		       "or \":port\" (all IPv4 addresses)"),
-	TALLY_OPT_LIST("allow", struct prom, allow, NULL,
+	TALLY_OPT_LIST("allow", struct prometheus, allow, NULL,
 		       "if set, only these addresses or networks may scrape "
 		       "(\"10.0.0.0/8\", \"::1\"); others get 403"),
-	TALLY_OPT_DOUBLE("expire", struct prom, expire, "0", 0, 1e9,
+	TALLY_OPT_DOUBLE("expire", struct prometheus, expire, "0", 0, 1e9,
 			 "seconds after which a series not updated "
 			 "disappears; 0: 3 intervals of its input (300 s for "
 			 "inputs without interval)"),
-	TALLY_OPT_DOUBLE("grace", struct prom, grace, "15", 0, 1e9,
+	TALLY_OPT_DOUBLE("grace", struct prometheus, grace, "15", 0, 1e9,
 			 "seconds a region's active gauge shows 0 after its "
 			 "last span ended (Omnistat: 15)"),
-	TALLY_OPT_ENUM("span_metrics", struct prom, span_metrics, "tally",
-		       prom_span_choices,
+	TALLY_OPT_ENUM("span_metrics", struct prometheus, span_metrics, "tally",
+		       prometheus_span_choices,
 		       "series from spans: tally_trace_region_{active,"
 		       "seconds_total} (tally), Omnistat's "
 		       "rmsjob_annotations (omnistat), both, or none"),
-	TALLY_OPT_BOOL("depth_label", struct prom, depth_label, "false",
+	TALLY_OPT_BOOL("depth_label", struct prometheus, depth_label, "false",
 		       "add a depth label to the tally_trace_region_* series "
 		       "(multi-level traces)"),
-	TALLY_OPT_STRING("jobid", struct prom, jobid, NULL,
+	TALLY_OPT_STRING("jobid", struct prometheus, jobid, NULL,
 			 "jobid label of rmsjob_annotations for spans without "
 			 "a jobid attribute (default: the batch job's id)"),
-	TALLY_OPT_BOOL("gzip", struct prom, gzip, "true",
+	TALLY_OPT_BOOL("gzip", struct prometheus, gzip, "true",
 		       "compress replies for scrapers that send "
 		       "Accept-Encoding: gzip"),
-	TALLY_OPT_BOOL("openmetrics", struct prom, openmetrics, "true",
+	TALLY_OPT_BOOL("openmetrics", struct prometheus, openmetrics, "true",
 		       "answer in OpenMetrics 1.0 to scrapers that prefer it "
 		       "(Accept header)"),
-	TALLY_OPT_INT("max_open_spans", struct prom, max_open_spans, "100000",
-		      1, 100000000,
+	TALLY_OPT_INT("max_open_spans", struct prometheus, max_open_spans,
+		      "100000", 1, 100000000,
 		      "open spans tracked at once; further begins are dropped "
 		      "and counted"),
 	TALLY_OPT_END
 };
 
-static const struct tally_output_ops prom_ops = {
-	.init = prom_init,
-	.write = prom_write,
-	.fini = prom_fini,
+static const struct tally_output_ops prometheus_ops = {
+	.init = prometheus_init,
+	.write = prometheus_write,
+	.fini = prometheus_fini,
 };
 
 TALLY_PLUGIN_OUTPUT(prometheus,
 		    "Prometheus exposition over HTTP (/metrics, text 0.0.4 "
 		    "and OpenMetrics)",
-		    struct prom, prom_options, &prom_ops);
+		    struct prometheus, prometheus_options, &prometheus_ops);

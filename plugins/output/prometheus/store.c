@@ -24,7 +24,7 @@
 
 #include "store.h"
 
-#define container_of(p, type, member)                                         \
+#define container_of(p, type, member) \
 	((type *)(void *)((char *)(p)-offsetof(type, member)))
 
 /* ---- hash table: intrusive, chained, power-of-two sized ---------------- */
@@ -36,7 +36,7 @@ struct hnode {
 
 struct htab {
 	struct hnode **b;
-	size_t mask;		/* buckets - 1; 0 with b == NULL when empty */
+	size_t mask; /* buckets - 1; 0 with b == NULL when empty */
 	size_t n;
 };
 
@@ -144,7 +144,7 @@ struct sbuf {
 	char *p;
 	size_t len;
 	size_t cap;
-	bool err;		/* an allocation failed: contents are junk */
+	bool err; /* an allocation failed: contents are junk */
 };
 
 static bool sb_grow(struct sbuf *b, size_t extra)
@@ -227,10 +227,10 @@ static void sb_put_label(struct sbuf *b, const char *key, const char *value)
 /* ---- families and series ------------------------------------------------- */
 
 enum fam_kind {
-	FAM_METRIC,		/* samples from metric records */
-	FAM_SPAN_ACTIVE,	/* tally_trace_region_active */
-	FAM_SPAN_SECONDS,	/* tally_trace_region_seconds_total (alias) */
-	FAM_SPAN_ANNOT,		/* rmsjob_annotations */
+	FAM_METRIC,	  /* samples from metric records */
+	FAM_SPAN_ACTIVE,  /* tally_trace_region_active */
+	FAM_SPAN_SECONDS, /* tally_trace_region_seconds_total (alias) */
+	FAM_SPAN_ANNOT,	  /* rmsjob_annotations */
 };
 
 /* A sample name a family owns, so that no two families expose it. */
@@ -241,16 +241,16 @@ struct reserved {
 };
 
 struct prom_family {
-	struct hnode node;		/* in store.families, keyed by name */
-	char *name;			/* exposed (0.0.4) family name */
+	struct hnode node; /* in store.families, keyed by name */
+	char *name;	   /* exposed (0.0.4) family name */
 	size_t name_len;
 	enum tally_metric_type type;
 	enum fam_kind kind;
-	struct prom_family *alias;	/* FAM_SPAN_SECONDS: whose series */
-	char *hdr[2];			/* HELP and TYPE lines per format */
+	struct prom_family *alias; /* FAM_SPAN_SECONDS: whose series */
+	char *hdr[2];		   /* HELP and TYPE lines per format */
 	size_t hdr_len[2];
 	bool has_help;
-	struct prom_series **v;		/* [0, nsorted) sorted by lbl */
+	struct prom_series **v; /* [0, nsorted) sorted by lbl */
 	size_t n, cap, nsorted;
 	struct reserved res[3];
 	int nres;
@@ -259,23 +259,23 @@ struct prom_family {
 /* Span accounting of one exposed region series. */
 struct prom_region {
 	unsigned n_open;
-	int64_t begin_sum;	/* sum over open spans of begin - epoch, ns */
-	int64_t closed_ns;	/* total duration of ended spans */
-	int64_t last_end;	/* monotonic ns of the last end */
-	double shown;		/* last seconds_total rendered */
+	int64_t begin_sum; /* sum over open spans of begin - epoch, ns */
+	int64_t closed_ns; /* total duration of ended spans */
+	int64_t last_end;  /* monotonic ns of the last end */
+	double shown;	   /* last seconds_total rendered */
 };
 
 struct prom_series {
-	struct hnode raw;		/* store.raw: raw name + label set */
-	struct hnode exp;		/* store.exposed: family + lbl */
+	struct hnode raw; /* store.raw: raw name + label set */
+	struct hnode exp; /* store.exposed: family + lbl */
 	struct prom_family *fam;
-	char *raw_name;			/* NULL for span series */
+	char *raw_name; /* NULL for span series */
 	struct tally_labels *raw_labels;
-	char *lbl;			/* k="v",... sanitized, no braces */
+	char *lbl; /* k="v",... sanitized, no braces */
 	size_t lbl_len;
-	struct sbuf text;		/* rendered sample lines */
-	size_t prefix_len;		/* text up to the value (scalars) */
-	int64_t deadline;		/* monotonic ns; gone after it */
+	struct sbuf text;  /* rendered sample lines */
+	size_t prefix_len; /* text up to the value (scalars) */
+	int64_t deadline;  /* monotonic ns; gone after it */
 	struct prom_region *region;
 };
 
@@ -290,8 +290,8 @@ struct prom_open {
 	uint32_t pid;
 	int32_t rank;
 	int64_t begin_ns;
-	struct prom_series *r[2];	/* tally and omnistat regions, or NULL */
-	char key[];			/* trace NUL host NUL */
+	struct prom_series *r[2]; /* tally and omnistat regions, or NULL */
+	char key[];		  /* trace NUL host NUL */
 };
 
 struct prom_store {
@@ -299,20 +299,20 @@ struct prom_store {
 	char *jobid;
 	struct tally_instance *inst;
 	struct htab families, reserved, raw, exposed, open;
-	struct prom_family **fams;	/* sorted by name when fams_sorted */
+	struct prom_family **fams; /* sorted by name when fams_sorted */
 	size_t nfams, capfams;
 	bool fams_sorted;
 	struct prom_family *span_active, *span_seconds, *span_annot;
 	size_t nseries;
-	int64_t epoch_ns;		/* CLOCK_REALTIME at creation */
+	int64_t epoch_ns; /* CLOCK_REALTIME at creation */
 	struct prom_store_stats st;
-	struct sbuf tmp, tmp2, tmp3;	/* scratch: names, label text, keys */
+	struct sbuf tmp, tmp2, tmp3; /* scratch: names, label text, keys */
 };
 
-#define DROP(s, field, reason)                                                \
-	do {                                                                  \
-		(s)->st.field++;                                              \
-		tally_count_drop((s)->inst, (reason), 1);                     \
+#define DROP(s, field, reason)                            \
+	do {                                              \
+		(s)->st.field++;                          \
+		tally_count_drop((s)->inst, (reason), 1); \
 	} while (0)
 
 static const char *const type_name[] = {
@@ -380,8 +380,10 @@ static struct prom_family *family_find(struct prom_store *s, const char *name,
 {
 	struct hnode *p;
 
-	htab_for_each(&s->families, h, p) {
-		struct prom_family *f = container_of(p, struct prom_family, node);
+	htab_for_each(&s->families, h, p)
+	{
+		struct prom_family *f =
+			container_of(p, struct prom_family, node);
 
 		if (strcmp(f->name, name) == 0)
 			return f;
@@ -394,7 +396,8 @@ static struct prom_family *reserved_owner(struct prom_store *s,
 {
 	struct hnode *p;
 
-	htab_for_each(&s->reserved, hash_str(name, HASH_SEED), p) {
+	htab_for_each(&s->reserved, hash_str(name, HASH_SEED), p)
+	{
 		struct reserved *r = container_of(p, struct reserved, node);
 
 		if (strcmp(r->name, name) == 0)
@@ -462,10 +465,11 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 		f->nres++;
 		if (reserved_owner(s, r->name)) {
 			DROP(s, name_collision, "name_collision");
-			tally_log(s->inst, LOG_WARNING,
-				  "sample name %s is already exposed by another "
-				  "family: dropping family %s",
-				  r->name, name);
+			tally_log(
+				s->inst, LOG_WARNING,
+				"sample name %s is already exposed by another "
+				"family: dropping family %s",
+				r->name, name);
 			family_free(f);
 			errno = 0;
 			return NULL;
@@ -491,7 +495,7 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 	}
 	f->node.hash = hash_str(name, HASH_SEED);
 	htab_insert(&s->families, &f->node);
-	for (int i = 0; i < nres; i++)	/* chains: no room needed */
+	for (int i = 0; i < nres; i++) /* chains: no room needed */
 		htab_insert(&s->reserved, &f->res[i].node);
 	s->fams[s->nfams++] = f;
 	s->fams_sorted = false;
@@ -539,7 +543,8 @@ static struct prom_series *exposed_find(struct prom_store *s,
 {
 	struct hnode *p;
 
-	htab_for_each(&s->exposed, h, p) {
+	htab_for_each(&s->exposed, h, p)
+	{
 		struct prom_series *ser =
 			container_of(p, struct prom_series, exp);
 
@@ -559,7 +564,8 @@ static struct prom_series *raw_find(struct prom_store *s, const char *name,
 {
 	struct hnode *p;
 
-	htab_for_each(&s->raw, h, p) {
+	htab_for_each(&s->raw, h, p)
+	{
 		struct prom_series *ser =
 			container_of(p, struct prom_series, raw);
 
@@ -650,7 +656,7 @@ static void series_unlink(struct prom_store *s, struct prom_series *ser)
 static int metric_label_text(struct prom_store *s, const struct tally_metric *m)
 {
 	struct sbuf *b = &s->tmp2, *k = &s->tmp3;
-	const char *clash = m->type == TALLY_HISTOGRAM	 ? "le"
+	const char *clash = m->type == TALLY_HISTOGRAM ? "le"
 			    : m->type == TALLY_SUMMARY ? "quantile"
 						       : NULL;
 	size_t n = tally_labels_count(m->labels);
@@ -676,7 +682,7 @@ static int metric_label_text(struct prom_store *s, const struct tally_metric *m)
 		if (strcmp(k->p + off, l->key) != 0)
 			changed = true;
 		sb_put_label(b, k->p + off, l->value);
-		sb_put(k, "", 1);	/* keep the NUL: keys are NUL-separated */
+		sb_put(k, "", 1); /* keep the NUL: keys are NUL-separated */
 	}
 	if (b->err || k->err) {
 		b->err = k->err = false;
@@ -695,7 +701,8 @@ static int metric_label_text(struct prom_store *s, const struct tally_metric *m)
 }
 
 /* Exposed family name of a metric record, in s->tmp. */
-static int metric_family_name(struct prom_store *s, const struct tally_metric *m)
+static int metric_family_name(struct prom_store *s,
+			      const struct tally_metric *m)
 {
 	struct sbuf *b = &s->tmp;
 	size_t n = tally_expo_sanitize_metric_name(NULL, 0, m->name);
@@ -705,7 +712,8 @@ static int metric_family_name(struct prom_store *s, const struct tally_metric *m
 		return -1;
 	tally_expo_sanitize_metric_name(b->p, n + 1, m->name);
 	b->len = n;
-	/* Prometheus convention (and promtool's lint): counters end in _total */
+	/* Prometheus convention (and promtool's lint): counters end in _total
+	 */
 	if (m->type == TALLY_COUNTER && !ends_with(b->p, n, "_total"))
 		sb_puts(b, "_total");
 	return b->err ? -1 : 0;
@@ -728,8 +736,9 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 		DROP(s, type_conflict, "type_conflict");
 		tally_log(s->inst, LOG_WARNING,
 			  "%s: exposed as %s already, dropping its %s samples",
-			  m->name, f->kind == FAM_METRIC ? type_name[f->type]
-							: "span series",
+			  m->name,
+			  f->kind == FAM_METRIC ? type_name[f->type]
+						: "span series",
 			  type_name[m->type]);
 		return NULL;
 	}
@@ -801,8 +810,8 @@ static bool histogram_valid(const struct tally_metric *m)
 	for (size_t i = 0; i < m->n; i++) {
 		if (isnan(bk[i].le))
 			return false;
-		if (i && (bk[i].le <= bk[i - 1].le ||
-			  bk[i].count < bk[i - 1].count))
+		if (i &&
+		    (bk[i].le <= bk[i - 1].le || bk[i].count < bk[i - 1].count))
 			return false;
 	}
 	if (m->n && isinf(bk[m->n - 1].le) && bk[m->n - 1].le > 0)
@@ -856,7 +865,7 @@ static int series_set(struct prom_store *s, struct prom_series *ser,
 			sb_putd(b, m->quantiles[i].value);
 			sb_put(b, "\n", 1);
 		}
-sum_count:
+	sum_count:
 		put_sample_prefix(b, ser, "_sum", NULL, NULL);
 		sb_putd(b, m->sum);
 		sb_put(b, "\n", 1);
@@ -960,8 +969,8 @@ static uint64_t open_hash(const struct tally_span *sp, const char *host)
 
 	h = hash_str(host, h);
 	h ^= hash_mix(sp->span_id);
-	return hash_mix(h ^ ((uint64_t)sp->src.pid << 32 |
-			     (uint32_t)sp->src.rank));
+	return hash_mix(h ^
+			((uint64_t)sp->src.pid << 32 | (uint32_t)sp->src.rank));
 }
 
 static struct prom_open *open_find(struct prom_store *s,
@@ -969,11 +978,13 @@ static struct prom_open *open_find(struct prom_store *s,
 {
 	struct hnode *p;
 
-	htab_for_each(&s->open, h, p) {
+	htab_for_each(&s->open, h, p)
+	{
 		struct prom_open *op = container_of(p, struct prom_open, node);
 
 		if (op->span_id == sp->span_id && op->pid == sp->src.pid &&
-		    op->rank == sp->src.rank && strcmp(op->key, sp->trace) == 0 &&
+		    op->rank == sp->src.rank &&
+		    strcmp(op->key, sp->trace) == 0 &&
 		    strcmp(op->key + strlen(op->key) + 1, sp->src.host) == 0)
 			return op;
 	}
@@ -1043,7 +1054,8 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		htab_remove(&s->open, &op->node);
 		free(op);
 	} else {
-		/* An end whose begin we never saw: its own begin_ns if known. */
+		/* An end whose begin we never saw: its own begin_ns if known.
+		 */
 		begin = sp->begin_ns;
 		for (int i = 0; i < 2; i++)
 			if (fams[i] && !(r[i] = region_get(s, fams[i], sp)))
@@ -1063,9 +1075,10 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 			g->closed_ns += rec->ts_ns - begin;
 		g->last_end = now;
 		if (!g->n_open)
-			r[i]->deadline = now + (r[i]->fam->kind == FAM_SPAN_ANNOT
-							? s->o.grace_ns
-							: linger);
+			r[i]->deadline =
+				now + (r[i]->fam->kind == FAM_SPAN_ANNOT
+					       ? s->o.grace_ns
+					       : linger);
 	}
 	return 0;
 }
@@ -1096,12 +1109,18 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 			s, "tally_trace_region_active", TALLY_GAUGE,
 			FAM_SPAN_ACTIVE,
 			"Whether a traced region is open (1), or ended within "
-			"the grace period (0)", NULL);
-		s->span_seconds = s->span_active ? family_new(
-			s, "tally_trace_region_seconds_total", TALLY_COUNTER,
-			FAM_SPAN_SECONDS,
-			"Time spent in a traced region, including spans still "
-			"open", NULL) : NULL;
+			"the grace period (0)",
+			NULL);
+		s->span_seconds =
+			s->span_active
+				? family_new(s,
+					     "tally_trace_region_seconds_total",
+					     TALLY_COUNTER, FAM_SPAN_SECONDS,
+					     "Time spent in a traced region, "
+					     "including spans still "
+					     "open",
+					     NULL)
+				: NULL;
 		if (!s->span_seconds)
 			goto out_nomem;
 		s->span_seconds->alias = s->span_active;
@@ -1109,8 +1128,10 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 	if (sm == PROM_SPANS_OMNISTAT || sm == PROM_SPANS_BOTH) {
 		s->span_annot = family_new(
 			s, "rmsjob_annotations", TALLY_GAUGE, FAM_SPAN_ANNOT,
-			"Omnistat trace annotation: 1 while the marker's region "
-			"is open, 0 for a grace period after it ends", NULL);
+			"Omnistat trace annotation: 1 while the marker's "
+			"region "
+			"is open, 0 for a grace period after it ends",
+			NULL);
 		if (!s->span_annot)
 			goto out_nomem;
 	}
@@ -1216,7 +1237,7 @@ size_t prom_store_sweep(struct prom_store *s, int64_t now_ns)
 		}
 		s->fams[k++] = f;
 	}
-	s->nfams = k;	/* order kept: still sorted if it was */
+	s->nfams = k; /* order kept: still sorted if it was */
 	return removed;
 }
 
@@ -1248,18 +1269,17 @@ static void family_sort(struct prom_family *f)
 
 	if (f->nsorted == f->n)
 		return;
-	qsort(f->v + f->nsorted, f->n - f->nsorted, sizeof(*f->v),
-	      cmp_series);
+	qsort(f->v + f->nsorted, f->n - f->nsorted, sizeof(*f->v), cmp_series);
 	m = f->nsorted ? malloc(f->cap * sizeof(*m)) : NULL;
 	if (!m) {
-		if (f->nsorted)	/* no memory for the merge: sort in place */
+		if (f->nsorted) /* no memory for the merge: sort in place */
 			qsort(f->v, f->n, sizeof(*f->v), cmp_series);
 		f->nsorted = f->n;
 		return;
 	}
 	for (j = f->nsorted; i < f->nsorted && j < f->n;)
 		m[k++] = cmp_series(&f->v[i], &f->v[j]) < 0 ? f->v[i++]
-							      : f->v[j++];
+							    : f->v[j++];
 	while (i < f->nsorted)
 		m[k++] = f->v[i++];
 	while (j < f->n)
@@ -1371,9 +1391,9 @@ static void render_span_family(struct wr *w, struct prom_store *s,
 		size_t len;
 
 		if (f->kind == FAM_SPAN_SECONDS) {
-			int64_t open = (int64_t)g->n_open *
-					       (real - s->epoch_ns) -
-				       g->begin_sum;
+			int64_t open =
+				(int64_t)g->n_open * (real - s->epoch_ns) -
+				g->begin_sum;
 			double v = ((double)g->closed_ns +
 				    (double)(open > 0 ? open : 0)) /
 				   1e9;
@@ -1393,7 +1413,7 @@ static void render_span_family(struct wr *w, struct prom_store *s,
 			wr_put(w, f->hdr[fmt], f->hdr_len[fmt]);
 			header = true;
 		}
-		wr_line(w, f, ser, num, len);	/* under f's name */
+		wr_line(w, f, ser, num, len); /* under f's name */
 	}
 }
 

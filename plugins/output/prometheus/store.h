@@ -35,16 +35,16 @@ struct prom_store;
 
 /** enum prom_format - what a scrape asked for */
 enum prom_format {
-	PROM_FMT_TEXT,		/* text/plain; version=0.0.4 */
-	PROM_FMT_OPENMETRICS,	/* application/openmetrics-text; 1.0.0 */
+	PROM_FMT_TEXT,	      /* text/plain; version=0.0.4 */
+	PROM_FMT_OPENMETRICS, /* application/openmetrics-text; 1.0.0 */
 };
 
 /* Which series spans become (option span_metrics). */
 enum prom_span_metrics {
-	PROM_SPANS_TALLY,	/* tally_trace_region_{active,seconds_total} */
-	PROM_SPANS_OMNISTAT,	/* rmsjob_annotations{marker,jobid,traceid} */
+	PROM_SPANS_TALLY,    /* tally_trace_region_{active,seconds_total} */
+	PROM_SPANS_OMNISTAT, /* rmsjob_annotations{marker,jobid,traceid} */
 	PROM_SPANS_BOTH,
-	PROM_SPANS_NONE,	/* spans are ignored */
+	PROM_SPANS_NONE, /* spans are ignored */
 };
 
 /**

@@ -10,7 +10,8 @@ core_libtally_la_SOURCES = \
 	core/config.c \
 	core/loader.c \
 	core/pipeline.c \
-	core/mode.c
+	core/mode.c \
+	core/io.c
 core_libtally_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_libtally_la_LIBADD = $(LIBEVENT_LIBS) $(LIBCONFIG_LIBS) $(LTDL_LIBS) \
 	$(PTHREAD_LIBS) -lm
@@ -24,6 +25,7 @@ pkginclude_HEADERS += \
 	include/tally/labels.h \
 	include/tally/log.h \
 	include/tally/stats.h \
+	include/tally/io.h \
 	include/tally/wire.h
 
 sbin_PROGRAMS += core/tallyd

@@ -34,6 +34,8 @@ const char *tally_options_type_name(enum tally_opt_type t)
 		return "list of strings";
 	case TALLY_OPT_T_ENUM:
 		return "choice";
+	case TALLY_OPT_T_REGEXLIST:
+		return "list of regular expressions";
 	default:
 		return "?";
 	}
@@ -116,6 +118,73 @@ out_nomem:
 	return -1;
 }
 
+static void regexlist_free(struct tally_regexlist *rl)
+{
+	for (size_t i = 0; i < rl->n; i++) {
+		regfree(&rl->re[i]);
+		free(rl->src[i]);
+	}
+	free(rl->re);
+	free(rl->src);
+	memset(rl, 0, sizeof(*rl));
+}
+
+/*
+ * Compile every string of @l (consumed: its strings move into the result)
+ * into @out. On a bad expression, report it and return -1 with EINVAL.
+ */
+static int regexlist_compile(struct tally_regexlist *out,
+			     struct tally_strlist *l, const char *file,
+			     int line, const char *what, const char *key)
+{
+	struct tally_regexlist tmp = { 0 };
+
+	tmp.re = calloc(l->n ? l->n : 1, sizeof(*tmp.re));
+	if (!tmp.re) {
+		list_free(l);
+		errno = ENOMEM;
+		return -1;
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		int rc = regcomp(&tmp.re[i], l->v[i], REG_EXTENDED | REG_NOSUB);
+
+		if (rc) {
+			char msg[256];
+
+			regerror(rc, &tmp.re[i], msg, sizeof(msg));
+			tally_log_conf(LOG_ERR, file, line,
+				       "%s: option '%s': bad regular "
+				       "expression \"%s\": %s",
+				       what, key, l->v[i], msg);
+			tmp.src = l->v;
+			tmp.n = i;
+			l->v = NULL;
+			for (size_t j = i; j < l->n; j++)
+				free(tmp.src[j]);
+			l->n = 0;
+			regexlist_free(&tmp);
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	tmp.src = l->v;
+	tmp.n = l->n;
+	l->v = NULL;
+	l->n = 0;
+	regexlist_free(out);
+	*out = tmp;
+	return 0;
+}
+
+bool tally_regexlist_match(const struct tally_regexlist *list, const char *s)
+{
+	for (size_t i = 0; list && i < list->n; i++) {
+		if (regexec(&list->re[i], s, 0, NULL, 0) == 0)
+			return true;
+	}
+	return false;
+}
+
 static int enum_index(const struct tally_option *o, const char *s)
 {
 	for (int i = 0; o->choices && o->choices[i]; i++) {
@@ -159,6 +228,15 @@ static int option_from_text(const struct tally_option *o, void *state,
 	case TALLY_OPT_T_LIST:
 		return list_from_csv(FIELD(state, o, struct tally_strlist),
 				     text);
+	case TALLY_OPT_T_REGEXLIST: {
+		struct tally_strlist l = { 0 };
+
+		if (list_from_csv(&l, text) < 0)
+			return -1;
+		return regexlist_compile(FIELD(state, o,
+					       struct tally_regexlist),
+					 &l, NULL, 0, "default", o->name);
+	}
 	case TALLY_OPT_T_ENUM:
 		idx = enum_index(o, text);
 		if (idx < 0)
@@ -193,7 +271,7 @@ int tally_options_defaults(const struct tally_option *opts, void *state,
 	return 0;
 }
 
-static int set_list(const struct tally_option *o, void *state,
+static int set_list(const struct tally_option *o, struct tally_strlist *dst,
 		    const config_setting_t *s, const char *file, int line,
 		    const char *what)
 {
@@ -227,8 +305,8 @@ static int set_list(const struct tally_option *o, void *state,
 		tmp.n++;
 	}
 out_store:
-	list_free(FIELD(state, o, struct tally_strlist));
-	*FIELD(state, o, struct tally_strlist) = tmp;
+	list_free(dst);
+	*dst = tmp;
 	return 0;
 out_type:
 	tally_log_conf(LOG_ERR, file, line,
@@ -293,7 +371,17 @@ int tally_options_set(const struct tally_option *o, void *state,
 		*FIELD(state, o, bool) = config_setting_get_bool(s);
 		return 0;
 	case TALLY_OPT_T_LIST:
-		return set_list(o, state, s, file, line, what);
+		return set_list(o, FIELD(state, o, struct tally_strlist), s,
+				file, line, what);
+	case TALLY_OPT_T_REGEXLIST: {
+		struct tally_strlist l = { 0 };
+
+		if (set_list(o, &l, s, file, line, what) < 0)
+			return -1;
+		return regexlist_compile(FIELD(state, o,
+					       struct tally_regexlist),
+					 &l, file, line, what, o->name);
+	}
 	case TALLY_OPT_T_ENUM:
 		if (type != CONFIG_TYPE_STRING)
 			break;
@@ -338,6 +426,8 @@ void tally_options_free(const struct tally_option *opts, void *state)
 			*FIELD(state, o, char *) = NULL;
 		} else if (o->type == TALLY_OPT_T_LIST) {
 			list_free(FIELD(state, o, struct tally_strlist));
+		} else if (o->type == TALLY_OPT_T_REGEXLIST) {
+			regexlist_free(FIELD(state, o, struct tally_regexlist));
 		}
 	}
 }

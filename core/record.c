@@ -4,9 +4,10 @@
  *
  * One allocation per batch, not per record: strings and bucket arrays are
  * carved out of arena chunks that are freed (or recycled) with the batch.
- * Freed batches go to a small free list with their first chunk and record
- * array kept, so an input that emits one batch per tick allocates nothing
- * in steady state.
+ * Freed batches go to a small free list with their chunks (up to
+ * ARENA_KEEP bytes) and record array kept, so an input that emits a
+ * similar batch every tick allocates nothing in steady state, however
+ * many names it copies.
  */
 #include "config.h"
 
@@ -23,6 +24,7 @@
 #include "core-internal.h"
 
 #define ARENA_CHUNK	4096
+#define ARENA_KEEP	(1u << 20)	/* arena bytes a recycled batch keeps */
 #define FREELIST_MAX	64
 
 struct chunk {
@@ -35,7 +37,8 @@ struct tally_batch {
 	atomic_uint refs;
 	struct tally_record *recs;
 	size_t n, cap;
-	struct chunk *chunks;
+	struct chunk *chunks;	/* in allocation order */
+	struct chunk *cur;	/* the chunk allocations come from */
 	const char *source;
 	double interval;
 	struct tally_batch *free_next;
@@ -107,7 +110,8 @@ static void batch_destroy(struct tally_batch *b)
 
 void tally_batch_unref(struct tally_batch *b)
 {
-	struct chunk *c, *next;
+	struct chunk *c, *next, **pp;
+	size_t kept = 0;
 
 	if (!b)
 		return;
@@ -122,14 +126,22 @@ void tally_batch_unref(struct tally_batch *b)
 			tally_labels_unref(r->span.attrs);
 	}
 	b->n = 0;
-	/* keep one chunk (the last in the list is the first allocated) */
-	for (c = b->chunks; c && c->next; c = next) {
-		next = c->next;
-		free(c);
-	}
-	b->chunks = c;
-	if (c)
+	/* keep the chunks a typical batch needs, free the rest */
+	pp = &b->chunks;
+	while ((c = *pp)) {
+		if (kept + c->size > ARENA_KEEP) {
+			*pp = NULL;
+			for (; c; c = next) {
+				next = c->next;
+				free(c);
+			}
+			break;
+		}
+		kept += c->size;
 		c->used = 0;
+		pp = &c->next;
+	}
+	b->cur = b->chunks;
 	pthread_mutex_lock(&freelist_lock);
 	if (freelist_len < FREELIST_MAX && b->cap <= 65536) {
 		b->free_next = freelist;
@@ -177,14 +189,17 @@ void tally_batch_set_source(struct tally_batch *b, const char *source,
 
 void *tally_batch_alloc(struct tally_batch *b, size_t size)
 {
-	struct chunk *c = b->chunks;
+	struct chunk *c = b->cur, **tail;
 	size_t need = (size + 15) & ~(size_t)15;
 
 	if (need < size) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!c || c->size - c->used < need) {
+	/* later chunks of a recycled batch are empty: move on to them */
+	while (c && c->size - c->used < need)
+		c = c->next;
+	if (!c) {
 		size_t csize = need > ARENA_CHUNK ? need : ARENA_CHUNK;
 
 		c = malloc(sizeof(*c) + csize);
@@ -194,9 +209,12 @@ void *tally_batch_alloc(struct tally_batch *b, size_t size)
 		}
 		c->size = csize;
 		c->used = 0;
-		c->next = b->chunks;
-		b->chunks = c;
+		c->next = NULL;
+		for (tail = &b->chunks; *tail; tail = &(*tail)->next)
+			;
+		*tail = c;
 	}
+	b->cur = c;
 	c->used += need;
 	return c->data + c->used - need;
 }

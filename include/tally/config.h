@@ -20,6 +20,9 @@
  *   TALLY_OPT_T_LIST    struct tally_strlist (a single string is accepted
  *                       as a one-element list)
  *   TALLY_OPT_T_ENUM    int                (index into @choices)
+ *   TALLY_OPT_T_REGEXLIST struct tally_regexlist (POSIX extended regular
+ *                       expressions, compiled by the core: a bad one is a
+ *                       configuration error with file:line)
  *
  * Values are filled before the plugin's init() runs and stay valid until
  * after its fini() returns. Tables are read-only and thread-safe.
@@ -30,6 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <regex.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,6 +48,7 @@ enum tally_opt_type {
 	TALLY_OPT_T_BOOL,
 	TALLY_OPT_T_LIST,
 	TALLY_OPT_T_ENUM,
+	TALLY_OPT_T_REGEXLIST,
 };
 
 /* struct tally_option.flags */
@@ -57,6 +62,18 @@ enum tally_opt_type {
 struct tally_strlist {
 	size_t n;
 	char **v;
+};
+
+/**
+ * struct tally_regexlist - a list of compiled regular expressions
+ * @n:   number of expressions
+ * @src: their source text (core-owned)
+ * @re:  compiled with regcomp(REG_EXTENDED | REG_NOSUB) (core-owned)
+ */
+struct tally_regexlist {
+	size_t n;
+	char **src;
+	regex_t *re;
 };
 
 /**
@@ -111,6 +128,10 @@ struct tally_option {
 	{ .name = (key), .type = TALLY_OPT_T_ENUM,                            \
 	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0, \
 	  .choices = (names), .doc = (help) }
+#define TALLY_OPT_REGEXLIST(key, st, field, dflt, help)                       \
+	{ .name = (key), .type = TALLY_OPT_T_REGEXLIST,                       \
+	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0,   \
+	  .doc = (help) }
 /* A string option the configuration must set (no default). */
 #define TALLY_OPT_STRING_REQ(key, st, field, help)                          \
 	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \
@@ -123,6 +144,12 @@ struct tally_option {
  * Return: true or false; false for an empty list.
  */
 bool tally_strlist_contains(const struct tally_strlist *list, const char *s);
+
+/**
+ * tally_regexlist_match() - whether any expression of @list matches @s
+ * Return: true or false; false for an empty list. Thread-safe (regexec).
+ */
+bool tally_regexlist_match(const struct tally_regexlist *list, const char *s);
 
 #ifdef __cplusplus
 }

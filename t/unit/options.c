@@ -18,6 +18,7 @@ struct opts {
 	bool flag;
 	struct tally_strlist devs;
 	int mode;
+	struct tally_regexlist match;
 };
 
 static const char *const modes[] = { "innermost", "outermost", NULL };
@@ -29,6 +30,7 @@ static const struct tally_option table[] = {
 	TALLY_OPT_BOOL("flag", struct opts, flag, "true", "flag"),
 	TALLY_OPT_LIST("devs", struct opts, devs, "eth0,ib0", "devices"),
 	TALLY_OPT_ENUM("mode", struct opts, mode, "outermost", modes, "mode"),
+	TALLY_OPT_REGEXLIST("match", struct opts, match, "^lo$", "devices"),
 	TALLY_OPT_END,
 };
 
@@ -107,7 +109,24 @@ int main(void)
 	ok(apply(&o, "mode = \"middle\";", "mode") < 0 && errno == EINVAL,
 	   "unknown enum choice refused");
 
+	ok(tally_regexlist_match(&o.match, "lo") &&
+		   !tally_regexlist_match(&o.match, "lo0"),
+	   "regex list default compiled and anchored");
+	ok(apply(&o, "match = [\"^eth[0-9]+$\", \"^ib\"];", "match") == 0,
+	   "set a regex list");
+	ok(tally_regexlist_match(&o.match, "eth12") &&
+		   tally_regexlist_match(&o.match, "ib0") &&
+		   !tally_regexlist_match(&o.match, "lo"),
+	   "the new list replaced the default");
+	errno = 0;
+	ok(apply(&o, "match = [\"ok\", \"(unclosed\"];", "match") < 0 &&
+		   errno == EINVAL,
+	   "a bad regular expression is a configuration error");
+	ok(tally_regexlist_match(&o.match, "eth12") && o.match.n == 2,
+	   "a refused list leaves the old one");
+
 	tally_options_free(table, &o);
-	ok(o.root == NULL && o.devs.n == 0, "free clears strings and lists");
+	ok(o.root == NULL && o.devs.n == 0 && o.match.n == 0,
+	   "free clears strings and lists");
 	return done_testing();
 }

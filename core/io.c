@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/io.c - reading kernel text files whole, into a reused buffer
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <tally/io.h>
+
+ssize_t tally_read_whole(int fd, struct tally_readbuf *rb)
+{
+	size_t len = 0;
+
+	for (;;) {
+		ssize_t n;
+
+		if (rb->cap - len < 2) {
+			size_t cap = rb->cap ? rb->cap * 2 : 8192;
+			char *data = realloc(rb->data, cap);
+
+			if (!data) {
+				errno = ENOMEM;
+				return -1;
+			}
+			rb->data = data;
+			rb->cap = cap;
+		}
+		/* sequential offsets: seq_file continues the same pass */
+		n = pread(fd, rb->data + len, rb->cap - len - 1, (off_t)len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	rb->data[len] = '\0';
+	return (ssize_t)len;
+}
+
+void tally_readbuf_free(struct tally_readbuf *rb)
+{
+	free(rb->data);
+	rb->data = NULL;
+	rb->cap = 0;
+}

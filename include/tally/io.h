@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally/io.h - reading /proc and /sys files whole, without allocating
+ *
+ * Inputs keep their files open and re-read them from offset 0 every tick:
+ * cheaper than open/close, and the kernel regenerates the text on each
+ * read from offset 0. The buffer grows to the largest file seen and is
+ * reused, so a steady-state tick allocates nothing.
+ */
+#ifndef TALLY_IO_H
+#define TALLY_IO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * struct tally_readbuf - a growable buffer reused across reads
+ * @data: the text of the last read, NUL-terminated (NULL before the first)
+ * @cap:  bytes allocated
+ *
+ * Zero-initialise; release with tally_readbuf_free(). Not thread-safe: one
+ * buffer per thread.
+ */
+struct tally_readbuf {
+	char *data;
+	size_t cap;
+};
+
+/**
+ * tally_read_whole() - read a file from offset 0 to its end into @rb
+ * @fd: an open file descriptor (its file offset is not used or changed)
+ * @rb: the buffer, grown as needed
+ *
+ * Reads at increasing offsets until end of file: seq_file (most of /proc)
+ * returns at most a page per read, and sequential offsets continue the same
+ * pass. Retries EINTR.
+ * Return: the length read (@rb->data is NUL-terminated), or -1 with errno
+ * from pread(2), or ENOMEM.
+ */
+ssize_t tally_read_whole(int fd, struct tally_readbuf *rb);
+
+/** tally_readbuf_free() - release @rb's memory; @rb is reusable after */
+void tally_readbuf_free(struct tally_readbuf *rb);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TALLY_IO_H */

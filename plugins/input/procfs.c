@@ -6,9 +6,9 @@
  * stat, meminfo, loadavg and pressure), so Grafana's "Node Exporter Full"
  * dashboard works unchanged on tally's output.
  *
- * Cost model: every file is opened once and re-read each tick with pread()
- * from offset 0 into one buffer that only grows; label sets are interned the
- * first time a CPU, a mode or a meminfo field is seen and reused on later
+ * Cost model: every file is opened once and re-read each tick from offset 0
+ * (tally_read_whole()) into one buffer that only grows; label sets are interned
+ * the first time a CPU, a mode or a meminfo field is seen and reused on later
  * ticks. A steady-state tick therefore makes one pread() pair per file and
  * no allocation outside the batch the core hands in.
  *
@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <tally/io.h>
 #include <tally/plugin.h>
 
 /*
@@ -203,9 +204,8 @@ struct procfs {
 	char *root; /* option: procfs mount point */
 
 	struct procfs_file files[PROCFS_NFILES];
-	char *buf; /* read buffer, grows to the largest file */
-	size_t cap;
-	double hz; /* USER_HZ, the unit of /proc/stat times */
+	struct tally_readbuf rb; /* read buffer, grows to the largest file */
+	double hz;		 /* USER_HZ, the unit of /proc/stat times */
 	struct tally_labels *empty;
 
 	struct procfs_cpu *cpus; /* by CPU id; NULL entries never seen */
@@ -526,43 +526,7 @@ static int procfs_file_open(struct tally_instance *inst, struct procfs *p,
 }
 
 /*
- * Read a whole file from offset 0 into p->buf (NUL-terminated). Reads at
- * increasing offsets until EOF: seq_file returns at most a page per read
- * for multi-record files, and sequential offsets continue the same pass.
- * Return: the length, or -1 with errno set.
- */
-static ssize_t procfs_slurp(struct procfs *p, int fd)
-{
-	size_t len = 0;
-
-	for (;;) {
-		ssize_t n;
-
-		if (p->cap - len < 2) {
-			size_t cap = p->cap ? p->cap * 2 : 16384;
-			char *buf = realloc(p->buf, cap);
-
-			if (!buf)
-				return -1;
-			p->buf = buf;
-			p->cap = cap;
-		}
-		n = pread(fd, p->buf + len, p->cap - len - 1, (off_t)len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	p->buf[len] = '\0';
-	return (ssize_t)len;
-}
-
-/*
- * Refresh one file into p->buf. Return: its text, or NULL when the file is
+ * Refresh one file into p->rb. Return: its text, or NULL when the file is
  * unavailable this tick (logged once per distinct failure).
  */
 static const char *procfs_load(struct tally_instance *inst, struct procfs *p,
@@ -577,7 +541,7 @@ static const char *procfs_load(struct tally_instance *inst, struct procfs *p,
 		if (procfs_file_open(inst, p, f) < 0)
 			return NULL;
 	}
-	if (procfs_slurp(p, f->fd) < 0) {
+	if (tally_read_whole(f->fd, &p->rb) < 0) {
 		int err = errno;
 
 		if (err == ENOMEM) {
@@ -590,7 +554,7 @@ static const char *procfs_load(struct tally_instance *inst, struct procfs *p,
 		procfs_file_failed(inst, p, f, err, "read");
 		return NULL;
 	}
-	return p->buf;
+	return p->rb.data;
 }
 
 /* Records. */
@@ -979,13 +943,12 @@ static void procfs_fini(struct tally_instance *inst, void *state)
 	for (size_t i = 0; i < p->nmem; i++)
 		free(p->mem[i].text);
 	free(p->mem);
-	free(p->buf);
+	tally_readbuf_free(&p->rb);
 	tally_labels_unref(p->empty);
 	p->cpus = NULL;
 	p->mem = NULL;
-	p->buf = NULL;
 	p->empty = NULL;
-	p->ncpus = p->nmem = p->cap = 0;
+	p->ncpus = p->nmem = 0;
 	for (int i = 0; i < PROCFS_NFILES; i++)
 		p->files[i].fd = -1;
 }

@@ -361,37 +361,6 @@ static int netdev_parse_line(const char *line, struct netdev_row *r)
 
 /* Files and devices. */
 
-static ssize_t netdev_slurp(struct netdev *nd, int fd)
-{
-	size_t len = 0;
-
-	for (;;) {
-		ssize_t n;
-
-		if (nd->cap - len < 2) {
-			size_t cap = nd->cap ? nd->cap * 2 : 8192;
-			char *buf = realloc(nd->buf, cap);
-
-			if (!buf)
-				return -1;
-			nd->buf = buf;
-			nd->cap = cap;
-		}
-		/* sequential offsets: seq_file continues the same pass */
-		n = pread(fd, nd->buf + len, nd->cap - len - 1, (off_t)len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	nd->buf[len] = '\0';
-	return (ssize_t)len;
-}
-
 static void netdev_dev_failed(struct tally_instance *inst, struct netdev *nd,
 			      int err, const char *what)
 {
@@ -425,7 +394,7 @@ static const char *netdev_load(struct tally_instance *inst, struct netdev *nd)
 			tally_log(inst, LOG_INFO, "%s: readable again", path);
 		nd->dev_err = 0;
 	}
-	if (netdev_slurp(nd, nd->dev_fd) < 0) {
+	if (tally_read_whole(nd->dev_fd, &nd->rb) < 0) {
 		int err = errno;
 
 		if (err == ENOMEM)
@@ -435,7 +404,7 @@ static const char *netdev_load(struct tally_instance *inst, struct netdev *nd)
 		netdev_dev_failed(inst, nd, err, "read");
 		return NULL;
 	}
-	return nd->buf;
+	return nd->rb.data;
 }
 
 static void netdev_if_release(struct netdev_if *ifc)
@@ -656,9 +625,7 @@ static void netdev_fini(struct tally_instance *inst, void *state)
 	free(nd->inc_re);
 	free(nd->exc_re);
 	nd->inc_re = nd->exc_re = NULL;
-	free(nd->buf);
-	nd->buf = NULL;
-	nd->cap = 0;
+	tally_readbuf_free(&nd->rb);
 	tally_labels_unref(nd->empty);
 	nd->empty = NULL;
 }

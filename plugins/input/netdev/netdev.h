@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <tally/io.h>
 #include <tally/plugin.h>
 
 /* Interface names are at most IFNAMSIZ - 1 = 15 bytes; allow slack. */
@@ -122,11 +123,10 @@ struct netdev {
 	regex_t *exc_re; /* compiled @exclude */
 	struct tally_labels *empty;
 
-	int dev_fd;	  /* <root>/net/dev, -1 while not open */
-	int dev_err;	  /* errno of its last logged failure */
-	int class_net_fd; /* <sysfs>/class/net (O_PATH), -1 if absent */
-	char *buf;	  /* read buffer for /proc/net/dev */
-	size_t cap;
+	int dev_fd;		 /* <root>/net/dev, -1 while not open */
+	int dev_err;		 /* errno of its last logged failure */
+	int class_net_fd;	 /* <sysfs>/class/net (O_PATH), -1 if absent */
+	struct tally_readbuf rb; /* read buffer for /proc/net/dev */
 	struct netdev_layout layout;
 	bool layout_ok; /* @layout matches the current header */
 

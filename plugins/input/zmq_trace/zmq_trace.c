@@ -18,7 +18,11 @@
  *                      and other fds before the next drain;
  *     - some messages: COOLDOWN, a min_drain_interval timer, with the fd
  *                      not watched: a trickle of messages costs one
- *                      wake-up per interval, not one per message;
+ *                      wake-up per interval, not one per message (the
+ *                      timer is a timerfd: libevent 2.1's timers follow
+ *                      CLOCK_MONOTONIC_COARSE, 4 ms ticks on HZ=250
+ *                      kernels, and a 5 ms evtimer took 2 to 3 epoll
+ *                      wake-ups to expire);
  *     - none:          WAITING again, unless ZMQ_EVENTS shows POLLIN.
  *
  * ipc endpoints are bound on a unix socket we create ourselves and hand to
@@ -43,6 +47,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -98,10 +103,12 @@ struct zmq_trace {
 	void *zctx;
 	void *zsock;
 	struct event *fd_ev;
-	struct event *drain_ev;
+	struct event *drain_ev;	/* 0 s timer: yield */
+	struct event *cool_ev;	/* on cool_fd: cooldown expired */
 	struct event *check_ev;
+	int cool_fd;		/* timerfd, CLOCK_MONOTONIC */
 	enum zmq_trace_phase phase;
-	struct timeval cooldown;
+	struct itimerspec cooldown;
 
 	struct zmq_trace_state *state;
 	struct zmq_trace_sink sink;
@@ -258,7 +265,9 @@ static void zmq_trace_run(struct zmq_trace *zt)
 		evtimer_add(zt->drain_ev, &zmq_trace_now);
 	} else if (n || zmq_trace_readable(zt)) {
 		zt->phase = ZMQ_TRACE_COOLDOWN;
-		evtimer_add(zt->drain_ev, &zt->cooldown);
+		if (zt->min_drain_interval <= 0 ||
+		    timerfd_settime(zt->cool_fd, 0, &zt->cooldown, NULL) < 0)
+			evtimer_add(zt->drain_ev, &zmq_trace_now);
 	} else {
 		/* Idle, and ZMQ_EVENTS was the last call: safe to sleep. */
 		zt->phase = ZMQ_TRACE_WAITING;
@@ -275,13 +284,20 @@ static void zmq_trace_on_fd(evutil_socket_t fd, short what, void *arg)
 	zmq_trace_run(zt);
 }
 
+/* A yield, or a cooldown of 0 s: a loop turn, not a sleep. */
 static void zmq_trace_on_drain(evutil_socket_t fd, short what, void *arg)
 {
-	struct zmq_trace *zt = arg;
+	zmq_trace_run(arg);
+}
 
-	/* A yield or a 0 s cooldown is a loop turn, not a sleep. */
-	if (zt->phase == ZMQ_TRACE_COOLDOWN && zt->min_drain_interval > 0)
-		zt->wakeups++;
+static void zmq_trace_on_cooldown(evutil_socket_t fd, short what, void *arg)
+{
+	struct zmq_trace *zt = arg;
+	uint64_t expirations;
+
+	if (read(zt->cool_fd, &expirations, sizeof(expirations)) < 0)
+		return; /* EAGAIN: disarmed meanwhile (stop) */
+	zt->wakeups++;
 	zmq_trace_run(zt);
 }
 
@@ -317,6 +333,7 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 
 	zt->inst = inst;
 	zt->lock_fd = -1;
+	zt->cool_fd = -1;
 	if (zt->endpoint) {
 		zt->ep = strdup(zt->endpoint);
 	} else if (asprintf(&zt->ep, "ipc://%s/trace.sock",
@@ -383,10 +400,10 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 		goto out_free;
 	zt->sink.span = zmq_trace_sink_span;
 	zt->sink.ctx = zt;
-	zt->cooldown.tv_sec = (time_t)zt->min_drain_interval;
-	zt->cooldown.tv_usec =
-		(suseconds_t)((zt->min_drain_interval -
-			       (double)zt->cooldown.tv_sec) * 1e6);
+	zt->cooldown.it_value.tv_sec = (time_t)zt->min_drain_interval;
+	zt->cooldown.it_value.tv_nsec =
+		(long)((zt->min_drain_interval -
+			(double)zt->cooldown.it_value.tv_sec) * 1e9);
 	return 0;
 
 out_inval:
@@ -585,6 +602,14 @@ static void zmq_trace_close(struct zmq_trace *zt)
 		event_free(zt->drain_ev);
 		zt->drain_ev = NULL;
 	}
+	if (zt->cool_ev) {
+		event_free(zt->cool_ev);
+		zt->cool_ev = NULL;
+	}
+	if (zt->cool_fd >= 0) {
+		close(zt->cool_fd);
+		zt->cool_fd = -1;
+	}
 	if (zt->check_ev) {
 		event_free(zt->check_ev);
 		zt->check_ev = NULL;
@@ -645,15 +670,23 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 	if (zmq_getsockopt(zt->zsock, ZMQ_FD, &zfd, &len) < 0)
 		goto out_zmq;
 
+	zt->cool_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (zt->cool_fd < 0) {
+		tally_log(inst, LOG_ERR, "timerfd_create: %s", strerror(errno));
+		goto out_close;
+	}
 	zt->fd_ev = event_new(base, zfd, EV_READ | EV_PERSIST, zmq_trace_on_fd,
 			      zt);
 	zt->drain_ev = evtimer_new(base, zmq_trace_on_drain, zt);
+	zt->cool_ev = event_new(base, zt->cool_fd, EV_READ | EV_PERSIST,
+				zmq_trace_on_cooldown, zt);
 	zt->check_ev = event_new(base, -1, EV_PERSIST, zmq_trace_on_check, zt);
-	if (!zt->fd_ev || !zt->drain_ev || !zt->check_ev) {
+	if (!zt->fd_ev || !zt->drain_ev || !zt->cool_ev || !zt->check_ev) {
 		errno = ENOMEM;
 		goto out_close;
 	}
-	if (event_add(zt->check_ev, &check) < 0)
+	if (event_add(zt->check_ev, &check) < 0 ||
+	    event_add(zt->cool_ev, NULL) < 0)
 		goto out_close;
 	/* Whatever queued since bind is read by the first drain. */
 	zt->phase = ZMQ_TRACE_YIELD;
@@ -687,6 +720,7 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 		return;
 	event_del(zt->fd_ev);
 	event_del(zt->drain_ev);
+	event_del(zt->cool_ev);
 	event_del(zt->check_ev);
 	/*
 	 * Read what the last senders left (a job's processes exit just

@@ -31,7 +31,7 @@ static const uint8_t begin_msg[] = {
 	0xd3, 0x04, 0x00, 0x00,				/* tid */
 	0xff, 0xff, 0xff, 0xff,				/* rank */
 	0x03, 0x00, 0x05, 0x00, 0x02, 0x00, 0x00, 0x00, /* lengths, rsvd */
-	'j', 'o', 'b', 's', 'o', 'l', 'v', 'e', 'n', '1',
+	'j',  'o',  'b',  's',	'o',  'l',  'v',  'e',	'n', '1',
 };
 
 /* END of span 0x1122334455667788 (parent 7), no name, no host, rank 5. */
@@ -121,8 +121,8 @@ static void test_native_max(void)
 	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "1024-byte strings decode");
 	cmp_ok(strlen(ev.name), "==", TALLY_WIRE_MAX_STR, "name kept whole");
 
-	len = build(m, TALLY_WIRE_BEGIN, s, TALLY_WIRE_MAX_STR + 1, "n", 1,
-		    "", 0);
+	len = build(m, TALLY_WIRE_BEGIN, s, TALLY_WIRE_MAX_STR + 1, "n", 1, "",
+		    0);
 	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
 	       "1025-byte trace id: bad_length");
 	len = build(m, TALLY_WIRE_END, "t", 1, s, TALLY_WIRE_MAX_STR + 1, "",
@@ -144,8 +144,8 @@ static void test_native_malformed(void)
 	cmp_ok(dec(NULL, 0), "==", ZMQ_TRACE_ERR_TRUNCATED,
 	       "empty message: truncated");
 	for (size_t n = 1; n < sizeof(begin_msg); n++) {
-		enum zmq_trace_err want = n < 52 ? ZMQ_TRACE_ERR_TRUNCATED :
-						   ZMQ_TRACE_ERR_BAD_LENGTH;
+		enum zmq_trace_err want = n < 52 ? ZMQ_TRACE_ERR_TRUNCATED
+						 : ZMQ_TRACE_ERR_BAD_LENGTH;
 
 		if (dec(begin_msg, n) != want) {
 			diag("prefix of %zu bytes: %s", n,
@@ -232,7 +232,8 @@ static void test_native_utf8(void)
 		{ "\xff", 1, ZMQ_TRACE_ERR_BAD_UTF8, "byte 0xff" },
 		{ "\x80", 1, ZMQ_TRACE_ERR_BAD_UTF8, "lone continuation" },
 		{ "\xc0\xaf", 2, ZMQ_TRACE_ERR_BAD_UTF8, "overlong '/'" },
-		{ "\xe0\x80\xaf", 3, ZMQ_TRACE_ERR_BAD_UTF8, "overlong 3-byte" },
+		{ "\xe0\x80\xaf", 3, ZMQ_TRACE_ERR_BAD_UTF8,
+		  "overlong 3-byte" },
 		{ "\xf0\x80\x80\xaf", 4, ZMQ_TRACE_ERR_BAD_UTF8,
 		  "overlong 4-byte" },
 		{ "\xed\xa0\x80", 3, ZMQ_TRACE_ERR_BAD_UTF8, "surrogate D800" },
@@ -264,8 +265,10 @@ static void test_native_utf8(void)
 		s[pos] = 0xc3;
 		s[pos + 1] = 0xa9;
 		seq = zmq_trace_utf8_valid(s, 22);
-		if (!ok(!bad && !nul && seq, "21-byte string, byte %zu: 0xff "
-		       "and NUL rejected, \"\\xc3\\xa9\" accepted", pos))
+		if (!ok(!bad && !nul && seq,
+			"21-byte string, byte %zu: 0xff "
+			"and NUL rejected, \"\\xc3\\xa9\" accepted",
+			pos))
 			diag("bad %d nul %d seq %d", bad, nul, seq);
 	}
 	len = build(m, TALLY_WIRE_BEGIN, "t", 1, "n", 1, "\xc3", 1);
@@ -394,12 +397,12 @@ static void test_doc_vectors(void)
 	} valid[] = {
 		{ "begin-root", TALLY_SPAN_BEGIN, 0, 1722000000123456789ll, 1,
 		  0, 3, "solver", "n01" },
-		{ "begin-nested", TALLY_SPAN_BEGIN, 0, 1722000000200000000ll,
-		  2, 1, -1, "\xc3\xa9tape", "" },
-		{ "end-dropped", TALLY_SPAN_END, 7, 1722000000623456789ll, 2,
-		  1, 3, "", "n01" },
-		{ "end-root", TALLY_SPAN_END, 0, 1722000001000000000ll, 1, 0,
-		  3, "solver", "n01" },
+		{ "begin-nested", TALLY_SPAN_BEGIN, 0, 1722000000200000000ll, 2,
+		  1, -1, "\xc3\xa9tape", "" },
+		{ "end-dropped", TALLY_SPAN_END, 7, 1722000000623456789ll, 2, 1,
+		  3, "", "n01" },
+		{ "end-root", TALLY_SPAN_END, 0, 1722000001000000000ll, 1, 0, 3,
+		  "solver", "n01" },
 	};
 	const char *top = getenv("top_srcdir");
 	char path[4096];
@@ -417,8 +420,8 @@ static void test_doc_vectors(void)
 		if (!ok(v && v->len, "vector %s in the document",
 			valid[i].name))
 			continue;
-		if (!cmp_ok(dec(v->b, v->len), "==", ZMQ_TRACE_OK,
-			    "%s decodes", v->name))
+		if (!cmp_ok(dec(v->b, v->len), "==", ZMQ_TRACE_OK, "%s decodes",
+			    v->name))
 			continue;
 		cmp_ok(ev.phase, "==", valid[i].phase, "%s: phase", v->name);
 		cmp_ok(ev.dropped, "==", valid[i].dropped, "%s: dropped",
@@ -426,8 +429,8 @@ static void test_doc_vectors(void)
 		cmp_ok(ev.ts_ns, "==", valid[i].ts_ns, "%s: ts_ns", v->name);
 		cmp_ok(ev.span_id, "==", valid[i].span_id, "%s: span_id",
 		       v->name);
-		cmp_ok(ev.parent_id, "==", valid[i].parent_id,
-		       "%s: parent_id", v->name);
+		cmp_ok(ev.parent_id, "==", valid[i].parent_id, "%s: parent_id",
+		       v->name);
 		cmp_ok(ev.pid, "==", 4242, "%s: pid", v->name);
 		cmp_ok(ev.tid, "==", 4243, "%s: tid", v->name);
 		cmp_ok(ev.rank, "==", valid[i].rank, "%s: rank", v->name);
@@ -442,9 +445,9 @@ static void test_doc_vectors(void)
 			continue;
 		nbad++;
 		cmp_ok(dec(v->b, v->len), "==", doc_reason(v->reason),
-		       "%s (%zu bytes): dropped as %s (document: %s)",
-		       v->name, v->len,
-		       zmq_trace_err_reason(doc_reason(v->reason)), v->reason);
+		       "%s (%zu bytes): dropped as %s (document: %s)", v->name,
+		       v->len, zmq_trace_err_reason(doc_reason(v->reason)),
+		       v->reason);
 	}
 	cmp_ok(nbad, ">=", 9, "the document's invalid vectors were all found");
 }
@@ -456,8 +459,8 @@ static enum zmq_trace_err jdec(const char *s)
 
 static void test_json_valid(void)
 {
-	cmp_ok(jdec("[\"start\", 1722000000123, \"3\", \"solver\"]"), "==",
-	       ZMQ_TRACE_OK, "Omnistat start decodes");
+	cmp_ok(jdec("[\"start\", 1722000000123, \"3\", \"solver\"]"),
+	       "==", ZMQ_TRACE_OK, "Omnistat start decodes");
 	cmp_ok(ev.format, "==", ZMQ_TRACE_OMNISTAT, "format omnistat");
 	cmp_ok(ev.phase, "==", TALLY_SPAN_BEGIN, "start is begin");
 	cmp_ok(ev.ts_ns, "==", 1722000000123000000ll, "ms to ns");
@@ -469,32 +472,32 @@ static void test_json_valid(void)
 	cmp_ok(ev.span_id, "==", 0, "no span id");
 	cmp_ok(ev.dropped, "==", 0, "no drop count");
 
-	cmp_ok(jdec("[\"end\",1722000000456,\"3\",\"solver\"]"), "==",
-	       ZMQ_TRACE_OK, "compact end decodes");
+	cmp_ok(jdec("[\"end\",1722000000456,\"3\",\"solver\"]"),
+	       "==", ZMQ_TRACE_OK, "compact end decodes");
 	cmp_ok(ev.phase, "==", TALLY_SPAN_END, "end is end");
 	cmp_ok(ev.ts_ns, "==", 1722000000456000000ll, "end time");
 
-	cmp_ok(jdec(" \n[ \"start\" ,\t5 ,\r\"a\" , \"b\" ] \n"), "==",
-	       ZMQ_TRACE_OK, "JSON whitespace everywhere");
+	cmp_ok(jdec(" \n[ \"start\" ,\t5 ,\r\"a\" , \"b\" ] \n"),
+	       "==", ZMQ_TRACE_OK, "JSON whitespace everywhere");
 	cmp_ok(ev.ts_ns, "==", 5000000, "5 ms");
 
-	cmp_ok(jdec("[\"start\", 1722000000123.5, \"a\", \"b\"]"), "==",
-	       ZMQ_TRACE_OK, "fractional ms");
+	cmp_ok(jdec("[\"start\", 1722000000123.5, \"a\", \"b\"]"),
+	       "==", ZMQ_TRACE_OK, "fractional ms");
 	cmp_ok(ev.ts_ns, "==", 1722000000123500000ll, "exact ns, no rounding");
 	cmp_ok(jdec("[\"start\", 0.000001, \"a\", \"b\"]"), "==", ZMQ_TRACE_OK,
 	       "1 ns");
 	cmp_ok(ev.ts_ns, "==", 1, "0.000001 ms = 1 ns");
-	cmp_ok(jdec("[\"start\", 0.0000019, \"a\", \"b\"]"), "==",
-	       ZMQ_TRACE_OK, "sub-ns digits");
+	cmp_ok(jdec("[\"start\", 0.0000019, \"a\", \"b\"]"), "==", ZMQ_TRACE_OK,
+	       "sub-ns digits");
 	cmp_ok(ev.ts_ns, "==", 1, "truncated below 1 ns");
 	cmp_ok(jdec("[\"start\", 1.5e3, \"a\", \"b\"]"), "==", ZMQ_TRACE_OK,
 	       "exponent");
 	cmp_ok(ev.ts_ns, "==", 1500000000, "1.5e3 ms");
-	cmp_ok(jdec("[\"start\", 17220000001235E-1, \"a\", \"b\"]"), "==",
-	       ZMQ_TRACE_OK, "negative exponent");
+	cmp_ok(jdec("[\"start\", 17220000001235E-1, \"a\", \"b\"]"),
+	       "==", ZMQ_TRACE_OK, "negative exponent");
 	cmp_ok(ev.ts_ns, "==", 1722000000123500000ll, "E-1");
-	cmp_ok(jdec("[\"start\", 9223372036854, \"a\", \"b\"]"), "==",
-	       ZMQ_TRACE_OK, "largest whole ms in int64 ns");
+	cmp_ok(jdec("[\"start\", 9223372036854, \"a\", \"b\"]"),
+	       "==", ZMQ_TRACE_OK, "largest whole ms in int64 ns");
 	cmp_ok(ev.ts_ns, "==", 9223372036854000000ll, "no overflow");
 	cmp_ok(jdec("[\"start\", 0, \"a\", \"b\"]"), "==", ZMQ_TRACE_OK,
 	       "zero time");
@@ -506,12 +509,12 @@ static void test_json_valid(void)
 	       "integer trace id");
 	is(ev.trace, "7", "taken as its text");
 
-	cmp_ok(jdec("[\"start\",1,\"a\\\"b\\\\c\\/\",\"\\u00e9\\n\\t\"]"), "==",
-	       ZMQ_TRACE_OK, "escapes");
+	cmp_ok(jdec("[\"start\",1,\"a\\\"b\\\\c\\/\",\"\\u00e9\\n\\t\"]"),
+	       "==", ZMQ_TRACE_OK, "escapes");
 	is(ev.trace, "a\"b\\c/", "quote, backslash, slash");
 	is(ev.name, "\xc3\xa9\n\t", "\\u00e9 is UTF-8 é, \\n, \\t");
-	cmp_ok(jdec("[\"start\",1,\"a\",\"\\ud83d\\ude00\"]"), "==",
-	       ZMQ_TRACE_OK, "surrogate pair");
+	cmp_ok(jdec("[\"start\",1,\"a\",\"\\ud83d\\ude00\"]"),
+	       "==", ZMQ_TRACE_OK, "surrogate pair");
 	is(ev.name, "\xf0\x9f\x98\x80", "U+1F600 as 4 UTF-8 bytes");
 	cmp_ok(jdec("[\"start\",1,\"a\",\"caf\xc3\xa9\"]"), "==", ZMQ_TRACE_OK,
 	       "raw UTF-8");

@@ -16,7 +16,7 @@
 #include "tap.h"
 #include "../../plugins/input/zmq_trace/state.h"
 
-#define MS 1000000ll
+#define MS  1000000ll
 #define SEC 1000000000ll
 
 static char out[16384];
@@ -31,7 +31,8 @@ static const char *flags_str(uint32_t f)
 		return "0";
 	snprintf(buf, sizeof(buf), "%s%s%s%s%s",
 		 f & TALLY_SPAN_ABANDONED ? "abandoned" : "",
-		 f & TALLY_SPAN_ABANDONED && f & ~TALLY_SPAN_ABANDONED ? "|" : "",
+		 f & TALLY_SPAN_ABANDONED && f & ~TALLY_SPAN_ABANDONED ? "|"
+								       : "",
 		 f & TALLY_SPAN_ORPHAN_END ? "orphan_end" : "",
 		 f & TALLY_SPAN_ORPHAN_END && f & TALLY_SPAN_EVICTED ? "|" : "",
 		 f & TALLY_SPAN_EVICTED ? "evicted" : "");
@@ -127,9 +128,8 @@ static struct zmq_trace_event *nat(enum tally_span_phase ph, uint32_t pid,
 	return &ev;
 }
 
-static struct zmq_trace_event *omni(enum tally_span_phase ph,
-				    const char *trace, const char *label,
-				    int64_t ts)
+static struct zmq_trace_event *omni(enum tally_span_phase ph, const char *trace,
+				    const char *label, int64_t ts)
 {
 	static struct zmq_trace_event ev;
 
@@ -155,6 +155,8 @@ static int apply(struct zmq_trace_state *st, struct zmq_trace_event *ev,
 	return zmq_trace_state_apply(st, ev, now, &sink);
 }
 
+/* Expected records stay one per line, as in a capture file. */
+/* clang-format off */
 static void test_nesting(void)
 {
 	struct zmq_trace_state *st = new_state(16, 16);
@@ -506,6 +508,8 @@ static void test_idle_and_limits(void)
 	ok(!zmq_trace_state_new(&bad) && errno == EINVAL,
 	   "zero limits: EINVAL");
 }
+
+/* clang-format on */
 
 int main(void)
 {

@@ -77,7 +77,8 @@ int zmq_trace_utf8_valid(const uint8_t *s, size_t len)
 			n = 3;
 			hi = 0x8f; /* nothing above U+10FFFF */
 		} else {
-			return 0; /* NUL, continuation byte, 0xc0/0xc1, 0xf5.. */
+			return 0; /* NUL, continuation byte, 0xc0/0xc1, 0xf5..
+				   */
 		}
 		if (len - i <= n)
 			return 0;
@@ -113,10 +114,11 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 	 * Only a message shorter than the header counts as truncated; any
 	 * other size mismatch is bad_length (doc/wire-format.md).
 	 */
-	if (len < 2 || msg[0] != TALLY_WIRE_MAGIC0 || msg[1] != TALLY_WIRE_MAGIC1)
-		return len == 1 && msg[0] == TALLY_WIRE_MAGIC0 ?
-			       ZMQ_TRACE_ERR_TRUNCATED :
-			       ZMQ_TRACE_ERR_BAD_MAGIC;
+	if (len < 2 || msg[0] != TALLY_WIRE_MAGIC0 ||
+	    msg[1] != TALLY_WIRE_MAGIC1)
+		return len == 1 && msg[0] == TALLY_WIRE_MAGIC0
+			       ? ZMQ_TRACE_ERR_TRUNCATED
+			       : ZMQ_TRACE_ERR_BAD_MAGIC;
 	if (len < 3)
 		return ZMQ_TRACE_ERR_TRUNCATED;
 	if (msg[2] != TALLY_WIRE_VERSION)
@@ -138,7 +140,8 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 		return ZMQ_TRACE_ERR_BAD_LENGTH;
 
 	ev->format = ZMQ_TRACE_NATIVE;
-	ev->phase = type == TALLY_WIRE_BEGIN ? TALLY_SPAN_BEGIN : TALLY_SPAN_END;
+	ev->phase =
+		type == TALLY_WIRE_BEGIN ? TALLY_SPAN_BEGIN : TALLY_SPAN_END;
 	ev->dropped = tally_wire_get32(msg + 4);
 	ev->ts_ns = (int64_t)tally_wire_get64(msg + 8);
 	ev->span_id = tally_wire_get64(msg + 16);
@@ -310,7 +313,7 @@ static enum zmq_trace_err zmq_trace_json_string(struct zmq_trace_json *j,
 			}
 			k = 1;
 		}
-put:
+	put:
 		if (n + k > TALLY_WIRE_MAX_STR)
 			return ZMQ_TRACE_ERR_BAD_LENGTH;
 		memcpy(o + n, tmp, k);
@@ -546,8 +549,8 @@ enum zmq_trace_err zmq_trace_decode(const void *msg, size_t len,
 	if (m[0] == TALLY_WIRE_MAGIC0)
 		return zmq_trace_decode_native(m, len, ev);
 	/* JSON may start with whitespace; the magic never does. */
-	while (i < len && (m[i] == ' ' || m[i] == '\t' || m[i] == '\n' ||
-			   m[i] == '\r'))
+	while (i < len &&
+	       (m[i] == ' ' || m[i] == '\t' || m[i] == '\n' || m[i] == '\r'))
 		i++;
 	if (i < len && m[i] == '[')
 		return zmq_trace_decode_json(m, len, ev);

@@ -38,10 +38,10 @@ enum zmq_trace_err {
 					* out of range, a string too long */
 	ZMQ_TRACE_ERR_BAD_MAGIC,       /* neither "tY" nor '[' */
 	ZMQ_TRACE_ERR_UNKNOWN_VERSION, /* native, version != 1 */
-	ZMQ_TRACE_ERR_BAD_TYPE,        /* unknown message type / event kind */
+	ZMQ_TRACE_ERR_BAD_TYPE,	       /* unknown message type / event kind */
 	ZMQ_TRACE_ERR_BAD_SPAN_ID,     /* native, span_id 0 */
-	ZMQ_TRACE_ERR_BAD_UTF8,        /* a string is not UTF-8 or holds NUL */
-	ZMQ_TRACE_ERR_BAD_JSON,        /* not a 4-element JSON array as above */
+	ZMQ_TRACE_ERR_BAD_UTF8,	       /* a string is not UTF-8 or holds NUL */
+	ZMQ_TRACE_ERR_BAD_JSON,	       /* not a 4-element JSON array as above */
 	ZMQ_TRACE_ERR_BAD_VALUE,       /* JSON: negative or huge time, empty
 					* trace id or label */
 	ZMQ_TRACE_ERR_COUNT

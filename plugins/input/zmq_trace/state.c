@@ -186,8 +186,8 @@ static uint64_t zmq_trace_key_hash(enum zmq_trace_format format, uint32_t pid,
 }
 
 static bool zmq_trace_key_eq(const struct zmq_trace_source *src,
-			     const struct zmq_trace_event *ev,
-			     const char *host, size_t hl)
+			     const struct zmq_trace_event *ev, const char *host,
+			     size_t hl)
 {
 	return src->pid == ev->pid && src->format == ev->format &&
 	       src->trace_len == ev->trace_len && src->host_len == hl &&
@@ -361,8 +361,7 @@ static long zmq_trace_find_id(struct zmq_trace_source *src, uint64_t id)
 }
 
 /* Index of the newest open span named @name, or -1. */
-static long zmq_trace_find_name(struct zmq_trace_source *src,
-				const char *name)
+static long zmq_trace_find_name(struct zmq_trace_source *src, const char *name)
 {
 	for (uint32_t i = src->count; i-- > 0;)
 		if (!strcmp(zmq_trace_open_name(zmq_trace_at(src, i)), name))
@@ -457,8 +456,9 @@ static void zmq_trace_end(struct zmq_trace_state *st,
 	else
 		i = zmq_trace_find_name(src, ev->name);
 	if (i >= 0) {
-		zmq_trace_emit_end(st, sink, src, zmq_trace_at(src, (uint32_t)i),
-				   0, ev->ts_ns);
+		zmq_trace_emit_end(st, sink, src,
+				   zmq_trace_at(src, (uint32_t)i), 0,
+				   ev->ts_ns);
 		zmq_trace_remove(st, src, (uint32_t)i);
 		return;
 	}

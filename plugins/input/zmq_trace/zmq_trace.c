@@ -60,7 +60,7 @@
 #include "state.h"
 
 /* An empty source is forgotten after this long without messages. */
-#define ZMQ_TRACE_IDLE_NS	(60 * 1000000000ll)
+#define ZMQ_TRACE_IDLE_NS (60 * 1000000000ll)
 /* A dead process's spans are closed once it has been silent this long,
  * so that its last messages still in flight are applied first. */
 #define ZMQ_TRACE_GONE_GRACE_NS (1000000000ll)
@@ -89,24 +89,24 @@ struct zmq_trace {
 	double check_interval;
 
 	struct tally_instance *inst;
-	char *ep;	    /* the endpoint bound (endpoint or default) */
+	char *ep; /* the endpoint bound (endpoint or default) */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	bool ipc;	    /* ipc endpoint: we bind the unix socket */
-	bool abstract;	    /* ipc://@name: no file */
+	bool ipc;      /* ipc endpoint: we bind the unix socket */
+	bool abstract; /* ipc://@name: no file */
 	gid_t gid;
 	bool have_gid;
 	int lock_fd;
-	dev_t sock_dev;	    /* the socket file we created, to unlink */
+	dev_t sock_dev; /* the socket file we created, to unlink */
 	ino_t sock_ino;
 	bool sock_file;
 
 	void *zctx;
 	void *zsock;
 	struct event *fd_ev;
-	struct event *drain_ev;	/* 0 s timer: yield */
+	struct event *drain_ev; /* 0 s timer: yield */
 	struct event *cool_ev;	/* on cool_fd: cooldown expired */
 	struct event *check_ev;
-	int cool_fd;		/* timerfd, CLOCK_MONOTONIC */
+	int cool_fd; /* timerfd, CLOCK_MONOTONIC */
 	enum zmq_trace_phase phase;
 	struct itimerspec cooldown;
 
@@ -182,8 +182,7 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 	zmq_trace_count(zt, &zt->reported.evicted, c->evicted, "span_evicted");
 	zmq_trace_count(zt, &zt->reported.source_limit, c->source_limit,
 			"source_limit");
-	zmq_trace_count(zt, &zt->reported.emit_failed, c->emit_failed,
-			"nomem");
+	zmq_trace_count(zt, &zt->reported.emit_failed, c->emit_failed, "nomem");
 }
 
 static void zmq_trace_message(struct zmq_trace *zt, const void *data,
@@ -403,7 +402,8 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 	zt->cooldown.it_value.tv_sec = (time_t)zt->min_drain_interval;
 	zt->cooldown.it_value.tv_nsec =
 		(long)((zt->min_drain_interval -
-			(double)zt->cooldown.it_value.tv_sec) * 1e9);
+			(double)zt->cooldown.it_value.tv_sec) *
+		       1e9);
 	return 0;
 
 out_inval:
@@ -421,8 +421,7 @@ out_free:
  */
 static int zmq_trace_probe(const struct sockaddr_un *sa)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int rc, err;
 
 	if (fd < 0)
@@ -537,8 +536,8 @@ static int zmq_trace_bind_unix(struct zmq_trace *zt)
 			}
 			goto out_bind;
 		}
-		tally_log(zt->inst, LOG_INFO,
-			  "replacing stale socket file %s", zt->path);
+		tally_log(zt->inst, LOG_INFO, "replacing stale socket file %s",
+			  zt->path);
 		if ((unlink(zt->path) < 0 && errno != ENOENT) ||
 		    bind(fd, (struct sockaddr *)&sa, salen) < 0)
 			goto out_bind;
@@ -636,7 +635,7 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 					  (double)(time_t)zt->check_interval) *
 					 1e6),
 	};
-	int hwm = (int)zt->rcvhwm, linger = 0, fd = -1;
+	int hwm = (int)zt->rcvhwm, linger = 0, fd = -1, err;
 	evutil_socket_t zfd;
 	size_t len = sizeof(zfd);
 
@@ -670,13 +669,14 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 	if (zmq_getsockopt(zt->zsock, ZMQ_FD, &zfd, &len) < 0)
 		goto out_zmq;
 
-	zt->cool_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	zt->cool_fd =
+		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (zt->cool_fd < 0) {
 		tally_log(inst, LOG_ERR, "timerfd_create: %s", strerror(errno));
 		goto out_close;
 	}
-	zt->fd_ev = event_new(base, zfd, EV_READ | EV_PERSIST, zmq_trace_on_fd,
-			      zt);
+	zt->fd_ev =
+		event_new(base, zfd, EV_READ | EV_PERSIST, zmq_trace_on_fd, zt);
 	zt->drain_ev = evtimer_new(base, zmq_trace_on_drain, zt);
 	zt->cool_ev = event_new(base, zt->cool_fd, EV_READ | EV_PERSIST,
 				zmq_trace_on_cooldown, zt);
@@ -697,22 +697,20 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 out_zmq:
 	tally_log(inst, LOG_ERR, "zmq setup for %s: %s", zt->ep,
 		  zmq_strerror(errno));
-out_close: {
-	int err = errno;
-
+out_close:
+	err = errno;
 	if (fd >= 0)
 		close(fd);
 	zmq_trace_close(zt);
 	errno = err;
 	return -1;
 }
-}
 
 static void zmq_trace_stop(struct tally_instance *inst, void *state)
 {
 	struct zmq_trace *zt = state;
-	int64_t deadline = tally_monotonic_ns() +
-			   ZMQ_TRACE_STOP_MAX_MS * 1000000ll;
+	int64_t deadline =
+		tally_monotonic_ns() + ZMQ_TRACE_STOP_MAX_MS * 1000000ll;
 	zmq_pollitem_t item = { .events = ZMQ_POLLIN };
 	uint64_t closed;
 
@@ -768,8 +766,7 @@ static const struct tally_option zmq_trace_options[] = {
 			 "ipc: group that may send (socket file mode 0660); "
 			 "default: everyone (0666) for the system collector, "
 			 "the user only (0600) for a user collector"),
-	TALLY_OPT_INT("rcvhwm", struct zmq_trace, rcvhwm, "100000", 0,
-		      INT_MAX,
+	TALLY_OPT_INT("rcvhwm", struct zmq_trace, rcvhwm, "100000", 0, INT_MAX,
 		      "receive high-water mark, messages queued per sender "
 		      "(0 = unlimited); large, so exiting senders lose "
 		      "nothing"),
@@ -784,8 +781,8 @@ static const struct tally_option zmq_trace_options[] = {
 		      "1024", 1, 1000000,
 		      "open spans kept per (trace, process); beyond, the "
 		      "oldest is closed as evicted"),
-	TALLY_OPT_INT("max_sources", struct zmq_trace, max_sources, "65536",
-		      1, 100000000,
+	TALLY_OPT_INT("max_sources", struct zmq_trace, max_sources, "65536", 1,
+		      100000000,
 		      "(trace, process) pairs tracked; events of further "
 		      "ones are dropped"),
 	TALLY_OPT_DOUBLE("abandon_timeout", struct zmq_trace, abandon_timeout,

@@ -9,8 +9,9 @@
  * Cost model: every file is opened once and re-read each tick from offset 0
  * (tally_read_whole()) into one buffer that only grows; label sets are interned
  * the first time a CPU, a mode or a meminfo field is seen and reused on later
- * ticks. A steady-state tick therefore makes one pread() pair per file and
- * no allocation outside the batch the core hands in.
+ * ticks. Names are copied into the batch (tally_batch_add_metric()), whose
+ * arena the core keeps when it recycles the batch. A steady-state tick
+ * therefore makes one pread() pair per file and no allocation.
  *
  * Failure model: a file that is missing, unreadable or not a regular file
  * (a directory or a FIFO planted in a container's /host/proc) is logged
@@ -93,10 +94,7 @@ struct procfs_cpu {
  * @name:    metric name; static storage for fields in procfs_mem_known[],
  *           else points into @text
  * @help:    help text, same storage as @name
- * @text:    for a field unknown to this build: name, NUL, help, NUL, which
- *           each tick copies into the batch (records may outlive the
- *           instance, so they must not point into its state)
- * @text_len: bytes of @text including both NULs
+ * @text:    for a field unknown to this build: name, NUL, help, NUL
  *
  * Indexed by line number: the kernel prints fields in a fixed order, so a
  * tick only compares each key with the cached one at the same position.
@@ -108,14 +106,13 @@ struct procfs_mem {
 	const char *name;
 	const char *help;
 	char *text;
-	size_t text_len;
 };
 
 /*
  * The /proc/meminfo fields of Linux 2.6 to 6.x (fs/proc/meminfo.c and
- * arch hooks), named as node_exporter names them, so that known fields cost
- * no copy per tick. Fields not listed are still exported, named the same
- * way at run time.
+ * arch hooks), named as node_exporter names them, so that known fields need
+ * no allocation when first seen. Fields not listed are still exported,
+ * named the same way at run time.
  */
 /* clang-format off */
 #define PROCFS_MEM_KB(k, n)                                                   \
@@ -559,28 +556,6 @@ static const char *procfs_load(struct tally_instance *inst, struct procfs *p,
 
 /* Records. */
 
-/*
- * Append a counter or gauge. @name and @help must be static or in the
- * batch's arena; the batch gets its own reference to @ls.
- */
-static int procfs_put(struct tally_batch *b, enum tally_metric_type type,
-		      const char *name, const char *help,
-		      struct tally_labels *ls, double value, int64_t ts)
-{
-	struct tally_record *r = tally_batch_append(b);
-
-	if (!r)
-		return -1;
-	r->kind = TALLY_REC_METRIC;
-	r->ts_ns = ts;
-	r->metric.name = name;
-	r->metric.help = help;
-	r->metric.type = type;
-	r->metric.labels = tally_labels_ref(ls);
-	r->metric.value = value;
-	return 0;
-}
-
 static void procfs_malformed(struct tally_instance *inst, struct procfs *p,
 			     const char *rel, const char *line)
 {
@@ -642,15 +617,17 @@ static int procfs_emit_cpu(struct procfs *p, struct tally_batch *b,
 	if (!c)
 		return -1;
 	for (unsigned m = 0; m < n; m++)
-		if (procfs_put(b, TALLY_COUNTER, "node_cpu_seconds_total",
-			       procfs_cpu_help, c->mode[m],
-			       (double)r->v[m] / p->hz, ts) < 0)
+		if (tally_batch_add_metric(b, TALLY_COUNTER,
+					   "node_cpu_seconds_total",
+					   procfs_cpu_help, c->mode[m],
+					   (double)r->v[m] / p->hz, ts) < 0)
 			return -1;
 	/* guest and guest_nice, as node_exporter's mode="user"/"nice" */
 	for (unsigned g = PROCFS_CPU_MODES; g < r->n; g++)
-		if (procfs_put(b, TALLY_COUNTER, "node_cpu_guest_seconds_total",
-			       procfs_guest_help, c->mode[g - PROCFS_CPU_MODES],
-			       (double)r->v[g] / p->hz, ts) < 0)
+		if (tally_batch_add_metric(
+			    b, TALLY_COUNTER, "node_cpu_guest_seconds_total",
+			    procfs_guest_help, c->mode[g - PROCFS_CPU_MODES],
+			    (double)r->v[g] / p->hz, ts) < 0)
 			return -1;
 	return 0;
 }
@@ -718,9 +695,9 @@ static int procfs_read_stat(struct tally_instance *inst, struct procfs *p,
 				if (procfs_u64(&s, &v) < 0 ||
 				    (!k->more && !procfs_eol(s)))
 					procfs_malformed(inst, p, "stat", line);
-				else if (procfs_put(b, k->type, k->name,
-						    k->help, p->empty,
-						    (double)v, ts) < 0)
+				else if (tally_batch_add_metric(
+						 b, k->type, k->name, k->help,
+						 p->empty, (double)v, ts) < 0)
 					return -1;
 				break;
 			}
@@ -781,7 +758,6 @@ static int procfs_mem_entry(struct procfs *p, size_t i,
 	snprintf(text + n + 1, hlen + 1, "%s%s.", help_prefix, name + plen);
 	free(e->text);
 	e->text = text;
-	e->text_len = (size_t)n + 1 + hlen + 1;
 	e->name = text;
 	e->help = text + n + 1;
 out_key:
@@ -803,7 +779,6 @@ static int procfs_read_meminfo(struct tally_instance *inst, struct procfs *p,
 		const char *nl = strchr(line, '\n');
 		struct procfs_mem_row r;
 		struct procfs_mem *e;
-		const char *name, *help;
 		double v;
 
 		if (procfs_parse_meminfo(line, &r) < 0) {
@@ -822,20 +797,9 @@ static int procfs_read_meminfo(struct tally_instance *inst, struct procfs *p,
 			e = &p->mem[i];
 		}
 		i++;
-		name = e->name;
-		help = e->help;
-		if (e->text) {
-			/* a field this build does not know: copy its names */
-			char *copy = tally_batch_alloc(b, e->text_len);
-
-			if (!copy)
-				return -1;
-			memcpy(copy, e->text, e->text_len);
-			name = copy;
-			help = copy + (e->help - e->text);
-		}
 		v = r.kb ? (double)r.value * 1024.0 : (double)r.value;
-		if (procfs_put(b, TALLY_GAUGE, name, help, p->empty, v, ts) < 0)
+		if (tally_batch_add_metric(b, TALLY_GAUGE, e->name, e->help,
+					   p->empty, v, ts) < 0)
 			return -1;
 	next:
 		if (!nl)
@@ -863,8 +827,8 @@ static int procfs_read_loadavg(struct tally_instance *inst, struct procfs *p,
 		return 0;
 	}
 	for (int i = 0; i < 3; i++)
-		if (procfs_put(b, TALLY_GAUGE, names[i], help[i], p->empty,
-			       la[i], ts) < 0)
+		if (tally_batch_add_metric(b, TALLY_GAUGE, names[i], help[i],
+					   p->empty, la[i], ts) < 0)
 			return -1;
 	return 0;
 }
@@ -914,14 +878,14 @@ static int procfs_read_psi(struct tally_instance *inst, struct procfs *p,
 		}
 		/* microseconds to seconds, divided as node_exporter does */
 		if (m->some && r.has_some &&
-		    procfs_put(b, TALLY_COUNTER, m->some, m->some_help,
-			       p->empty, (double)r.some / 1000.0 / 1000.0,
-			       ts) < 0)
+		    tally_batch_add_metric(
+			    b, TALLY_COUNTER, m->some, m->some_help, p->empty,
+			    (double)r.some / 1000.0 / 1000.0, ts) < 0)
 			return -1;
 		if (m->full && r.has_full &&
-		    procfs_put(b, TALLY_COUNTER, m->full, m->full_help,
-			       p->empty, (double)r.full / 1000.0 / 1000.0,
-			       ts) < 0)
+		    tally_batch_add_metric(
+			    b, TALLY_COUNTER, m->full, m->full_help, p->empty,
+			    (double)r.full / 1000.0 / 1000.0, ts) < 0)
 			return -1;
 	}
 	return 0;

@@ -537,8 +537,8 @@ static int netdev_ib_read_port(struct netdev *nd, struct netdev_ib_dev *d,
 				continue;
 			v = (double)u;
 		}
-		if (netdev_put(b, TALLY_GAUGE, attr_names[a], attr_help[a],
-			       p->labels, v, ts) < 0)
+		if (tally_batch_add_metric(b, TALLY_GAUGE, attr_names[a],
+					   attr_help[a], p->labels, v, ts) < 0)
 			return -1;
 	}
 	for (size_t c = 0; c < NETDEV_IB_NCOUNTERS; c++) {
@@ -562,17 +562,19 @@ static int netdev_ib_read_port(struct netdev *nd, struct netdev_ib_dev *d,
 			data[c - NETDEV_IB_RCV_DATA] = v;
 			have_data[c - NETDEV_IB_RCV_DATA] = true;
 		}
-		if (netdev_put(b, TALLY_COUNTER, k->name, k->help, p->labels, v,
-			       ts) < 0)
+		if (tally_batch_add_metric(b, TALLY_COUNTER, k->name, k->help,
+					   p->labels, v, ts) < 0)
 			return -1;
 	}
 	if (p->omni && have_data[0] &&
-	    netdev_put(b, TALLY_GAUGE, "omnistat_network_rx_bytes",
-		       "Network received (bytes)", p->omni, data[0], ts) < 0)
+	    tally_batch_add_metric(b, TALLY_GAUGE, "omnistat_network_rx_bytes",
+				   "Network received (bytes)", p->omni, data[0],
+				   ts) < 0)
 		return -1;
 	if (p->omni && have_data[1] &&
-	    netdev_put(b, TALLY_GAUGE, "omnistat_network_tx_bytes",
-		       "Network transmitted (bytes)", p->omni, data[1], ts) < 0)
+	    tally_batch_add_metric(b, TALLY_GAUGE, "omnistat_network_tx_bytes",
+				   "Network transmitted (bytes)", p->omni,
+				   data[1], ts) < 0)
 		return -1;
 	return 0;
 gone:
@@ -629,11 +631,12 @@ int netdev_ib_read(struct tally_instance *inst, struct netdev *nd,
 
 		if (d->seen != nd->gen || d->skip || d->broken)
 			continue;
-		if (netdev_put(b, TALLY_INFO, "node_infiniband_info",
-			       "Non-numeric data from "
-			       "/sys/class/infiniband/<device>, value is "
-			       "always 1.",
-			       d->info, 1, ts) < 0)
+		if (tally_batch_add_metric(
+			    b, TALLY_INFO, "node_infiniband_info",
+			    "Non-numeric data from "
+			    "/sys/class/infiniband/<device>, value is "
+			    "always 1.",
+			    d->info, 1, ts) < 0)
 			return -1;
 		for (size_t k = 0; k < d->nports && !d->gone; k++)
 			if (netdev_ib_read_port(nd, d, &d->ports[k], b, ts) < 0)

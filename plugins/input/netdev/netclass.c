@@ -159,7 +159,8 @@ static int netdev_gauge(struct tally_batch *b, const char *name,
 			const char *help, struct netdev_if *ifc, double v,
 			int64_t ts)
 {
-	return netdev_put(b, TALLY_GAUGE, name, help, ifc->labels, v, ts);
+	return tally_batch_add_metric(b, TALLY_GAUGE, name, help, ifc->labels,
+				      v, ts);
 }
 
 /**
@@ -212,10 +213,11 @@ int netdev_class_read(struct tally_instance *inst, struct netdev *nd,
 			 strcmp(val[NETDEV_OPERSTATE], "up") == 0, ts) < 0)
 		return -1;
 	if (netdev_class_info(ifc, val, admin) < 0 ||
-	    netdev_put(b, TALLY_INFO, "node_network_info",
-		       "Non-numeric data from /sys/class/net/<iface>, value "
-		       "is always 1.",
-		       ifc->info, 1, ts) < 0)
+	    tally_batch_add_metric(
+		    b, TALLY_INFO, "node_network_info",
+		    "Non-numeric data from /sys/class/net/<iface>, value "
+		    "is always 1.",
+		    ifc->info, 1, ts) < 0)
 		return -1;
 	if (have[NETDEV_CARRIER] &&
 	    netdev_gauge(b, "node_network_carrier",

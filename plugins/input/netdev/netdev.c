@@ -15,8 +15,9 @@
  *
  * Cost model: files stay open and are re-read with pread() from offset 0;
  * per-device label sets and include/exclude decisions are made once, when a
- * device first appears, and dropped when it disappears. A steady-state tick
- * allocates nothing outside the batch.
+ * device first appears, and dropped when it disappears. Names are copied
+ * into the batch (tally_batch_add_metric()), whose arena the core keeps
+ * when it recycles the batch, so a steady-state tick allocates nothing.
  */
 #include "config.h"
 
@@ -89,30 +90,6 @@ int netdev_u64(const char **pp, uint64_t *v)
 	}
 	*pp = s;
 	*v = x;
-	return 0;
-}
-
-/**
- * netdev_put() - append a metric record to @b
- * @name, @help: static storage or @b's arena (records outlive the instance)
- * @ls: label set; the batch takes its own reference
- * Return: 0, or -1 with errno = ENOMEM.
- */
-int netdev_put(struct tally_batch *b, enum tally_metric_type type,
-	       const char *name, const char *help, struct tally_labels *ls,
-	       double value, int64_t ts)
-{
-	struct tally_record *r = tally_batch_append(b);
-
-	if (!r)
-		return -1;
-	r->kind = TALLY_REC_METRIC;
-	r->ts_ns = ts;
-	r->metric.name = name;
-	r->metric.help = help;
-	r->metric.type = type;
-	r->metric.labels = tally_labels_ref(ls);
-	r->metric.value = value;
 	return 0;
 }
 
@@ -204,7 +181,7 @@ static int netdev_col_init(struct netdev_col *c, bool tx, const char *field,
 {
 	const char *dir = tx ? "transmit" : "receive";
 	char name[128];
-	int n, h;
+	int n;
 
 	for (size_t i = 0;
 	     i < sizeof(netdev_std_cols) / sizeof(netdev_std_cols[0]); i++) {
@@ -226,14 +203,12 @@ static int netdev_col_init(struct netdev_col *c, bool tx, const char *field,
 		      (name[i] >= 'A' && name[i] <= 'Z') ||
 		      (name[i] >= '0' && name[i] <= '9')))
 			name[i] = '_';
-	c->dyn_len = (size_t)(2 * n) + sizeof("node_network__total") +
-		     sizeof("Network device statistic .");
-	c->dyn = malloc(c->dyn_len);
+	c->dyn = malloc((size_t)(2 * n) + sizeof("node_network__total") +
+			sizeof("Network device statistic ."));
 	if (!c->dyn)
 		return -1;
 	n = sprintf(c->dyn, "node_network_%s_total", name);
-	h = sprintf(c->dyn + n + 1, "Network device statistic %s.", name);
-	c->dyn_len = (size_t)n + 1 + (size_t)h + 1;
+	sprintf(c->dyn + n + 1, "Network device statistic %s.", name);
 	c->name = c->dyn;
 	c->help = c->dyn + n + 1;
 	return 0;
@@ -495,22 +470,11 @@ static int netdev_emit_row(struct netdev *nd, struct netdev_if *ifc,
 {
 	const struct netdev_layout *l = &nd->layout;
 
-	for (unsigned c = 0; c < l->n; c++) {
-		const char *name = l->col[c].name, *help = l->col[c].help;
-
-		if (l->col[c].dyn) {
-			char *copy = tally_batch_alloc(b, l->col[c].dyn_len);
-
-			if (!copy)
-				return -1;
-			memcpy(copy, l->col[c].dyn, l->col[c].dyn_len);
-			help = copy + (help - name);
-			name = copy;
-		}
-		if (netdev_put(b, TALLY_COUNTER, name, help, ifc->labels,
-			       (double)r->v[c], ts) < 0)
+	for (unsigned c = 0; c < l->n; c++)
+		if (tally_batch_add_metric(b, TALLY_COUNTER, l->col[c].name,
+					   l->col[c].help, ifc->labels,
+					   (double)r->v[c], ts) < 0)
 			return -1;
-	}
 	return 0;
 }
 
@@ -528,11 +492,12 @@ static int netdev_emit_omni(struct netdev *nd, struct netdev_if *ifc,
 							 : NETDEV_STD_RX_BYTES]
 					      .name)
 			continue;
-		if (netdev_put(b, TALLY_GAUGE,
-			       tx ? "omnistat_network_tx_bytes"
-				  : "omnistat_network_rx_bytes",
-			       tx ? netdev_omni_tx_help : netdev_omni_rx_help,
-			       ifc->omni, (double)r->v[c], ts) < 0)
+		if (tally_batch_add_metric(b, TALLY_GAUGE,
+					   tx ? "omnistat_network_tx_bytes"
+					      : "omnistat_network_rx_bytes",
+					   tx ? netdev_omni_tx_help
+					      : netdev_omni_rx_help,
+					   ifc->omni, (double)r->v[c], ts) < 0)
 			return -1;
 	}
 	return 0;

@@ -31,14 +31,12 @@
  * @name: metric name, static for the 16 standard columns, else @dyn
  * @help: help text, same storage as @name
  * @dyn:  for a column this build does not know (a future kernel):
- *        "name\0help\0", copied into each batch
- * @dyn_len: bytes of @dyn
+ *        "name\0help\0", which @name and @help point into
  */
 struct netdev_col {
 	const char *name;
 	const char *help;
 	char *dyn;
-	size_t dyn_len;
 };
 
 /**
@@ -143,9 +141,6 @@ struct netdev {
 
 /* netdev.c */
 bool netdev_wanted(const struct netdev *nd, const char *name);
-int netdev_put(struct tally_batch *b, enum tally_metric_type type,
-	       const char *name, const char *help, struct tally_labels *ls,
-	       double value, int64_t ts);
 ssize_t netdev_pread_small(int fd, char *buf, size_t size);
 int netdev_u64(const char **pp, uint64_t *v);
 int netdev_openat_file(int dirfd, const char *rel);

@@ -116,6 +116,33 @@ static __attribute__((unused)) size_t count(struct tally_batch *b,
 	return n;
 }
 
+/*
+ * Size of one arena chunk of a batch (ARENA_CHUNK in core/record.c). The
+ * steady-state tests emit batches whose names span several chunks, as a
+ * node with many CPUs and interfaces does: a recycled batch must keep all
+ * of them, not only the first, for a tick to allocate nothing.
+ */
+#define ARENA_CHUNK_BYTES 4096
+
+/*
+ * names_bytes() - arena bytes the names and help texts of @b's metric
+ * records take at least (each string is copied into the batch's arena,
+ * rounded up to 16 bytes as tally_batch_alloc() does)
+ */
+static __attribute__((unused)) size_t names_bytes(struct tally_batch *b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tally_batch_count(b); i++) {
+		const struct tally_metric *m = &tally_batch_at(b, i)->metric;
+
+		n += (strlen(m->name) + 1 + 15) & ~(size_t)15;
+		if (m->help)
+			n += (strlen(m->help) + 1 + 15) & ~(size_t)15;
+	}
+	return n;
+}
+
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define PROCFS_ALLOC_SANITIZED 1

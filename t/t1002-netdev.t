@@ -171,9 +171,29 @@ test_expect_success 'netclass and infiniband can be turned off' '
 '
 
 test_expect_success 'an invalid regular expression refuses to start' '
+	rm -f out.txt &&
 	test_must_fail once "$FIXTURES/proc-6.1" "$FIXTURES/sys-6.1" \
 		"exclude = [\"^ok$\", \"(\"];" &&
-	grep "exclude\[1\] \"(\": invalid regular expression" log.txt
+	grep "inputs.net: option .exclude.: bad regular expression \"(\"" log.txt &&
+	! test -e out.txt
+'
+
+test_expect_success '--check-config reports a bad expression with file:line' '
+	cat >bad.conf <<-\CONF &&
+	inputs = {
+		net = {
+			plugin = "netdev";
+			include = ["^eth"];
+			exclude = ["(bad"];
+		};
+	};
+	outputs = { cap = { plugin = "capture"; path = "out.txt"; }; };
+	pipelines = { p = { from = ["net"]; to = ["cap"]; }; };
+	CONF
+	line=$(grep -n "exclude = " bad.conf | cut -d: -f1) &&
+	test "$line" = 5 &&
+	test_must_fail tallyd --check-config -c bad.conf >check.txt 2>&1 &&
+	grep "^bad.conf:$line: error: inputs.net: option .exclude.: bad regular expression" check.txt
 '
 
 test_expect_success 'Linux 2.6.18: a wide counter touches the colon; no sysfs' '

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../core/core-internal.h" /* tally_options_*(), as tallyd */
 #include "tap.h"
 
 #include "../../plugins/input/netdev/netdev.c"
@@ -23,6 +24,29 @@
 #include "../../plugins/input/netdev/infiniband.c"
 
 #include "procfs-util.h"
+
+/*
+ * option() - set option @key of @nd to the libconfig value @value the way
+ * tallyd applies a configuration file (the core compiles regular
+ * expressions and reports bad ones)
+ * Return: 0, or -1 with errno set.
+ */
+static int option(struct netdev *nd, const char *key, const char *value)
+{
+	char text[256];
+	config_t cfg;
+	int ret = -1;
+
+	snprintf(text, sizeof(text), "%s = %s;", key, value);
+	config_init(&cfg);
+	errno = EINVAL;
+	if (config_read_string(&cfg, text) == CONFIG_TRUE)
+		ret = tally_options_set(tally_options_find(netdev_options, key),
+					nd, config_lookup(&cfg, key),
+					"test.conf", 1, "inputs.test");
+	config_destroy(&cfg);
+	return ret;
+}
 
 #define HEADER2                                                              \
 	" face |bytes    packets errs drop fifo frame compressed multicast|" \
@@ -146,37 +170,23 @@ static void test_ib_parsers(void)
 
 static void test_filters(void)
 {
-	static char *inc[] = { "^eth", "^ib[0-9]+$" };
-	static char *exc[] = { "^eth9$", "^mlx4_" };
 	struct netdev nd = { 0 };
-	static char *bad[] = { "(" };
 
-	nd.include = (struct tally_strlist){ 2, inc };
-	nd.exclude = (struct tally_strlist){ 2, exc };
-	ok(netdev_compile(NULL, "include", &nd.include, &nd.inc_re) == 0 &&
-		   netdev_compile(NULL, "exclude", &nd.exclude, &nd.exc_re) ==
-			   0,
+	ok(option(&nd, "include", "[\"^eth\", \"^ib[0-9]+$\"]") == 0 &&
+		   option(&nd, "exclude", "[\"^eth9$\", \"^mlx4_\"]") == 0,
 	   "expressions compile");
 	ok(netdev_wanted(&nd, "eth0"), "eth0 included");
 	ok(netdev_wanted(&nd, "ib0"), "ib0 included");
 	ok(!netdev_wanted(&nd, "ib0.8001"), "ib0.8001 not included");
 	ok(!netdev_wanted(&nd, "lo"), "lo not included");
 	ok(!netdev_wanted(&nd, "eth9"), "eth9 excluded (exclude wins)");
-	nd.include.n = 0;
+	ok(option(&nd, "include", "[]") == 0, "include emptied");
 	ok(netdev_wanted(&nd, "lo"), "empty include: everything");
 	ok(!netdev_wanted(&nd, "mlx4_0"), "but exclude still applies");
-	nd.include.n = 2;
-	for (size_t i = 0; i < 2; i++) {
-		regfree(&nd.inc_re[i]);
-		regfree(&nd.exc_re[i]);
-	}
-	free(nd.inc_re);
-	free(nd.exc_re);
-	nd.include = (struct tally_strlist){ 1, bad };
 	errno = 0;
-	ok(netdev_compile(NULL, "include", &nd.include, &nd.inc_re) < 0 &&
-		   errno == EINVAL && nd.inc_re == NULL,
-	   "an invalid expression is refused with EINVAL");
+	ok(option(&nd, "exclude", "[\"(\"]") < 0 && errno == EINVAL,
+	   "an invalid expression is a configuration error");
+	tally_options_free(netdev_options, &nd);
 }
 
 static void put_netclass(const char *dev, const char *oper, const char *mtu,
@@ -251,18 +261,31 @@ static struct tally_batch *tick(struct netdev *nd)
 	return b;
 }
 
-static void setup(struct netdev *nd, char *root, char *sys)
+/*
+ * setup() - options as tallyd fills them: the defaults of the option
+ * table, then @root and @sys. teardown() frees them after netdev_fini().
+ */
+static void setup(struct netdev *nd, const char *root, const char *sys)
 {
 	memset(nd, 0, sizeof(*nd));
-	nd->root = root;
-	nd->sysfs = sys;
-	nd->netclass = true;
-	nd->infiniband = true;
+	if (tally_options_defaults(netdev_options, nd, "inputs.test") < 0)
+		bail_out("netdev option defaults: %s", strerror(errno));
+	free(nd->root);
+	free(nd->sysfs);
+	nd->root = strdup(root);
+	nd->sysfs = strdup(sys);
+	if (!nd->root || !nd->sysfs)
+		bail_out("out of memory");
+}
+
+static void teardown(struct netdev *nd)
+{
+	netdev_fini(NULL, nd);
+	tally_options_free(netdev_options, nd);
 }
 
 static void test_plugin(void)
 {
-	static char *exc[] = { "^skipme" };
 	char root[300], sys[300];
 	struct netdev nd;
 	struct tally_batch *b;
@@ -294,7 +317,8 @@ static void test_plugin(void)
 
 	setup(&nd, root, sys);
 	nd.omnistat = true;
-	nd.exclude = (struct tally_strlist){ 1, exc };
+	if (option(&nd, "exclude", "\"^skipme\"") < 0)
+		bail_out("exclude: %s", strerror(errno));
 	ok(netdev_init(NULL, &nd) == 0, "init on a fixture tree");
 
 	b = tick(&nd);
@@ -463,7 +487,7 @@ static void test_plugin(void)
 	       "==", 40, "InfiniBand still reported");
 	tally_batch_unref(b);
 
-	netdev_fini(NULL, &nd);
+	teardown(&nd);
 }
 
 /* A header with a column missing and one this build does not know. */
@@ -498,7 +522,7 @@ static void test_odd_header(void)
 	cmp_ok(count_dev(b, "eth1"), "==", 0,
 	       "a row shorter than the header is dropped");
 	tally_batch_unref(b);
-	netdev_fini(NULL, &nd);
+	teardown(&nd);
 }
 
 static void test_no_alloc(void)
@@ -535,7 +559,7 @@ static void test_no_alloc(void)
 	       "their names span more than one arena chunk");
 	tally_batch_unref(b);
 	cmp_ok(during, "==", 0, "steady-state tick allocates nothing");
-	netdev_fini(NULL, &nd);
+	teardown(&nd);
 }
 
 int main(void)

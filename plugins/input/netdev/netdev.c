@@ -156,13 +156,9 @@ int netdev_openat_file(int dirfd, const char *rel)
  */
 bool netdev_wanted(const struct netdev *nd, const char *name)
 {
-	bool in = nd->include.n == 0;
-
-	for (size_t i = 0; !in && i < nd->include.n; i++)
-		in = regexec(&nd->inc_re[i], name, 0, NULL, 0) == 0;
-	for (size_t i = 0; in && i < nd->exclude.n; i++)
-		in = regexec(&nd->exc_re[i], name, 0, NULL, 0) != 0;
-	return in;
+	return (nd->include.n == 0 ||
+		tally_regexlist_match(&nd->include, name)) &&
+	       !tally_regexlist_match(&nd->exclude, name);
 }
 
 /* /proc/net/dev parsing: pure functions, unit-tested directly. */
@@ -583,49 +579,9 @@ static void netdev_fini(struct tally_instance *inst, void *state)
 		close(nd->dev_fd);
 	nd->ib_fd = nd->class_net_fd = nd->dev_fd = -1;
 	netdev_layout_clear(&nd->layout);
-	for (size_t i = 0; nd->inc_re && i < nd->include.n; i++)
-		regfree(&nd->inc_re[i]);
-	for (size_t i = 0; nd->exc_re && i < nd->exclude.n; i++)
-		regfree(&nd->exc_re[i]);
-	free(nd->inc_re);
-	free(nd->exc_re);
-	nd->inc_re = nd->exc_re = NULL;
 	tally_readbuf_free(&nd->rb);
 	tally_labels_unref(nd->empty);
 	nd->empty = NULL;
-}
-
-static int netdev_compile(struct tally_instance *inst, const char *opt,
-			  const struct tally_strlist *list, regex_t **out)
-{
-	regex_t *re;
-
-	*out = NULL;
-	if (list->n == 0)
-		return 0;
-	re = calloc(list->n, sizeof(*re));
-	if (!re)
-		return -1;
-	for (size_t i = 0; i < list->n; i++) {
-		int rc = regcomp(&re[i], list->v[i], REG_EXTENDED | REG_NOSUB);
-
-		if (rc != 0) {
-			char msg[128];
-
-			regerror(rc, &re[i], msg, sizeof(msg));
-			tally_log(inst, LOG_ERR,
-				  "%s[%zu] \"%s\": invalid regular expression: "
-				  "%s",
-				  opt, i, list->v[i], msg);
-			while (i-- > 0)
-				regfree(&re[i]);
-			free(re);
-			errno = EINVAL;
-			return -1;
-		}
-	}
-	*out = re;
-	return 0;
 }
 
 static int netdev_init(struct tally_instance *inst, void *state)
@@ -638,12 +594,6 @@ static int netdev_init(struct tally_instance *inst, void *state)
 	if (!nd->root || !nd->root[0] || !nd->sysfs || !nd->sysfs[0]) {
 		tally_log(inst, LOG_ERR, "root and sysfs must not be empty");
 		errno = EINVAL;
-		return -1;
-	}
-	if (netdev_compile(inst, "include", &nd->include, &nd->inc_re) < 0)
-		return -1;
-	if (netdev_compile(inst, "exclude", &nd->exclude, &nd->exc_re) < 0) {
-		netdev_fini(inst, nd);
 		return -1;
 	}
 	nd->empty = tally_labels_ref(tally_labels_empty());
@@ -683,12 +633,14 @@ static const struct tally_option netdev_options[] = {
 	TALLY_OPT_STRING("sysfs", struct netdev, sysfs, "/sys",
 			 "sysfs mount point: reads SYSFS/class/net and "
 			 "SYSFS/class/infiniband"),
-	TALLY_OPT_LIST("include", struct netdev, include, NULL,
-		       "POSIX extended regular expressions: export only the "
-		       "devices (interfaces and InfiniBand HCAs) matching one"),
-	TALLY_OPT_LIST("exclude", struct netdev, exclude, NULL,
-		       "POSIX extended regular expressions: never export the "
-		       "devices matching one (wins over include)"),
+	TALLY_OPT_REGEXLIST(
+		"include", struct netdev, include, NULL,
+		"POSIX extended regular expressions: export only the "
+		"devices (interfaces and InfiniBand HCAs) matching one"),
+	TALLY_OPT_REGEXLIST(
+		"exclude", struct netdev, exclude, NULL,
+		"POSIX extended regular expressions: never export the "
+		"devices matching one (wins over include)"),
 	TALLY_OPT_BOOL("netclass", struct netdev, netclass, "true",
 		       "export /sys/class/net attributes: up, info, mtu, "
 		       "speed, carrier, flags"),

@@ -12,7 +12,6 @@
 #ifndef TALLY_NETDEV_H
 #define TALLY_NETDEV_H
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,14 +110,12 @@ struct netdev_ib_dev;
 struct netdev {
 	char *root;
 	char *sysfs;
-	struct tally_strlist include;
-	struct tally_strlist exclude;
+	struct tally_regexlist include;
+	struct tally_regexlist exclude;
 	bool netclass;
 	bool infiniband;
 	bool omnistat;
 
-	regex_t *inc_re; /* compiled @include, @include.n of them */
-	regex_t *exc_re; /* compiled @exclude */
 	struct tally_labels *empty;
 
 	int dev_fd;		 /* <root>/net/dev, -1 while not open */

@@ -12,6 +12,9 @@ TEST_EXTENSIONS = .t
 T_LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) \
 	$(top_srcdir)/config/tap-driver.sh
 LOG_DRIVER = $(T_LOG_DRIVER)
+# Every test runs under a time limit (TALLY_TEST_TIMEOUT, default 300 s).
+T_LOG_COMPILER = $(SHELL) $(top_srcdir)/t/lib/run-test.sh
+LOG_COMPILER = $(T_LOG_COMPILER)
 
 # Paths are absolute: sharness scripts cd into their trash directory.
 # SHARNESS_TEST_DIRECTORY puts the trash directories in the build tree's
@@ -53,7 +56,7 @@ t_unit_tap_t_SOURCES = t/unit/tap-selftest.c
 t_unit_tap_t_LDADD = t/unit/libtap.la
 TESTS += t/unit/tap.t
 
-EXTRA_DIST += t/lib/tally.sh
+EXTRA_DIST += t/lib/tally.sh t/lib/run-test.sh
 
 # The test-only plugins (t/plugins) checked end to end.
 TESTS += t/t0001-plugins-testonly.t

@@ -7,6 +7,7 @@
 #	EP         ipc://$SOCKDIR/trace.sock, the endpoint the tests bind
 #	HOST       this host's name, as gethostname() gives it
 #	TRACE_EMIT the client test program (libtally-trace), t/trace-emit
+#	PYZMQ      prerequisite: $PYTHON3 can import zmq
 
 if test ${#PWD} -le 60; then
 	SOCKDIR=$PWD
@@ -17,6 +18,22 @@ fi
 EP="ipc://$SOCKDIR/trace.sock"
 HOST=$(uname -n)
 TRACE_EMIT=$top_builddir/t/trace-emit
+
+# Prerequisite PYZMQ: $PYTHON3 has zmq (Debian: python3-zmq).
+"$PYTHON3" -c "import zmq" 2>/dev/null && test_set_prereq PYZMQ
+
+# zt_require_pyzmq - skip the whole script without PYZMQ; under CI (where
+# every test tool is installed) fail instead
+zt_require_pyzmq() {
+	test_have_prereq PYZMQ && return 0
+	if test "$CI" = true; then
+		test_expect_success "python3-zmq is installed (CI)" \
+			'"$PYTHON3" -c "import zmq"'
+		test_done
+	fi
+	skip_all="$PYTHON3 cannot import zmq (Debian: python3-zmq)"
+	test_done
+}
 
 # zt_config FILE [OPTION...] - a config: zmq_trace "tr" on $EP (plus the
 # given options, e.g. 'max_open_spans = 2;') -> capture spans.out, and

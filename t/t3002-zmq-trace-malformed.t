@@ -6,10 +6,7 @@ reason, valid ones around them still arrive, the daemon survives'
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 . "$SHARNESS_TEST_SRCDIR/t30-lib.sh"
 
-if ! "$PYTHON3" -c "import zmq" 2>/dev/null; then
-	skip_all="$PYTHON3 cannot import zmq (Debian: python3-zmq)"
-	test_done
-fi
+zt_require_pyzmq
 
 test_expect_success 'start tallyd' '
 	zt_config bad.conf &&

@@ -6,8 +6,6 @@ length, stale files replaced, live collectors never taken over'
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 . "$SHARNESS_TEST_SRCDIR/t30-lib.sh"
 
-"$PYTHON3" -c "import zmq" 2>/dev/null && test_set_prereq PYZMQ
-
 # conf FILE ENDPOINT [OPTION...] - zmq_trace on ENDPOINT -> capture FILE.out
 conf() {
 	c_file=$1 c_ep=$2

@@ -6,10 +6,7 @@ give the same spans as the native client'
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 . "$SHARNESS_TEST_SRCDIR/t30-lib.sh"
 
-if ! "$PYTHON3" -c "import zmq" 2>/dev/null; then
-	skip_all="$PYTHON3 cannot import zmq (Debian: python3-zmq)"
-	test_done
-fi
+zt_require_pyzmq
 
 # omnistat TRACE EVENT... - send EVENTs ("start:LABEL:MS" or "end:LABEL:MS")
 # the way Omnistat's prototype tracer does: a PUSH socket connected to the

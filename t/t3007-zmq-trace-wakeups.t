@@ -6,10 +6,7 @@ drains under load, no message left behind between wake-ups'
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 . "$SHARNESS_TEST_SRCDIR/t30-lib.sh"
 
-if ! "$PYTHON3" -c "import zmq" 2>/dev/null; then
-	skip_all="$PYTHON3 cannot import zmq (Debian: python3-zmq)"
-	test_done
-fi
+zt_require_pyzmq
 
 # trickle N GAP_MS [BURST] - N begin events, one every GAP_MS ms (BURST
 # at a time), each of its own span so that nothing is ever closed

@@ -9,10 +9,7 @@ test_description='zmq_trace: spans from the contrib Python client
 PYTHONPATH=$top_srcdir/contrib/python
 export PYTHONPATH
 
-if ! "$PYTHON3" -c "import zmq" 2>/dev/null; then
-	skip_all="$PYTHON3 cannot import zmq (Debian: python3-zmq)"
-	test_done
-fi
+zt_require_pyzmq
 
 test_expect_success 'start tallyd' '
 	zt_config py.conf &&

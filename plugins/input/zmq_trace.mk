@@ -40,19 +40,16 @@ EXTRA_DIST += doc/plugins/zmq_trace.md contrib/fuzz/zmq_trace_decode_fuzz.c \
 	contrib/fuzz/corpus/zmq_trace_decode
 
 # Integration tests: tallyd with zmq_trace -> capture, driven by the C
-# client's test program (t/trace-emit) and by pyzmq (t/t30-zmq-send.py).
-TESTS += t/t3001-zmq-trace-spans.t t/t3002-zmq-trace-malformed.t
-EXTRA_DIST += t/t30-lib.sh t/t30-zmq-send.py t/t3001-zmq-trace-spans.t \
-	t/t3002-zmq-trace-malformed.t
-TESTS += t/t3003-zmq-trace-endpoint.t
-EXTRA_DIST += t/t3003-zmq-trace-endpoint.t
-TESTS += t/t3004-zmq-trace-load.t
-EXTRA_DIST += t/t3004-zmq-trace-load.t
-TESTS += t/t3005-zmq-trace-omnistat.t
-EXTRA_DIST += t/t3005-zmq-trace-omnistat.t
-TESTS += t/t3006-zmq-trace-abandon.t
-EXTRA_DIST += t/t3006-zmq-trace-abandon.t
-TESTS += t/t3007-zmq-trace-wakeups.t
-EXTRA_DIST += t/t3007-zmq-trace-wakeups.t
-TESTS += t/t3008-zmq-trace-python.t
-EXTRA_DIST += t/t3008-zmq-trace-python.t
+# client's test program (t/trace-emit), by pyzmq (t/t30-zmq-send.py, the
+# Omnistat tracer's way) and by contrib/python.
+ZMQ_TRACE_TESTS = \
+	t/t3001-zmq-trace-spans.t \
+	t/t3002-zmq-trace-malformed.t \
+	t/t3003-zmq-trace-endpoint.t \
+	t/t3004-zmq-trace-load.t \
+	t/t3005-zmq-trace-omnistat.t \
+	t/t3006-zmq-trace-abandon.t \
+	t/t3007-zmq-trace-wakeups.t \
+	t/t3008-zmq-trace-python.t
+TESTS += $(ZMQ_TRACE_TESTS)
+EXTRA_DIST += $(ZMQ_TRACE_TESTS) t/t30-lib.sh t/t30-zmq-send.py

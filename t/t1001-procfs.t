@@ -6,38 +6,21 @@
 # Expected values are derived by hand from the fixture files: /proc/stat
 # times are USER_HZ ticks (100 per second), meminfo kB are 1024 bytes, PSI
 # totals are microseconds. The expected text writes plain decimals
-# (13932.8); norm rewrites every value with %.17g, as capture prints a
-# double, so both sides are compared exactly, digit for digit.
+# (13932.8); norm (t/lib/hostinputs.sh) rewrites every value with %.17g, as
+# capture prints a double, so both sides are compared exactly.
 
 test_description='procfs input: exact values from fixture trees'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/lib/hostinputs.sh"
 
 test "$(getconf CLK_TCK)" = 100 && test_set_prereq HZ100
 test "$(id -u)" != 0 && test_set_prereq NOT_ROOT
 
 # once ROOT - one tick of procfs on ROOT: records in out.txt, log in log.txt
 once() {
-	cat >procfs.conf <<-CONF &&
-	global = { log_level = "info"; };
-	inputs = { host = { plugin = "procfs"; root = "$1"; }; };
-	outputs = { cap = { plugin = "capture"; path = "out.txt"; }; };
-	pipelines = { p = { from = ["host"]; to = ["cap"]; }; };
-	CONF
-	timeout 20 "$TALLYD" --once -c procfs.conf >log.txt 2>&1
-}
-
-# norm - each line's value (the last field) as %.17g prints it
-norm() {
-	awk '{ $NF = sprintf("%.17g", $NF + 0); print }'
-}
-
-# check EXPECTED - out.txt holds exactly EXPECTED's lines, in that order
-check() {
-	norm <"$1" >expected.norm &&
-	norm <out.txt >out.norm &&
-	test_cmp expected.norm out.norm
+	once_input host "plugin = \"procfs\"; root = \"$1\";"
 }
 
 cat >expected-6.1 <<'EXP'

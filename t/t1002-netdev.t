@@ -6,32 +6,19 @@
 # Expected values are derived by hand from the fixture files: InfiniBand
 # port_rcv_data/port_xmit_data (and their _64 forms) count 4-byte words,
 # speed is Mbit/s (x 125000 for bytes/s), rate is Gbit/s (x 125000000).
-# As in t1001, norm rewrites values with %.17g on both sides.
+# As in t1001, norm (t/lib/hostinputs.sh) rewrites values with %.17g on
+# both sides.
 
 test_description='netdev input: exact values from fixture trees'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/lib/hostinputs.sh"
 
 # once PROC SYS [OPTIONS] - one tick of netdev: out.txt, log.txt
 once() {
-	cat >netdev.conf <<-CONF &&
-	global = { log_level = "info"; };
-	inputs = { net = { plugin = "netdev"; root = "$1"; sysfs = "$2"; $3 }; };
-	outputs = { cap = { plugin = "capture"; path = "out.txt"; }; };
-	pipelines = { p = { from = ["net"]; to = ["cap"]; }; };
-	CONF
-	timeout 20 "$TALLYD" --once -c netdev.conf >log.txt 2>&1
-}
-
-norm() {
-	awk '{ $NF = sprintf("%.17g", $NF + 0); print }'
-}
-
-check() {
-	norm <"$1" >expected.norm &&
-	norm <out.txt >out.norm &&
-	test_cmp expected.norm out.norm
+	once_input net \
+		"plugin = \"netdev\"; root = \"$1\"; sysfs = \"$2\"; $3"
 }
 
 # counters DEVICE RX... TX... - the 16 /proc/net/dev series of a device

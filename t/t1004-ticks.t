@@ -5,32 +5,16 @@
 # kernel's files change under a reader that keeps them open)
 #
 # Each record line carries its input (source = true) and the tick's
-# timestamp (timestamps = true); all records of one tick of one input share
-# that timestamp. A tick is judged once a later one has started, so a batch
-# still being written is never read half-way.
+# timestamp (timestamps = true), from which tick and has
+# (t/lib/hostinputs.sh) cut out an input's last complete tick.
 
 test_description='procfs and netdev across ticks: vanishing devices, counters going down'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/lib/hostinputs.sh"
 
 test "$(getconf CLK_TCK)" = 100 && test_set_prereq HZ100
-
-# tick SOURCE - the records of SOURCE's last complete tick, without the
-# "SOURCE: " prefix and the " ts=" suffix
-tick() {
-	awk -v src="$1: " '
-		index($0, src) != 1 { next }
-		$NF != cur { prev = buf; buf = ""; cur = $NF }
-		{ line = substr($0, length(src) + 1); sub(/ ts=[0-9]+$/, "", line)
-		  buf = buf line "\n" }
-		END { printf "%s", prev }' out.txt
-}
-
-# has SOURCE LINE - SOURCE's last complete tick has exactly LINE
-has() {
-	tick "$1" | grep -qxF "$2"
-}
 
 test_expect_success 'start tallyd on copies of the fixture trees' '
 	cp -R "$FIXTURES/proc-6.1" proc &&

@@ -14,6 +14,7 @@ test_description='netdev on veth devices in a private network namespace'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/lib/hostinputs.sh"
 
 if test "$(id -u)" != 0; then
 	skip_all='needs root (network namespace, veth devices)'
@@ -27,19 +28,6 @@ if ! unshare -n -m sh -c 'ip link add v0 type veth peer name v1' \
 	skip_all='cannot create veth devices in a new network namespace here'
 	test_done
 fi
-
-tick() {
-	awk -v src="$1: " '
-		index($0, src) != 1 { next }
-		$NF != cur { prev = buf; buf = ""; cur = $NF }
-		{ line = substr($0, length(src) + 1); sub(/ ts=[0-9]+$/, "", line)
-		  buf = buf line "\n" }
-		END { printf "%s", prev }' out.txt
-}
-
-has() {
-	tick net | grep -qxF "$1"
-}
 
 # in_ns CMD... - run CMD in tallyd's network and mount namespaces
 in_ns() {
@@ -83,7 +71,7 @@ test_expect_success 'a new veth device: exact counters and attributes' '
 	in_ns ip link set v0 up &&
 	in_ns ip link set v1 up &&
 	send 5 &&
-	wait_for "has \"counter node_network_transmit_bytes_total{device=\\\"v0\\\"} 300\"" &&
+	wait_for "has net \"counter node_network_transmit_bytes_total{device=\\\"v0\\\"} 300\"" &&
 	tick net >t1 &&
 	grep -qxF "counter node_network_transmit_packets_total{device=\"v0\"} 5" t1 &&
 	grep -qxF "gauge node_network_up{device=\"v0\"} 1" t1 &&
@@ -95,7 +83,7 @@ test_expect_success 'a new veth device: exact counters and attributes' '
 
 test_expect_success 'administratively down: carrier has no value (EINVAL), up is 0' '
 	in_ns ip link set v0 down &&
-	wait_for "has \"gauge node_network_up{device=\\\"v0\\\"} 0\"" &&
+	wait_for "has net \"gauge node_network_up{device=\\\"v0\\\"} 0\"" &&
 	tick net >t2 &&
 	grep "^info node_network_info{.*adminstate=\"down\".*device=\"v0\"" t2 &&
 	! grep node_network_carrier t2 &&
@@ -107,8 +95,8 @@ test_expect_success 'deleted and re-created at once: new counters, attributes re
 		ip link add v0 mtu 9000 type veth peer name v1 &&
 		ip link set v0 up && ip link set v1 up" &&
 	send 2 &&
-	wait_for "has \"counter node_network_transmit_bytes_total{device=\\\"v0\\\"} 120\"" &&
-	wait_for "has \"gauge node_network_mtu_bytes{device=\\\"v0\\\"} 9000\"" &&
+	wait_for "has net \"counter node_network_transmit_bytes_total{device=\\\"v0\\\"} 120\"" &&
+	wait_for "has net \"gauge node_network_mtu_bytes{device=\\\"v0\\\"} 9000\"" &&
 	tick net >t3 &&
 	grep -qxF "counter node_network_transmit_packets_total{device=\"v0\"} 2" t3 &&
 	grep -qxF "gauge node_network_up{device=\"v0\"} 1" t3

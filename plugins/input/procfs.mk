@@ -15,3 +15,5 @@ TESTS += t/unit/procfs.t
 TESTS += t/t1001-procfs.t t/t1003-live.t
 EXTRA_DIST += t/t1001-procfs.t t/t1003-live.t t/fixtures/proc-6.1 t/fixtures/proc-2.6.18 \
 	t/fixtures/proc-odd
+# Shell helpers of the procfs and netdev tests (t1001, t1002, t1004, t1005).
+EXTRA_DIST += t/lib/hostinputs.sh

@@ -43,7 +43,7 @@ FIXTURES=$SHARNESS_TEST_SRCDIR/fixtures
 
 # tally_diag TEXT... / tally_diag <FILE - print "# " lines into the TAP
 # stream (sharness's fd 5), so they land in the test's .log under make
-# check, where a test body's own output is discarded.
+# check even when the test passes.
 tally_diag() {
 	if test $# -gt 0; then
 		printf '%s\n' "$*"

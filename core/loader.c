@@ -363,14 +363,14 @@ int tally_loader_list(struct tally_loader *ld, FILE *out)
 /* Options every instance of a kind has, handled by the core itself. */
 static void describe_common(enum tally_plugin_kind kind, FILE *out)
 {
-	fprintf(out, "  %-24s %-16s %s\n", "plugin", "string (required)",
+	fprintf(out, "  %-24s %-28s %s\n", "plugin", "string (required)",
 		"which plugin the instance runs");
 	if (kind != TALLY_KIND_OUTPUT)
-		fprintf(out, "  %-24s %-16s %s\n", "interval", "number",
+		fprintf(out, "  %-24s %-28s %s\n", "interval", "number",
 			"seconds between reads or ticks (default: "
 			"global.interval)");
 	else
-		fprintf(out, "  %-24s %-16s %s\n", "queue_size", "integer",
+		fprintf(out, "  %-24s %-28s %s\n", "queue_size", "integer",
 			"batches queued while the output is busy; the oldest "
 			"is dropped beyond (default 1024)");
 }
@@ -411,7 +411,7 @@ int tally_loader_describe(struct tally_loader *ld, const char *name,
 			}
 			strncat(extra, ")", sizeof(extra) - strlen(extra) - 1);
 		}
-		fprintf(out, "  %-24s %-16s %s%s\n", o->name, type,
+		fprintf(out, "  %-24s %-28s %s%s\n", o->name, type,
 			o->doc ? o->doc : "", extra);
 	}
 	return 0;

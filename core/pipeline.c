@@ -180,6 +180,10 @@ static void pipe_run(struct tally_pipeline *p, size_t from,
 		if (!out && errno)
 			tally_log(f, LOG_WARNING, "process failed: %s",
 				  strerror(errno));
+		/* a filter's new batch still comes from the same input */
+		if (out && out != b)
+			tally_batch_set_source(out, tally_batch_source(b),
+					       tally_batch_interval(b));
 		tally_batch_unref(b);
 		b = out;
 		if (b)

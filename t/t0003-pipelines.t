@@ -91,6 +91,18 @@ test_expect_success 'filters in order, a dropping filter passes nothing' '
 	test_must_be_empty none.out
 '
 
+test_expect_success 'a filter-made batch keeps the name of its input' '
+	cat >src.conf <<-EOF &&
+	inputs = { node7 = { plugin = "counter"; }; };
+	filters = { rw = { plugin = "testfilter"; mode = "rewrite"; }; };
+	outputs = { o = { plugin = "capture"; path = "src.out"; source = true; }; };
+	pipelines = { p = { from = ["node7"]; through = ["rw"]; to = ["o"]; }; };
+	EOF
+	tallyd --once -c src.conf &&
+	echo "node7: gauge rw_test_counter_value{i=\"0\",seq=\"1\"} 1" >src.expect &&
+	test_cmp src.expect src.out
+'
+
 test_expect_success 'a stalled output delays neither the input nor the other output' '
 	cat >stall.conf <<-EOF &&
 	global = { shutdown_timeout = 0.5; };

@@ -17,7 +17,7 @@ int main(void)
 	struct tally_labels *ls;
 	const struct tally_record *r;
 	struct tally_span sp = { 0 };
-	char name[32];
+	char name[64];
 
 	plan(NO_PLAN);
 

@@ -221,7 +221,14 @@ int main(void)
 	fflush(stdout);
 
 	test_child();
+#if defined(__SANITIZE_ADDRESS__)
+	/* A child forked while another thread is inside ASan's allocator
+	 * inherits its lock held, and hangs at its first malloc: a limit of
+	 * the sanitizer (glibc's malloc is fork-safe), not of the library. */
+	skip(4, "fork under load: ASan's allocator is not fork-safe");
+#else
 	test_fork_under_load();
+#endif
 
 	zmq_close(pull);
 	zmq_ctx_term(ctx);

@@ -10,7 +10,7 @@
 # The bench-only output (counts and times records): EXTRA_ so that only
 # `make bench` builds it; -rpath because it is never installed.
 EXTRA_LTLIBRARIES = contrib/bench/benchsink.la
-contrib_bench_benchsink_la_SOURCES = contrib/bench/benchsink.c
+contrib_bench_benchsink_la_SOURCES = contrib/bench/benchsink.c contrib/bench/bench.h
 contrib_bench_benchsink_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 contrib_bench_benchsink_la_LIBADD = core/libtally.la
 
@@ -18,6 +18,7 @@ BENCH_SHELL_FILES = \
 	contrib/bench/run-all \
 	contrib/bench/pyzmq-drain.py
 BENCH_C_FILES = \
+	contrib/bench/bench.h \
 	contrib/bench/zmq-send.c \
 	contrib/bench/zmq-pull.c \
 	contrib/bench/scrape.c

@@ -22,33 +22,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <sys/resource.h>
 
 #include <tally/plugin.h>
 
+#include "bench.h"
+
 struct benchsink {
-	char *path;		/* report file, from the option table */
-	int64_t count;		/* records to wait for (0: report at flush) */
-	int kind;		/* index into benchsink_kinds */
-	uint64_t records;	/* matching records seen so far */
-	uint64_t batches;	/* batches seen so far */
-	int64_t t_first;	/* monotonic ns at the first record */
-	int64_t c_first;	/* process CPU ns at the first record */
+	char *path;	  /* report file, from the option table */
+	int64_t count;	  /* records to wait for (0: report at flush) */
+	int kind;	  /* index into benchsink_kinds */
+	uint64_t records; /* matching records seen so far */
+	uint64_t batches; /* batches seen so far */
+	int64_t t_first;  /* monotonic ns at the first record */
+	int64_t c_first;  /* process CPU ns at the first record */
 	int64_t t_last;
 	int64_t c_last;
 	bool reported;
 };
 
 static const char *const benchsink_kinds[] = { "any", "span", "metric", NULL };
-
-static int64_t benchsink_cpu_ns(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
-	       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
-}
 
 static void benchsink_report(struct tally_instance *inst, struct benchsink *s)
 {
@@ -63,9 +55,12 @@ static void benchsink_report(struct tally_instance *inst, struct benchsink *s)
 		return;
 	}
 	/* The window opens at record 1: it spans records - 1 records. */
-	fprintf(f, "records=%" PRIu64 " secs=%.6f cpu_s=%.6f rate=%.0f "
-		"cpu_ns_per=%.0f batches=%" PRIu64 "\n", s->records, secs, cpu,
-		s->records > 1 && secs > 0 ? (double)(s->records - 1) / secs : 0,
+	fprintf(f,
+		"records=%" PRIu64 " secs=%.6f cpu_s=%.6f rate=%.0f "
+		"cpu_ns_per=%.0f batches=%" PRIu64 "\n",
+		s->records, secs, cpu,
+		s->records > 1 && secs > 0 ? (double)(s->records - 1) / secs
+					   : 0,
 		s->records > 1 ? cpu * 1e9 / (double)(s->records - 1) : 0,
 		s->batches);
 	fclose(f);
@@ -78,8 +73,8 @@ static int benchsink_write(struct tally_instance *inst, void *state,
 	size_t n = tally_batch_count(b), matching = n;
 
 	if (s->kind != 0) {
-		enum tally_record_kind want = s->kind == 1 ? TALLY_REC_SPAN
-							   : TALLY_REC_METRIC;
+		enum tally_record_kind want =
+			s->kind == 1 ? TALLY_REC_SPAN : TALLY_REC_METRIC;
 
 		matching = 0;
 		for (size_t i = 0; i < n; i++)
@@ -90,12 +85,12 @@ static int benchsink_write(struct tally_instance *inst, void *state,
 	s->batches++;
 	if (s->records == 0) {
 		s->t_first = tally_monotonic_ns();
-		s->c_first = benchsink_cpu_ns();
+		s->c_first = bench_cpu_ns();
 	}
 	s->records += matching;
 	if (s->count > 0 && s->records >= (uint64_t)s->count) {
 		s->t_last = tally_monotonic_ns();
-		s->c_last = benchsink_cpu_ns();
+		s->c_last = bench_cpu_ns();
 		benchsink_report(inst, s);
 	}
 	return 0;
@@ -107,7 +102,7 @@ static int benchsink_flush(struct tally_instance *inst, void *state)
 
 	if (!s->reported) {
 		s->t_last = tally_monotonic_ns();
-		s->c_last = benchsink_cpu_ns();
+		s->c_last = bench_cpu_ns();
 		benchsink_report(inst, s);
 	}
 	return 0;

@@ -27,13 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#include "bench.h"
 
 /* utime + stime of @pid in clock ticks (fields 14 and 15), or -1. */
 static long long proc_cpu_ticks(int pid)
@@ -49,11 +43,13 @@ static long long proc_cpu_ticks(int pid)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	/* comm may hold spaces and parentheses: fields restart after the last ')' */
+	/* comm may hold spaces and parentheses: fields restart after the last
+	 * ')' */
 	if (!(p = strrchr(buf, ')')))
 		return -1;
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-		   &ut, &st) != 2)
+	if (sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+		   &st) != 2)
 		return -1;
 	return (long long)(ut + st);
 }
@@ -80,7 +76,8 @@ static long scrape_once(int port, const char *path)
 	len = snprintf(req, sizeof(req),
 		       "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
 		       "User-Agent: tally-bench\r\nAccept: text/plain\r\n"
-		       "Connection: close\r\n\r\n", path, port);
+		       "Connection: close\r\n\r\n",
+		       path, port);
 	if (write(fd, req, (size_t)len) != len)
 		goto fail;
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
@@ -118,13 +115,26 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "P:u:n:g:p:w:")) != -1) {
 		switch (opt) {
-		case 'P': port = atoi(optarg); break;
-		case 'u': path = optarg; break;
-		case 'n': n = atoi(optarg); break;
-		case 'g': gap_ms = atoi(optarg); break;
-		case 'p': pid = atoi(optarg); break;
-		case 'w': warmup = atoi(optarg); break;
-		default: goto usage;
+		case 'P':
+			port = atoi(optarg);
+			break;
+		case 'u':
+			path = optarg;
+			break;
+		case 'n':
+			n = atoi(optarg);
+			break;
+		case 'g':
+			gap_ms = atoi(optarg);
+			break;
+		case 'p':
+			pid = atoi(optarg);
+			break;
+		case 'w':
+			warmup = atoi(optarg);
+			break;
+		default:
+			goto usage;
 		}
 	}
 	if (port <= 0 || n <= 0)
@@ -132,22 +142,26 @@ int main(int argc, char **argv)
 	if (!(lat = calloc((size_t)n, sizeof(*lat))))
 		return 1;
 
-	/* Warm-up scrapes: first-scrape costs (page faults, caches) excluded. */
+	/* Warm-up scrapes: first-scrape costs (page faults, caches) excluded.
+	 */
 	for (int i = 0; i < warmup; i++)
 		if (scrape_once(port, path) < 0) {
-			fprintf(stderr, "scrape: GET :%d%s failed\n", port, path);
+			fprintf(stderr, "scrape: GET :%d%s failed\n", port,
+				path);
 			return 1;
 		}
 	if (pid)
 		c0 = proc_cpu_ticks(pid);
 	for (int i = 0; i < n; i++) {
-		int64_t t0 = mono_ns();
-		struct timespec gap = { gap_ms / 1000, (gap_ms % 1000) * 1000000L };
+		int64_t t0 = bench_clock_ns(CLOCK_MONOTONIC);
+		struct timespec gap = { gap_ms / 1000,
+					(gap_ms % 1000) * 1000000L };
 
 		bytes = scrape_once(port, path);
-		lat[i] = mono_ns() - t0;
+		lat[i] = bench_clock_ns(CLOCK_MONOTONIC) - t0;
 		if (bytes < 0) {
-			fprintf(stderr, "scrape: GET :%d%s failed\n", port, path);
+			fprintf(stderr, "scrape: GET :%d%s failed\n", port,
+				path);
 			return 1;
 		}
 		nanosleep(&gap, NULL);
@@ -160,7 +174,8 @@ int main(int argc, char **argv)
 	       (double)lat[0] / 1e6, bytes);
 	if (pid && c0 >= 0 && c1 >= 0)
 		printf(" cpu_ms_per=%.3f",
-		       (double)(c1 - c0) * 1000.0 / (double)sysconf(_SC_CLK_TCK) / n);
+		       (double)(c1 - c0) * 1000.0 /
+			       (double)sysconf(_SC_CLK_TCK) / n);
 	printf("\n");
 	free(lat);
 	return 0;

@@ -24,28 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t cpu_ns(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
-	       ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
-}
+#include "bench.h"
 
 int main(int argc, char **argv)
 {
@@ -60,11 +44,20 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "e:n:t:o:")) != -1) {
 		switch (opt) {
-		case 'e': endpoint = optarg; break;
-		case 'n': count = strtoull(optarg, NULL, 10); break;
-		case 't': timeout = strtod(optarg, NULL); break;
-		case 'o': outpath = optarg; break;
-		default: goto usage;
+		case 'e':
+			endpoint = optarg;
+			break;
+		case 'n':
+			count = strtoull(optarg, NULL, 10);
+			break;
+		case 't':
+			timeout = strtod(optarg, NULL);
+			break;
+		case 'o':
+			outpath = optarg;
+			break;
+		default:
+			goto usage;
 		}
 	}
 	if (!endpoint || !count)
@@ -80,22 +73,22 @@ int main(int argc, char **argv)
 	/* Only to notice the timeout: a wake-up every 200 ms when idle. */
 	zmq_setsockopt(sock, ZMQ_RCVTIMEO, &rcvtimeo, sizeof(rcvtimeo));
 
-	deadline = mono_ns() + (int64_t)(timeout * 1e9);
+	deadline = bench_clock_ns(CLOCK_MONOTONIC) + (int64_t)(timeout * 1e9);
 	while (got < count) {
 		if (zmq_recv(sock, buf, sizeof(buf), 0) < 0) {
 			if (zmq_errno() != EAGAIN && zmq_errno() != EINTR)
 				break;
-			if (mono_ns() > deadline)
+			if (bench_clock_ns(CLOCK_MONOTONIC) > deadline)
 				break;
 			continue;
 		}
 		if (got++ == 0) {
-			t_first = mono_ns();
-			c_first = cpu_ns();
+			t_first = bench_clock_ns(CLOCK_MONOTONIC);
+			c_first = bench_cpu_ns();
 		}
 	}
-	t_last = mono_ns();
-	c_last = cpu_ns();
+	t_last = bench_clock_ns(CLOCK_MONOTONIC);
+	c_last = bench_cpu_ns();
 
 	if (outpath && !(out = fopen(outpath, "w"))) {
 		perror(outpath);
@@ -106,8 +99,10 @@ int main(int argc, char **argv)
 		double cpu = (double)(c_last - c_first) / 1e9;
 
 		/* The window starts at message 1: it spans got - 1 messages. */
-		fprintf(out, "records=%" PRIu64 " secs=%.6f cpu_s=%.6f rate=%.0f "
-			"cpu_ns_per=%.0f\n", got, secs, cpu,
+		fprintf(out,
+			"records=%" PRIu64 " secs=%.6f cpu_s=%.6f rate=%.0f "
+			"cpu_ns_per=%.0f\n",
+			got, secs, cpu,
 			got > 1 && secs > 0 ? (double)(got - 1) / secs : 0,
 			got > 1 ? cpu * 1e9 / (double)(got - 1) : 0);
 	}

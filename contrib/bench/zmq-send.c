@@ -35,24 +35,10 @@
 
 #include <tally/wire.h>
 
-#define TRACE_ID	"bench"
-#define SPAN_NAME	"solver"
+#include "bench.h"
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#define TRACE_ID  "bench"
+#define SPAN_NAME "solver"
 
 /* Encode event @i (even: begin of span i/2+1, odd: its end) into @buf. */
 static size_t encode_native(uint8_t *buf, uint64_t i, uint32_t pid)
@@ -66,7 +52,7 @@ static size_t encode_native(uint8_t *buf, uint64_t i, uint32_t pid)
 	buf[2] = TALLY_WIRE_VERSION;
 	buf[3] = begin ? TALLY_WIRE_BEGIN : TALLY_WIRE_END;
 	tally_wire_put32(buf + 4, 0);
-	tally_wire_put64(buf + 8, (uint64_t)real_ns());
+	tally_wire_put64(buf + 8, (uint64_t)bench_clock_ns(CLOCK_REALTIME));
 	tally_wire_put64(buf + 16, i / 2 + 1);
 	tally_wire_put64(buf + 24, 0);
 	tally_wire_put32(buf + 32, pid);
@@ -83,17 +69,19 @@ static size_t encode_native(uint8_t *buf, uint64_t i, uint32_t pid)
 /* The Omnistat prototype tracer's message: ["start"|"end", ms, id, label] */
 static size_t encode_json(uint8_t *buf, size_t size, uint64_t i)
 {
-	int n = snprintf((char *)buf, size, "[\"%s\", %" PRId64 ", \"%s\", \"%s\"]",
-			 i % 2 == 0 ? "start" : "end", real_ns() / 1000000,
-			 TRACE_ID, SPAN_NAME);
+	int n = snprintf(
+		(char *)buf, size, "[\"%s\", %" PRId64 ", \"%s\", \"%s\"]",
+		i % 2 == 0 ? "start" : "end",
+		bench_clock_ns(CLOCK_REALTIME) / 1000000, TRACE_ID, SPAN_NAME);
 
 	return n < 0 ? 0 : (size_t)n;
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: zmq-send -e ENDPOINT -n COUNT [-r RATE] "
-			"[-b BURST] [-f native|json] [-t TIMEOUT_S] [-w SECS]\n");
+	fprintf(stderr,
+		"usage: zmq-send -e ENDPOINT -n COUNT [-r RATE] "
+		"[-b BURST] [-f native|json] [-t TIMEOUT_S] [-w SECS]\n");
 	exit(2);
 }
 
@@ -110,18 +98,34 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "e:n:r:b:f:t:w:")) != -1) {
 		switch (opt) {
-		case 'e': endpoint = optarg; break;
-		case 'n': count = strtoull(optarg, NULL, 10); break;
-		case 'r': rate = strtod(optarg, NULL); break;
-		case 'b': burst = strtoull(optarg, NULL, 10); break;
-		case 'f': format = optarg; break;
-		case 't': timeout = strtod(optarg, NULL); break;
-		case 'w': wait = strtod(optarg, NULL); break;
-		default: usage();
+		case 'e':
+			endpoint = optarg;
+			break;
+		case 'n':
+			count = strtoull(optarg, NULL, 10);
+			break;
+		case 'r':
+			rate = strtod(optarg, NULL);
+			break;
+		case 'b':
+			burst = strtoull(optarg, NULL, 10);
+			break;
+		case 'f':
+			format = optarg;
+			break;
+		case 't':
+			timeout = strtod(optarg, NULL);
+			break;
+		case 'w':
+			wait = strtod(optarg, NULL);
+			break;
+		default:
+			usage();
 		}
 	}
 	json = strcmp(format, "json") == 0;
-	if (!endpoint || !count || !burst || (!json && strcmp(format, "native")))
+	if (!endpoint || !count || !burst ||
+	    (!json && strcmp(format, "native")))
 		usage();
 	if (rate > 0)
 		period = (int64_t)(1e9 * (double)burst / rate);
@@ -140,7 +144,7 @@ int main(int argc, char **argv)
 		zmq_setsockopt(sock, ZMQ_SNDTIMEO, &sndtimeo, sizeof(sndtimeo));
 	}
 
-	t0 = next = mono_ns();
+	t0 = next = bench_clock_ns(CLOCK_MONOTONIC);
 	deadline = t0 + (int64_t)(timeout * 1e9);
 	while (sent < count) {
 		uint64_t n = count - sent < burst ? count - sent : burst;
@@ -151,15 +155,19 @@ int main(int argc, char **argv)
 							  (uint32_t)getpid());
 
 			while (zmq_send(sock, buf, len, 0) < 0) {
-				if (zmq_errno() != EAGAIN && zmq_errno() != EINTR) {
+				if (zmq_errno() != EAGAIN &&
+				    zmq_errno() != EINTR) {
 					fprintf(stderr, "zmq-send: send: %s\n",
 						zmq_strerror(zmq_errno()));
 					ret = 1;
 					goto out;
 				}
-				if (mono_ns() > deadline) {
-					fprintf(stderr, "zmq-send: timed out "
-						"after %" PRIu64 " messages\n", sent);
+				if (bench_clock_ns(CLOCK_MONOTONIC) >
+				    deadline) {
+					fprintf(stderr,
+						"zmq-send: timed out "
+						"after %" PRIu64 " messages\n",
+						sent);
 					ret = 2;
 					goto out;
 				}
@@ -171,27 +179,31 @@ int main(int argc, char **argv)
 			next += period;
 			ts.tv_sec = next / 1000000000;
 			ts.tv_nsec = next % 1000000000;
-			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+					NULL);
 		}
-		if (mono_ns() > deadline) {
-			fprintf(stderr, "zmq-send: timed out after %" PRIu64
-				" messages\n", sent);
+		if (bench_clock_ns(CLOCK_MONOTONIC) > deadline) {
+			fprintf(stderr,
+				"zmq-send: timed out after %" PRIu64
+				" messages\n",
+				sent);
 			ret = 2;
 			goto out;
 		}
 	}
-out:
-	{
-		double secs = (double)(mono_ns() - t0) / 1e9;
+out : {
+	double secs = (double)(bench_clock_ns(CLOCK_MONOTONIC) - t0) / 1e9;
 
-		printf("sent=%" PRIu64 " secs=%.6f rate=%.0f\n", sent, secs,
-		       secs > 0 ? (double)sent / secs : 0);
-		fflush(stdout);
-	}
+	printf("sent=%" PRIu64 " secs=%.6f rate=%.0f\n", sent, secs,
+	       secs > 0 ? (double)sent / secs : 0);
+	fflush(stdout);
+}
 	/* Wait (bounded) for the queued messages to reach the receiver. */
 	if (wait > 0) {
-		struct timespec ts = { .tv_sec = (time_t)wait,
-				       .tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9) };
+		struct timespec ts = {
+			.tv_sec = (time_t)wait,
+			.tv_nsec = (long)((wait - (double)(time_t)wait) * 1e9)
+		};
 
 		nanosleep(&ts, NULL);
 	}

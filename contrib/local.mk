@@ -21,7 +21,8 @@ BENCH_C_FILES = \
 	contrib/bench/bench.h \
 	contrib/bench/zmq-send.c \
 	contrib/bench/zmq-pull.c \
-	contrib/bench/scrape.c
+	contrib/bench/scrape.c \
+	contrib/bench/trace-client-bench.c
 EXTRA_DIST += $(BENCH_SHELL_FILES) $(BENCH_C_FILES) contrib/bench/RESULTS.md
 
 BENCH_FLAGS =

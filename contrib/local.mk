@@ -27,7 +27,7 @@ EXTRA_DIST += $(BENCH_SHELL_FILES) $(BENCH_C_FILES) contrib/bench/RESULTS.md
 
 BENCH_FLAGS =
 bench: all contrib/bench/benchsink.la $(check_LTLIBRARIES)
-	$(SHELL) $(abs_top_srcdir)/contrib/bench/run-all \
+	bash $(abs_top_srcdir)/contrib/bench/run-all \
 		--build '$(abs_top_builddir)' $(BENCH_FLAGS)
 .PHONY: bench
 CLEANFILES += contrib/bench/benchsink.la

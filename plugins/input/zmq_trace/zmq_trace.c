@@ -115,8 +115,10 @@ struct zmq_trace {
 	struct tally_batch *batch; /* filled by the current drain */
 	char host[HOST_NAME_MAX + 1];
 
-	/* Drops not yet passed to tally_count_drop(), flushed per drain. */
+	/* Drops not yet passed to tally_count_drop(), flushed per drain,
+	 * with the size of the first message of each reason for the log. */
 	uint64_t pending[ZMQ_TRACE_ERR_COUNT];
+	size_t pending_len[ZMQ_TRACE_ERR_COUNT];
 	uint64_t pending_client;
 	struct zmq_trace_counters reported;
 
@@ -163,12 +165,22 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 		tally_emit(zt->inst, zt->batch);
 		zt->batch = NULL;
 	}
+	/*
+	 * One log line per reason and drain, not per message: a flood of
+	 * garbage must not cost a formatted log call per message (the core
+	 * rate-limits only after formatting).
+	 */
 	for (int i = 1; i < ZMQ_TRACE_ERR_COUNT; i++) {
-		if (zt->pending[i]) {
-			tally_count_drop(zt->inst, zmq_trace_err_reason(i),
-					 zt->pending[i]);
-			zt->pending[i] = 0;
-		}
+		if (!zt->pending[i])
+			continue;
+		tally_count_drop(zt->inst, zmq_trace_err_reason(i),
+				 zt->pending[i]);
+		tally_log(zt->inst, LOG_WARNING,
+			  "dropped malformed messages: %llu %s (first: %zu "
+			  "bytes)",
+			  (unsigned long long)zt->pending[i],
+			  zmq_trace_err_reason(i), zt->pending_len[i]);
+		zt->pending[i] = 0;
 	}
 	if (zt->pending_client) {
 		tally_count_drop(zt->inst, "client_dropped",
@@ -192,10 +204,8 @@ static void zmq_trace_message(struct zmq_trace *zt, const void *data,
 
 	if (err) {
 		zt->malformed++;
-		zt->pending[err]++;
-		tally_log(zt->inst, LOG_WARNING,
-			  "dropped a malformed message of %zu bytes: %s", len,
-			  zmq_trace_err_reason(err));
+		if (!zt->pending[err]++)
+			zt->pending_len[err] = len;
 		return;
 	}
 	if (zt->ev.dropped) {

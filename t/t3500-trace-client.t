@@ -2,33 +2,9 @@
 test_description='libtally-trace (C) to a pyzmq receiver that decodes doc/wire-format.md'
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t35-lib.sh"
 
 EMIT=$top_builddir/t/trace-emit
-RECV=$SHARNESS_TEST_SRCDIR/t35-trace-recv.py
-
-if ! "$PYTHON3" -c 'import zmq' 2>/dev/null; then
-	if test "$CI" = true; then
-		test_expect_success 'python3-zmq is installed (CI)' \
-			'"$PYTHON3" -c "import zmq"'
-		test_done
-	fi
-	skip_all="$PYTHON3 has no zmq module (Debian: python3-zmq)"
-	test_done
-fi
-
-# start_recv ENDPOINT OUT [ARGS...] - the receiver in the background, bound
-# when this returns; wait_recv waits for it to finish.
-start_recv() {
-	rm -f ready
-	"$PYTHON3" "$RECV" "$@" --ready ready &
-	RECV_PID=$!
-	wait_for "test -f ready"
-}
-wait_recv() {
-	wait "$RECV_PID"
-}
-
-host=$(uname -n)
 
 test_expect_success 'a scripted span sequence arrives with every field' '
 	start_recv "ipc://$PWD/t.sock" got --count 6 --idle 200 &&
@@ -38,7 +14,7 @@ test_expect_success 'a scripted span sequence arrives with every field' '
 	pid=$(sed -n "s/.* pid=\([0-9]*\)$/\1/p" emit.out) &&
 	echo "sent=6 dropped=0 unreported=0 pid=$pid" >expect.emit &&
 	test_cmp expect.emit emit.out &&
-	f="pid=$pid tid=$pid rank=5 host=$host dropped=0 ts=ok" &&
+	f=$(fields $pid 5) &&
 	cat >expect <<-EXPECT &&
 	begin trace=job1 name=a id=1 parent=0 $f
 	begin trace=job1 name=b id=2 parent=1 $f
@@ -59,7 +35,7 @@ test_expect_success 'discovery: TALLY_TRACE_ENDPOINT, trace id from SLURM_JOB_ID
 		"$EMIT" - - begin:solve end:solve >emit.out &&
 	wait_recv &&
 	pid=$(sed -n "s/.* pid=\([0-9]*\)$/\1/p" emit.out) &&
-	f="pid=$pid tid=$pid rank=3 host=$host dropped=0 ts=ok" &&
+	f=$(fields $pid 3) &&
 	cat >expect <<-EXPECT &&
 	begin trace=777 name=solve id=1 parent=0 $f
 	end trace=777 name=solve id=1 parent=0 $f
@@ -89,7 +65,7 @@ test_expect_success 'without a launcher: rank -1, trace pid-PID' '
 		"$EMIT" "ipc://$PWD/t.sock" - begin:r >emit.out &&
 	wait_recv &&
 	pid=$(sed -n "s/.* pid=\([0-9]*\)$/\1/p" emit.out) &&
-	echo "begin trace=pid-$pid name=r id=1 parent=0 pid=$pid tid=$pid rank=-1 host=$host dropped=0 ts=ok" >expect &&
+	echo "begin trace=pid-$pid name=r id=1 parent=0 $(fields $pid -1)" >expect &&
 	head -n 1 got >got1 &&
 	test_cmp expect got1
 '

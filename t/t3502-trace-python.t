@@ -2,37 +2,10 @@
 test_description='contrib/python/tally_trace.py to a pyzmq receiver that decodes doc/wire-format.md'
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t35-lib.sh"
 
-RECV=$SHARNESS_TEST_SRCDIR/t35-trace-recv.py
 PYTHONPATH=$top_srcdir/contrib/python
 export PYTHONPATH
-
-if ! "$PYTHON3" -c 'import zmq' 2>/dev/null; then
-	if test "$CI" = true; then
-		test_expect_success 'python3-zmq is installed (CI)' \
-			'"$PYTHON3" -c "import zmq"'
-		test_done
-	fi
-	skip_all="$PYTHON3 has no zmq module (Debian: python3-zmq)"
-	test_done
-fi
-
-start_recv() {
-	rm -f ready
-	"$PYTHON3" "$RECV" "$@" --ready ready &
-	RECV_PID=$!
-	wait_for "test -f ready"
-}
-wait_recv() {
-	wait "$RECV_PID"
-}
-
-host=$(uname -n)
-
-# Field list of a message from this process's main thread.
-fields() {
-	echo "pid=$1 tid=$1 rank=$2 host=$host dropped=0 ts=ok"
-}
 
 test_expect_success 'context manager, decorators, begin/end, end_name' '
 	cat >spans.py <<-\EOF &&

@@ -38,22 +38,23 @@ t_unit_trace_nocollector_t_SOURCES = t/unit/trace-nocollector.c
 t_unit_trace_nocollector_t_LDADD = t/unit/libtap.la \
 	core/client/libtally-trace.la
 TESTS += t/unit/trace-nocollector.t
-check_PROGRAMS += t/unit/trace-api.t
+
+# These two also use libzmq directly, as the receiving end.
+TRACE_ZMQ_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(LIBZMQ_CFLAGS)
+TRACE_ZMQ_TEST_LDADD = t/unit/libtap.la core/client/libtally-trace.la \
+	$(LIBZMQ_LIBS) $(PTHREAD_LIBS)
+check_PROGRAMS += t/unit/trace-api.t t/unit/trace-fork.t
 t_unit_trace_api_t_SOURCES = t/unit/trace-api.c
-t_unit_trace_api_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBZMQ_CFLAGS)
-t_unit_trace_api_t_LDADD = t/unit/libtap.la \
-	core/client/libtally-trace.la $(LIBZMQ_LIBS) $(PTHREAD_LIBS)
-TESTS += t/unit/trace-api.t
-check_PROGRAMS += t/unit/trace-fork.t
+t_unit_trace_api_t_CPPFLAGS = $(TRACE_ZMQ_TEST_CPPFLAGS)
+t_unit_trace_api_t_LDADD = $(TRACE_ZMQ_TEST_LDADD)
 t_unit_trace_fork_t_SOURCES = t/unit/trace-fork.c
-t_unit_trace_fork_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBZMQ_CFLAGS)
-t_unit_trace_fork_t_LDADD = t/unit/libtap.la \
-	core/client/libtally-trace.la $(LIBZMQ_LIBS) $(PTHREAD_LIBS)
-TESTS += t/unit/trace-fork.t
+t_unit_trace_fork_t_CPPFLAGS = $(TRACE_ZMQ_TEST_CPPFLAGS)
+t_unit_trace_fork_t_LDADD = $(TRACE_ZMQ_TEST_LDADD)
+TESTS += t/unit/trace-api.t t/unit/trace-fork.t
 
 # The C client to a pyzmq receiver written from the spec.
 TESTS += t/t3500-trace-client.t
-EXTRA_DIST += t/t3500-trace-client.t t/t35-trace-recv.py
+EXTRA_DIST += t/t3500-trace-client.t t/t35-trace-recv.py t/t35-lib.sh
 
 # The Python client (contrib/python) to the same receiver.
 TESTS += t/t3502-trace-python.t

@@ -216,27 +216,33 @@ static void clear_env(void)
 
 static void test_rank(void)
 {
+	/* applied in order: each step sets one variable, then checks */
+	static const struct {
+		const char *var, *value;
+		int32_t want;
+		const char *what;
+	} steps[] = {
+		{ NULL, NULL, -1, "no launcher: rank -1" },
+		{ "FLUX_TASK_RANK", "7", 7, "FLUX_TASK_RANK=7" },
+		{ "SLURM_PROCID", "5", 5,
+		  "SLURM_PROCID before FLUX_TASK_RANK" },
+		{ "PMI_RANK", "4", 4, "PMI_RANK before SLURM_PROCID" },
+		{ "OMPI_COMM_WORLD_RANK", "3", 3,
+		  "OMPI_COMM_WORLD_RANK before PMI_RANK" },
+		{ "PMIX_RANK", "0", 0, "PMIX_RANK first, 0 is a rank" },
+		{ "PMIX_RANK", "x1", 3, "garbage PMIX_RANK skipped" },
+		{ "PMIX_RANK", "-2", 3, "negative PMIX_RANK skipped" },
+		{ "PMIX_RANK", "12abc", 3, "trailing garbage skipped" },
+		{ "PMIX_RANK", "2147483648", 3, "rank beyond int32 skipped" },
+		{ "PMIX_RANK", "2147483647", 2147483647, "INT32_MAX accepted" },
+	};
+
 	clear_env();
-	cmp_ok(tt_env_rank(), "==", -1, "no launcher: rank -1");
-	setenv("FLUX_TASK_RANK", "7", 1);
-	cmp_ok(tt_env_rank(), "==", 7, "FLUX_TASK_RANK=7");
-	setenv("SLURM_PROCID", "5", 1);
-	cmp_ok(tt_env_rank(), "==", 5, "SLURM_PROCID before FLUX_TASK_RANK");
-	setenv("PMI_RANK", "4", 1);
-	setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-	cmp_ok(tt_env_rank(), "==", 3, "OMPI_COMM_WORLD_RANK before PMI_RANK");
-	setenv("PMIX_RANK", "0", 1);
-	cmp_ok(tt_env_rank(), "==", 0, "PMIX_RANK first, 0 is a rank");
-	setenv("PMIX_RANK", "x1", 1);
-	cmp_ok(tt_env_rank(), "==", 3, "garbage PMIX_RANK skipped");
-	setenv("PMIX_RANK", "-2", 1);
-	cmp_ok(tt_env_rank(), "==", 3, "negative PMIX_RANK skipped");
-	setenv("PMIX_RANK", "12abc", 1);
-	cmp_ok(tt_env_rank(), "==", 3, "trailing garbage skipped");
-	setenv("PMIX_RANK", "2147483648", 1);
-	cmp_ok(tt_env_rank(), "==", 3, "rank beyond int32 skipped");
-	setenv("PMIX_RANK", "2147483647", 1);
-	cmp_ok(tt_env_rank(), "==", 2147483647, "INT32_MAX accepted");
+	for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++) {
+		if (steps[i].var)
+			setenv(steps[i].var, steps[i].value, 1);
+		cmp_ok(tt_env_rank(), "==", steps[i].want, "%s", steps[i].what);
+	}
 }
 
 static void test_trace_id(void)

@@ -58,4 +58,5 @@ EXTRA_DIST += t/t3500-trace-client.t t/t35-trace-recv.py t/t35-lib.sh
 
 # The Python client (contrib/python) to the same receiver.
 TESTS += t/t3502-trace-python.t
-EXTRA_DIST += t/t3502-trace-python.t contrib/python/tally_trace.py
+EXTRA_DIST += t/t3502-trace-python.t contrib/python/tally_trace.py \
+	contrib/python/pyproject.toml

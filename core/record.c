@@ -24,8 +24,15 @@
 #include "core-internal.h"
 
 #define ARENA_CHUNK	4096
-#define ARENA_KEEP	(1u << 20)	/* arena bytes a recycled batch keeps */
-#define FREELIST_MAX	64
+/*
+ * What the free list may hold: enough for every periodic input of a node
+ * to recycle its batch, bounded so that one burst of huge batches (a
+ * 100k-series input) does not stay resident: at most FREELIST_MAX batches
+ * of ARENA_KEEP arena bytes and RECS_KEEP records each, about 2.5 MiB.
+ */
+#define ARENA_KEEP	(64u << 10)	/* arena bytes a recycled batch keeps */
+#define RECS_KEEP	1024		/* record slots a recycled batch keeps */
+#define FREELIST_MAX	16
 
 struct chunk {
 	struct chunk *next;
@@ -143,7 +150,7 @@ void tally_batch_unref(struct tally_batch *b)
 	}
 	b->cur = b->chunks;
 	pthread_mutex_lock(&freelist_lock);
-	if (freelist_len < FREELIST_MAX && b->cap <= 65536) {
+	if (freelist_len < FREELIST_MAX && b->cap <= RECS_KEEP) {
 		b->free_next = freelist;
 		freelist = b;
 		freelist_len++;

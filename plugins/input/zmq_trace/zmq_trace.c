@@ -601,27 +601,23 @@ static void zmq_trace_unlink(struct zmq_trace *zt)
 	}
 }
 
+static void zmq_trace_event_free(struct event **ev)
+{
+	if (*ev)
+		event_free(*ev);
+	*ev = NULL;
+}
+
+/* Undo start: events, timerfd, socket, context, socket file and lock. */
 static void zmq_trace_close(struct zmq_trace *zt)
 {
-	if (zt->fd_ev) {
-		event_free(zt->fd_ev);
-		zt->fd_ev = NULL;
-	}
-	if (zt->drain_ev) {
-		event_free(zt->drain_ev);
-		zt->drain_ev = NULL;
-	}
-	if (zt->cool_ev) {
-		event_free(zt->cool_ev);
-		zt->cool_ev = NULL;
-	}
+	zmq_trace_event_free(&zt->fd_ev);
+	zmq_trace_event_free(&zt->drain_ev);
+	zmq_trace_event_free(&zt->cool_ev);
+	zmq_trace_event_free(&zt->check_ev);
 	if (zt->cool_fd >= 0) {
 		close(zt->cool_fd);
 		zt->cool_fd = -1;
-	}
-	if (zt->check_ev) {
-		event_free(zt->check_ev);
-		zt->check_ev = NULL;
 	}
 	if (zt->zsock) {
 		zmq_close(zt->zsock);

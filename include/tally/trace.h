@@ -38,6 +38,7 @@
 #ifndef TALLY_TRACE_H
 #define TALLY_TRACE_H
 
+#include <stddef.h> /* NULL, for tally_trace_open(NULL, NULL) */
 #include <stdint.h>
 
 #ifdef __cplusplus

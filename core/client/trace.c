@@ -693,6 +693,13 @@ static int64_t tt_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int tt_left_ms(int64_t deadline)
+{
+	int64_t left = deadline - tt_now_ms();
+
+	return left > 0 ? (int)left : 0;
+}
+
 /*
  * Is a collector listening at @endpoint? Asked once, at close, with a
  * fresh socket and a monitor: the first connect either succeeds
@@ -804,15 +811,12 @@ int tally_trace_close(struct tally_trace *tr)
 							       : TT_PROBE_MS);
 		int64_t deadline = tt_now_ms() + tr->linger_ms;
 
+		/* one deadline for everything: each step gets what is left */
 		for (; conns; conns = c) {
-			int left = (int)(deadline - tt_now_ms());
-
 			c = conns->next;
-			if (left < 0 || !up)
-				left = 0;
-			if (conns->sock)
-				tt_report_pending(conns, left);
-			tt_conn_free(conns, left);
+			if (conns->sock && up)
+				tt_report_pending(conns, tt_left_ms(deadline));
+			tt_conn_free(conns, up ? tt_left_ms(deadline) : 0);
 		}
 		/* waits at most the lingers set above */
 		while (zmq_ctx_term(ctx) < 0 && errno == EINTR)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <zmq.h>
@@ -349,6 +350,38 @@ static void test_drop_accounting(void)
 	       d.dropped);
 }
 
+/*
+ * A collector that accepts the connection but never reads: close must
+ * still return, after at most the linger (a hang here would be killed by
+ * the test harness's time limit; the duration is only a diagnostic).
+ */
+static void test_stalled_close(const char *dir)
+{
+	char ep[128];
+	void *stalled = zmq_socket(ctx, ZMQ_PULL);
+	int hwm = 10;
+	struct tally_trace *tr;
+	struct timespec t0, t1;
+
+	snprintf(ep, sizeof(ep), "ipc://%s/stalled.sock", dir);
+	zmq_setsockopt(stalled, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	if (zmq_bind(stalled, ep) < 0)
+		bail_out("bind %s: %s", ep, zmq_strerror(zmq_errno()));
+	setenv("TALLY_TRACE_LINGER_MS", "300", 1);
+	tr = tally_trace_open(ep, "stalled");
+	unsetenv("TALLY_TRACE_LINGER_MS");
+	for (int i = 0; i < 50000; i++)
+		tally_trace_end(tr, tally_trace_begin(tr, "s"));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ok(tally_trace_close(tr) == 0,
+	   "close returns with a collector that never reads");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	diag("close took %.3f s (linger 0.3 s)",
+	     (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	zmq_setsockopt(stalled, ZMQ_LINGER, &(int){ 0 }, sizeof(int));
+	zmq_close(stalled);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/tally-trace-api-XXXXXX";
@@ -366,6 +399,7 @@ int main(void)
 	test_long_names();
 	test_threads();
 	test_drop_accounting();
+	test_stalled_close(dir);
 
 	zmq_close(pull);
 	zmq_ctx_term(ctx);

@@ -14,8 +14,6 @@ core_client_libtally_trace_la_LIBADD = $(LIBZMQ_LIBS) $(PTHREAD_LIBS)
 
 pkginclude_HEADERS += include/tally/trace.h
 pkgconfig_DATA += core/client/tally-trace.pc
-# the benchmark is built by contrib/bench/run-all, never by make
-EXTRA_DIST += contrib/bench/trace-client-bench.c
 dist_man_MANS += doc/tally-trace.3
 EXTRA_DIST += doc/wire-format.md core/client/tally-trace.pc.in
 

@@ -135,6 +135,8 @@ struct tally_instance {
 	pthread_mutex_t stat_lock;
 	struct tally_stats_drop drops[TALLY_STATS_MAX_DROPS];
 	size_t ndrops;
+	struct tally_stats_drop events[TALLY_STATS_MAX_DROPS];
+	size_t nevents;
 	uint64_t records_in, records_out;
 	uint64_t reads, read_ns;
 

@@ -126,11 +126,16 @@ void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 
 	if (prio > log_level)
 		return;
+	/* decide first: a suppressed message costs no formatting */
+	pthread_mutex_lock(&log_lock);
+	suppressed = log_throttle(inst, fmt);
+	pthread_mutex_unlock(&log_lock);
+	if (suppressed < 0)
+		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (inst && inst->label)
 		snprintf(prefix, sizeof(prefix), "%s: ", inst->label);
 	pthread_mutex_lock(&log_lock);
-	suppressed = log_throttle(inst, fmt);
 	if (suppressed > 0) {
 		char note[64];
 
@@ -138,8 +143,7 @@ void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 			 suppressed);
 		log_emit(prio, prefix, note);
 	}
-	if (suppressed >= 0)
-		log_emit(prio, prefix, msg);
+	log_emit(prio, prefix, msg);
 	pthread_mutex_unlock(&log_lock);
 }
 
@@ -177,34 +181,52 @@ void tally_log_conf(int prio, const char *file, int line, const char *fmt,
 	pthread_mutex_unlock(&log_lock);
 }
 
-void tally_count_drop(struct tally_instance *inst, const char *reason,
-		      uint64_t n)
+/* Add @n to @name's entry of a by-name counter table of @inst. */
+static void count_in(struct tally_instance *inst, struct tally_stats_drop *tab,
+		     size_t *ntab, const char *name, uint64_t n)
 {
-	struct tally_core *core = tally_core_current();
 	size_t i;
 
-	if (!inst) {
-		if (!core)
-			return;
-		inst = &core->core_inst;
-	}
 	pthread_mutex_lock(&inst->stat_lock);
-	for (i = 0; i < inst->ndrops; i++) {
-		if (inst->drops[i].reason == reason ||
-		    !strcmp(inst->drops[i].reason, reason))
+	for (i = 0; i < *ntab; i++) {
+		if (tab[i].reason == name || !strcmp(tab[i].reason, name))
 			break;
 	}
-	if (i == inst->ndrops) {
+	if (i == *ntab) {
 		if (i == TALLY_STATS_MAX_DROPS) {
 			/* table full: fold into the last slot */
 			i--;
-			inst->drops[i].reason = "other";
+			tab[i].reason = "other";
 		} else {
-			inst->drops[i].reason = reason;
-			inst->drops[i].n = 0;
-			inst->ndrops++;
+			tab[i].reason = name;
+			tab[i].n = 0;
+			(*ntab)++;
 		}
 	}
-	inst->drops[i].n += n;
+	tab[i].n += n;
 	pthread_mutex_unlock(&inst->stat_lock);
+}
+
+/* The instance a count goes to: @inst, or the core's for NULL. */
+static struct tally_instance *count_target(struct tally_instance *inst)
+{
+	struct tally_core *core = tally_core_current();
+
+	return inst ? inst : core ? &core->core_inst : NULL;
+}
+
+void tally_count_drop(struct tally_instance *inst, const char *reason,
+		      uint64_t n)
+{
+	inst = count_target(inst);
+	if (inst)
+		count_in(inst, inst->drops, &inst->ndrops, reason, n);
+}
+
+void tally_count_event(struct tally_instance *inst, const char *event,
+		       uint64_t n)
+{
+	inst = count_target(inst);
+	if (inst)
+		count_in(inst, inst->events, &inst->nevents, event, n);
 }

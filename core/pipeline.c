@@ -506,6 +506,7 @@ static int core_build(struct tally_core *core)
 struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
 {
 	struct tally_core *core = calloc(1, sizeof(*core));
+	struct event_config *cfg;
 
 	if (!core) {
 		errno = ENOMEM;
@@ -518,7 +519,17 @@ struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
 	current_core = core;
 	if (evthread_use_pthreads() < 0)
 		goto out_free;
-	core->base = event_base_new();
+	/*
+	 * Precise timers: libevent's default monotonic clock is the coarse
+	 * one (4 ms here), which turns a 5 ms coalescing delay into two or
+	 * three wake-ups, the very noise coalescing is there to avoid.
+	 */
+	cfg = event_config_new();
+	if (!cfg)
+		goto out_free;
+	event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+	core->base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
 	if (!core->base)
 		goto out_free;
 	if (core_build(core) < 0) {
@@ -865,6 +876,9 @@ static void stats_fill(const struct tally_instance *inst,
 	st->read_seconds = (double)inst->read_ns / 1e9;
 	st->ndrops = inst->ndrops;
 	memcpy(st->drops, inst->drops, inst->ndrops * sizeof(st->drops[0]));
+	st->nevents = inst->nevents;
+	memcpy(st->events, inst->events,
+	       inst->nevents * sizeof(st->events[0]));
 	pthread_mutex_unlock(&mut->stat_lock);
 }
 

@@ -83,6 +83,10 @@ test_expect_success 'every drop counted under its reason in self-metrics' '
 	done <counts
 '
 
+test_expect_success 'messages received are counted in self-metrics' '
+	grep "^counter tally_events_total{event=\"messages_received\",instance=\"tr\",kind=\"input\",plugin=\"zmq_trace\"} 224$" self.out
+'
+
 test_expect_success 'drops are logged per reason, not per message; the daemon lives on' '
 	grep "zmq_trace\[tr\]: dropped malformed messages: [1-3] truncated (first: [0-9]* bytes)" tallyd.log &&
 	test $(grep -c "dropped malformed messages" tallyd.log) -lt 20 &&

@@ -55,6 +55,19 @@ void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 void tally_count_drop(struct tally_instance *inst, const char *reason,
 		      uint64_t n);
 
+/**
+ * tally_count_event() - count something that is not a drop, for self-metrics
+ * @inst:  the instance (NULL: counted for the core)
+ * @event: short snake_case name with static storage duration, e.g.
+ *         "messages_received", "wakeups"; the pointer is kept
+ * @n:     how many
+ *
+ * Exported by the self input as tally_events_total{instance, event}.
+ * Same limits as tally_count_drop(). Any thread.
+ */
+void tally_count_event(struct tally_instance *inst, const char *event,
+		       uint64_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -46,6 +46,9 @@ struct tally_stats_drop {
  * @queue_cap:    capacity of that queue (outputs; 0 otherwise)
  * @ndrops:       number of entries in @drops
  * @drops:        dropped items by reason
+ * @nevents:      number of entries in @events
+ * @events:       other counted events by name (tally_count_event(); the
+ *                reason field holds the event name)
  *
  * Strings are valid during the callback only.
  */
@@ -62,6 +65,8 @@ struct tally_instance_stats {
 	size_t queue_cap;
 	size_t ndrops;
 	struct tally_stats_drop drops[TALLY_STATS_MAX_DROPS];
+	size_t nevents;
+	struct tally_stats_drop events[TALLY_STATS_MAX_DROPS];
 };
 
 /**

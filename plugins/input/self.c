@@ -63,6 +63,22 @@ static void self_metric(struct self *s, enum tally_metric_type type,
 		tally_count_drop(NULL, "nomem", 1);
 }
 
+/* One counter per entry of a by-name table, labelled @key = its name. */
+static void self_table(struct self *s, struct tally_labels *ls,
+		       const char *name, const char *help, const char *key,
+		       const struct tally_stats_drop *tab, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct tally_labels *l = tally_labels_with(ls, key,
+							   tab[i].reason);
+
+		if (!l)
+			continue;
+		self_metric(s, TALLY_COUNTER, name, help, l, (double)tab[i].n);
+		tally_labels_unref(l);
+	}
+}
+
 static int self_instance(const struct tally_instance_stats *st, void *arg)
 {
 	struct self *s = arg;
@@ -101,17 +117,13 @@ static int self_instance(const struct tally_instance_stats *st, void *arg)
 			    "Capacity of the output's queue", ls,
 			    (double)st->queue_cap);
 	}
-	for (size_t i = 0; i < st->ndrops; i++) {
-		struct tally_labels *dl = tally_labels_with(ls, "reason",
-							    st->drops[i].reason);
-
-		if (!dl)
-			continue;
-		self_metric(s, TALLY_COUNTER, "tally_dropped_total",
-			    "Items dropped, by instance and reason", dl,
-			    (double)st->drops[i].n);
-		tally_labels_unref(dl);
-	}
+	self_table(s, ls, "tally_dropped_total",
+		   "Items dropped, by instance and reason", "reason", st->drops,
+		   st->ndrops);
+	self_table(s, ls, "tally_events_total",
+		   "Events counted by the instance (messages received, "
+		   "wake-ups...), by name",
+		   "event", st->events, st->nevents);
 	tally_labels_unref(ls);
 	return 0;
 }

@@ -243,6 +243,8 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max)
 	zmq_msg_close(&msg);
 	zt->received += n;
 	zt->drains++;
+	tally_count_event(zt->inst, "messages_received", n);
+	tally_count_event(zt->inst, "drains", 1);
 	zmq_trace_flush(zt);
 	return n;
 }
@@ -290,6 +292,7 @@ static void zmq_trace_on_fd(evutil_socket_t fd, short what, void *arg)
 
 	event_del(zt->fd_ev);
 	zt->wakeups++;
+	tally_count_event(zt->inst, "wakeups", 1);
 	zmq_trace_run(zt);
 }
 
@@ -307,6 +310,7 @@ static void zmq_trace_on_cooldown(evutil_socket_t fd, short what, void *arg)
 	if (read(zt->cool_fd, &expirations, sizeof(expirations)) < 0)
 		return; /* EAGAIN: disarmed meanwhile (stop) */
 	zt->wakeups++;
+	tally_count_event(zt->inst, "wakeups", 1);
 	zmq_trace_run(zt);
 }
 

@@ -30,6 +30,9 @@ counted, and the count rides on the next message that gets through. Each
 thread has its own socket and its own stack of open spans (a span's parent
 is the innermost span open on the same thread). After os.fork() the child
 re-opens lazily as a new source. close() drains for at most the linger.
+A thread's socket stays open until close(), so that close can deliver what
+the thread queued: a program that starts many short threads should give
+them a tracer of their own or expect one socket per thread meanwhile.
 
 Module-level begin/end/end_name/span/trace use a default tracer opened on
 first use and closed at interpreter exit.

@@ -128,6 +128,12 @@ static void test_child(void)
 	tally_trace_close(tr);
 }
 
+/*
+ * A child forked while another thread is inside ASan's allocator inherits
+ * its lock held and hangs at its first malloc: a limit of the sanitizer
+ * (glibc's malloc is fork-safe), so this part is built without it only.
+ */
+#if !defined(__SANITIZE_ADDRESS__)
 struct spinner {
 	struct tally_trace *tr;
 	atomic_bool stop;
@@ -203,6 +209,7 @@ static void test_fork_under_load(void)
 	ok(spins > 0, "the parent's thread kept sending");
 	tally_trace_close(s.tr);
 }
+#endif
 
 int main(void)
 {

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -48,4 +49,25 @@ void tally_readbuf_free(struct tally_readbuf *rb)
 	free(rb->data);
 	rb->data = NULL;
 	rb->cap = 0;
+}
+
+int tally_parse_u64(const char **pp, uint64_t *v)
+{
+	const char *s = *pp;
+	uint64_t x = 0;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s < '0' || *s > '9')
+		return -1;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			return -1;
+		x = x * 10 + d;
+	}
+	*pp = s;
+	*v = x;
+	return 0;
 }

@@ -11,6 +11,7 @@
 #define TALLY_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -42,6 +43,19 @@ struct tally_readbuf {
  * from pread(2), or ENOMEM.
  */
 ssize_t tally_read_whole(int fd, struct tally_readbuf *rb);
+
+/**
+ * tally_parse_u64() - parse an unsigned decimal after optional blanks
+ * @pp: cursor; skips spaces and tabs, then advanced past the digits on
+ *      success (left alone on failure)
+ * @v:  result
+ *
+ * For the counters of /proc and /sys, which are decimal u64 values.
+ * Thread-safe, allocates nothing.
+ * Return: 0, or -1 when there is no digit or the value overflows 64 bits
+ * (errno is not set).
+ */
+int tally_parse_u64(const char **pp, uint64_t *v);
 
 /** tally_readbuf_free() - release @rb's memory; @rb is reusable after */
 void tally_readbuf_free(struct tally_readbuf *rb);

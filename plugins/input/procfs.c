@@ -225,32 +225,6 @@ static const char *procfs_blank(const char *s)
 	return s;
 }
 
-/**
- * procfs_u64() - parse an unsigned decimal after optional blanks
- * @pp: cursor, advanced past the digits on success
- * @v:  result
- *
- * Return: 0, or -1 when there is no digit or the value overflows 64 bits.
- */
-static int procfs_u64(const char **pp, uint64_t *v)
-{
-	const char *s = procfs_blank(*pp);
-	uint64_t x = 0;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (x > (UINT64_MAX - d) / 10)
-			return -1;
-		x = x * 10 + d;
-	}
-	*pp = s;
-	*v = x;
-	return 0;
-}
-
 /* The cursor is at the end of the line (only blanks left). */
 static bool procfs_eol(const char *s)
 {
@@ -286,7 +260,7 @@ static int procfs_parse_cpu(const char *line, struct procfs_cpu_row *r)
 
 	if (strncmp(line, "cpu", 3) != 0 || *s < '0' || *s > '9')
 		return -1;
-	if (procfs_u64(&s, &id) < 0 || id > PROCFS_MAX_CPU)
+	if (tally_parse_u64(&s, &id) < 0 || id > PROCFS_MAX_CPU)
 		return -1;
 	if (*s != ' ' && *s != '\t')
 		return -1;
@@ -295,7 +269,7 @@ static int procfs_parse_cpu(const char *line, struct procfs_cpu_row *r)
 	while (!procfs_eol(s)) {
 		uint64_t v;
 
-		if (procfs_u64(&s, &v) < 0)
+		if (tally_parse_u64(&s, &v) < 0)
 			return -1;
 		if (r->n < PROCFS_CPU_FIELDS)
 			r->v[r->n++] = v;
@@ -376,7 +350,7 @@ static int procfs_parse_meminfo(const char *line, struct procfs_mem_row *r)
 	r->key = line;
 	r->key_len = (size_t)(colon - line);
 	s = colon + 1;
-	if (procfs_u64(&s, &r->value) < 0)
+	if (tally_parse_u64(&s, &r->value) < 0)
 		return -1;
 	s = procfs_blank(s);
 	r->kb = false;
@@ -446,7 +420,7 @@ static int procfs_parse_psi(const char *text, struct procfs_psi *r)
 			if (t >= end)
 				return -1;
 			t += 6;
-			if (procfs_u64(&t, &v) < 0 || !procfs_eol(t))
+			if (tally_parse_u64(&t, &v) < 0 || !procfs_eol(t))
 				return -1;
 			if (some) {
 				r->has_some = true;
@@ -692,7 +666,7 @@ static int procfs_read_stat(struct tally_instance *inst, struct procfs *p,
 
 				if (strncmp(line, k->key, k->key_len) != 0)
 					continue;
-				if (procfs_u64(&s, &v) < 0 ||
+				if (tally_parse_u64(&s, &v) < 0 ||
 				    (!k->more && !procfs_eol(s)))
 					procfs_malformed(inst, p, "stat", line);
 				else if (tally_batch_add_metric(

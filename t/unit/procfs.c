@@ -46,7 +46,7 @@ static void test_u64(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *s = cases[i].in;
 		uint64_t v = 0;
-		int ret = procfs_u64(&s, &v);
+		int ret = tally_parse_u64(&s, &v);
 
 		cmp_ok(ret, "==", cases[i].ret, "u64 '%s' returns %d",
 		       cases[i].in, cases[i].ret);

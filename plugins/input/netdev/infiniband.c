@@ -207,7 +207,7 @@ struct netdev_ib_dev {
  */
 static int netdev_ib_state(const char *s, uint64_t *v)
 {
-	if (netdev_u64(&s, v) < 0 || *s != ':')
+	if (tally_parse_u64(&s, v) < 0 || *s != ':')
 		return -1;
 	return 0;
 }
@@ -323,7 +323,7 @@ static int netdev_ib_add_port(void *arg, const char *name)
 	uint64_t num;
 	size_t at;
 
-	if (netdev_u64(&s, &num) < 0 || *s || num > UINT_MAX)
+	if (tally_parse_u64(&s, &num) < 0 || *s || num > UINT_MAX)
 		return 0; /* not a port directory */
 	v = realloc(d->ports, (d->nports + 1) * sizeof(*v));
 	if (!v)
@@ -555,7 +555,7 @@ static int netdev_ib_read_port(struct netdev *nd, struct netdev_ib_dev *d,
 			continue; /* EINVAL, EOPNOTSUPP: no value now */
 		}
 		/* "N/A (no PMA)" from HCAs without a performance agent */
-		if (netdev_u64(&s, &u) < 0 || *s)
+		if (tally_parse_u64(&s, &u) < 0 || *s)
 			continue;
 		v = (double)u * k->mult;
 		if (c == NETDEV_IB_RCV_DATA || c == NETDEV_IB_XMIT_DATA) {

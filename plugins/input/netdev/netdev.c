@@ -67,33 +67,6 @@ static const char netdev_omni_tx_help[] = "Network transmitted (bytes)";
 /* Helpers shared with netclass.c and infiniband.c. */
 
 /**
- * netdev_u64() - parse an unsigned decimal after optional blanks
- * @pp: cursor, advanced past the digits
- * @v:  result
- * Return: 0, or -1 (no digit, or more than 64 bits).
- */
-int netdev_u64(const char **pp, uint64_t *v)
-{
-	const char *s = *pp;
-	uint64_t x = 0;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	if (*s < '0' || *s > '9')
-		return -1;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (x > (UINT64_MAX - d) / 10)
-			return -1;
-		x = x * 10 + d;
-	}
-	*pp = s;
-	*v = x;
-	return 0;
-}
-
-/**
  * netdev_pread_small() - read a small sysfs attribute from offset 0
  * @fd:   open attribute
  * @buf:  destination, NUL-terminated, trailing newline removed
@@ -322,7 +295,7 @@ static int netdev_parse_line(const char *line, struct netdev_row *r)
 			s++;
 		if (s >= end)
 			break;
-		if (r->n == NETDEV_MAX_COLS || netdev_u64(&s, &v) < 0 ||
+		if (r->n == NETDEV_MAX_COLS || tally_parse_u64(&s, &v) < 0 ||
 		    (s < end && *s != ' ' && *s != '\t'))
 			return -1;
 		r->v[r->n++] = v;

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -346,12 +347,29 @@ static void input_worker_done(evutil_socket_t fd, short what, void *arg)
 		tally_batch_unref(b);
 }
 
+/*
+ * A burst (a flood of trace events, a 100k-series scrape) leaves freed
+ * memory in malloc's arenas, libzmq's I/O thread's included, and a node
+ * collector's resident size is part of its budget. Give it back to the
+ * kernel on a tick that is running anyway, when there is enough of it.
+ */
+#define TRIM_THRESHOLD	(512u << 10)
+
+static void core_trim_heap(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	if (mi.fordblks > TRIM_THRESHOLD)
+		malloc_trim(0);
+}
+
 static void input_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct tally_instance *in = arg;
 	struct timeval tv = next_aligned(in->interval);
 
 	evtimer_add(in->timer, &tv);
+	core_trim_heap();
 	if (!(in->plugin->input->flags & TALLY_INPUT_BLOCKING)) {
 		input_read_once(in);
 		return;

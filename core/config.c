@@ -373,7 +373,8 @@ static const char *kind_word(enum tally_plugin_kind k)
 /*
  * Fill @state from the instance's settings after applying defaults. Used
  * both to validate (then freed) and to configure the running instance.
- * Returns the number of problems found, each already reported.
+ * Every problem is reported and counted in c->errors (unknown_key() counts
+ * its own). Returns the number of problems found.
  */
 static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 			  void *state)
@@ -428,6 +429,7 @@ static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 				    d->kind == TALLY_KIND_OUTPUT ? out_common
 								 : in_common,
 				    opts);
+			c->errors--; /* counted below, once */
 			errors++;
 			continue;
 		}
@@ -443,6 +445,7 @@ static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 			errors++;
 		}
 	}
+	c->errors += errors;
 	return errors;
 }
 
@@ -550,7 +553,26 @@ static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 			CONF_ERR(c, file, sline(s), "out of memory");
 			continue;
 		}
-		c->errors += conf_fill(c, d, state);
+		if (conf_fill(c, d, state) == 0) {
+			/* the plugin's own checks, with this file:line */
+			char label[256];
+			struct tally_instance tmp = {
+				.plugin = d->plugin,
+				.name = d->name,
+				.label = label,
+				.cfile = file,
+				.cline = sline(s),
+				.setup = true,
+				.state = state,
+				.interval = d->interval > 0 ? d->interval
+							    : c->interval,
+			};
+
+			snprintf(label, sizeof(label), "%s.%s",
+				 kind_section(kind), name);
+			if (tally_instance_check(&tmp) < 0)
+				c->errors++;
+		}
 		tally_options_free(d->plugin->options, state);
 		free(state);
 	}

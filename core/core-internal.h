@@ -50,6 +50,8 @@ int tally_loader_list(struct tally_loader *ld, FILE *out);
 /* print one plugin's documentation */
 int tally_loader_describe(struct tally_loader *ld, const char *name,
 			  FILE *out);
+/* run the plugin's check op, if any; 0 or -1 (problems logged) */
+int tally_instance_check(struct tally_instance *inst);
 /* check a descriptor; 0, or -1 with a static reason in *why */
 int tally_plugin_check(const struct tally_plugin *p, const char *want_name,
 		       const char **why);
@@ -131,6 +133,9 @@ struct tally_instance {
 	double interval;
 	struct tally_core *core;
 	bool initialized;
+	const char *cfile;	/* where the configuration defines it */
+	int cline;
+	bool setup;		/* in check/init: logs carry cfile:cline */
 
 	pthread_mutex_t stat_lock;
 	struct tally_stats_drop drops[TALLY_STATS_MAX_DROPS];

@@ -133,6 +133,12 @@ void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 	if (suppressed < 0)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (inst && inst->setup && inst->cfile) {
+		/* set-up problems point at the configuration, like the core's */
+		tally_log_conf(prio, inst->cfile, inst->cline, "%s: %s",
+			       inst->label, msg);
+		return;
+	}
 	if (inst && inst->label)
 		snprintf(prefix, sizeof(prefix), "%s: ", inst->label);
 	pthread_mutex_lock(&log_lock);

@@ -390,6 +390,17 @@ static void input_tick(evutil_socket_t fd, short what, void *arg)
 	pthread_mutex_unlock(&in->wlock);
 }
 
+int tally_instance_check(struct tally_instance *inst)
+{
+	const struct tally_plugin *p = inst->plugin;
+	int (*check)(struct tally_instance *, void *) =
+		p->kind == TALLY_KIND_INPUT    ? p->input->check
+		: p->kind == TALLY_KIND_FILTER ? p->filter->check
+					       : p->output->check;
+
+	return check ? check(inst, inst->state) : 0;
+}
+
 /* Building the graph */
 
 static struct tally_instance *inst_new(struct tally_core *core,
@@ -418,6 +429,8 @@ static struct tally_instance *inst_new(struct tally_core *core,
 	else
 		snprintf(inst->label, len, "%s[%s]", d->plugin->name, d->name);
 	inst->interval = d->interval > 0 ? d->interval : core->conf->interval;
+	inst->cfile = d->file;
+	inst->cline = d->line;
 	if (tally_conf_fill_state(core->conf, d, inst->state) < 0)
 		goto out_free;
 	return inst;
@@ -708,11 +721,17 @@ int tally_core_start(struct tally_core *core)
 				? inst->plugin->filter->init
 				: inst->plugin->output->init;
 
+		inst->setup = true;
+		if (tally_instance_check(inst) < 0) {
+			errno = EINVAL;
+			return -1;
+		}
 		if (init && init(inst, inst->state) < 0) {
 			tally_log(inst, LOG_ERR, "init failed: %s",
 				  strerror(errno));
 			return -1;
 		}
+		inst->setup = false;
 		inst->initialized = true;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -79,6 +79,27 @@ test_expect_success 'a name defined in two files reports both places' '
 	grep "^$C/dup-conf.d/20-b.conf:6: error: pipeline .p. defined twice: here and at $C/dup-conf.d/10-a.conf:5" err
 '
 
+test_expect_success 'a plugin check hook reports with file:line' '
+	cat >hook.conf <<-EOF &&
+	inputs = {
+		a = { plugin = "counter";
+		      name = ""; };
+	};
+	outputs = { o = { plugin = "capture"; path = "/dev/null"; }; };
+	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c hook.conf 2>err &&
+	grep "^hook.conf:2: error: inputs.a: name must not be empty$" err &&
+	grep "1 error, 0 warnings" err &&
+	test_must_fail tallyd --once -c hook.conf 2>err &&
+	grep "^hook.conf:2: error: inputs.a: name must not be empty$" err
+'
+
+test_expect_success 'one unknown option is one error' '
+	check_fails unknown-key.conf &&
+	grep "1 error, 0 warnings" err
+'
+
 test_expect_success 'a main file reads its conf.d after itself' '
 	mkdir -p main/conf.d &&
 	echo "global = { interval = 2.0; };" >main/tally.conf &&

@@ -57,6 +57,11 @@ enum tally_plugin_kind {
 
 /**
  * struct tally_input_ops - hooks of an input; read or start is mandatory
+ * @check: validate the filled options without side effects (no sockets,
+ *         no files opened or created): log each problem with tally_log()
+ *         at LOG_ERR and return -1. Run by tallyd --check-config and before
+ *         init; the core prefixes its messages with the instance's
+ *         file:line.
  * @init:  set up after options are filled
  * @read:  periodic: append this tick's records to @out. Called every
  *         interval seconds, aligned to wall-clock multiples of the interval
@@ -73,6 +78,7 @@ enum tally_plugin_kind {
  * @flags: TALLY_INPUT_* flags
  */
 struct tally_input_ops {
+	int (*check)(struct tally_instance *inst, void *state);
 	int (*init)(struct tally_instance *inst, void *state);
 	int (*read)(struct tally_instance *inst, void *state,
 		    struct tally_batch *out);
@@ -85,6 +91,7 @@ struct tally_input_ops {
 
 /**
  * struct tally_filter_ops - hooks of a filter; process is mandatory
+ * @check:   validate options, as struct tally_input_ops.check
  * @init:    set up
  * @process: transform @in (never modify it: it may be shared) into the
  *           batch passed downstream. Return tally_batch_ref(@in) to pass it
@@ -96,6 +103,7 @@ struct tally_input_ops {
  * @fini:    release everything
  */
 struct tally_filter_ops {
+	int (*check)(struct tally_instance *inst, void *state);
 	int (*init)(struct tally_instance *inst, void *state);
 	struct tally_batch *(*process)(struct tally_instance *inst, void *state,
 				       struct tally_batch *in);
@@ -106,6 +114,7 @@ struct tally_filter_ops {
 
 /**
  * struct tally_output_ops - hooks of an output; write is mandatory
+ * @check: validate options, as struct tally_input_ops.check
  * @init:  set up; network outputs register listeners/connections on
  *         tally_instance_base(inst)
  * @write: consume one batch, on the loop thread, without blocking. Keep a
@@ -119,6 +128,7 @@ struct tally_filter_ops {
  * @fini:  release everything
  */
 struct tally_output_ops {
+	int (*check)(struct tally_instance *inst, void *state);
 	int (*init)(struct tally_instance *inst, void *state);
 	int (*write)(struct tally_instance *inst, void *state,
 		     struct tally_batch *b);

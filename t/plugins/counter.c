@@ -29,6 +29,18 @@ struct counter {
 
 static const char *const counter_types[] = { "gauge", "counter", NULL };
 
+/* Exercises the core's check hook: an empty name is a config error. */
+static int counter_check(struct tally_instance *inst, void *state)
+{
+	struct counter *c = state;
+
+	if (!*c->name) {
+		tally_log(inst, LOG_ERR, "name must not be empty");
+		return -1;
+	}
+	return 0;
+}
+
 static int counter_init(struct tally_instance *inst, void *state)
 {
 	struct counter *c = state;
@@ -96,6 +108,7 @@ static const struct tally_option counter_options[] = {
 };
 
 static const struct tally_input_ops counter_ops = {
+	.check = counter_check,
 	.init = counter_init,
 	.read = counter_read,
 	.fini = counter_fini,

@@ -34,11 +34,6 @@ static const char *const conf_sections[] = { "global",	"inputs",
 					      "filters", "outputs",
 					      "pipelines", NULL };
 
-static const char *const global_keys[] = { "interval",	   "plugin_path",
-					   "include_dir",  "log",
-					   "log_level",	   "shutdown_timeout",
-					   NULL };
-
 static const char *const pipe_keys[] = { "from", "through", "to", NULL };
 
 /* The nearest name of @names to @word, or NULL if none is close. */
@@ -121,6 +116,14 @@ out_free:
 	return -1;
 }
 
+static bool same_file(const char *path, const struct stat *st)
+{
+	struct stat o;
+
+	return stat(path, &o) == 0 && o.st_dev == st->st_dev &&
+	       o.st_ino == st->st_ino;
+}
+
 /* Every *.conf of @dir in lexical order. Missing dir: 0 if !required. */
 static int conf_add_dir(struct tally_conf *c, const char *dir, bool required)
 {
@@ -159,7 +162,17 @@ static int conf_add_dir(struct tally_conf *c, const char *dir, bool required)
 	if (n)
 		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n && ret == 0; i++) {
+		struct stat st;
+
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		/* a FIFO would block the read, a directory cannot be parsed */
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+			CONF_WARN(c, path, 0, "not a regular file, skipped");
+			continue;
+		}
+		/* include_dir = "." must not read the main file again */
+		if (c->nfiles && same_file(c->paths[0], &st))
+			continue;
 		ret = conf_add_file(c, path);
 	}
 	goto out;
@@ -180,12 +193,23 @@ static int conf_parse(struct tally_conf *c, size_t i)
 	config_t *cfg = &c->cfgs[i];
 	char dir[PATH_MAX];
 
+	FILE *f;
+	int ok;
+
 	snprintf(dir, sizeof(dir), "%s", c->paths[i]);
 	config_set_include_dir(cfg, dirname(dir));
-	if (config_read_file(cfg, c->paths[i]) == CONFIG_TRUE)
+	/* open it ourselves: libconfig's I/O errors leave errno stale */
+	f = fopen(c->paths[i], "re");
+	if (!f) {
+		CONF_ERR(c, c->paths[i], 0, "cannot read: %s", strerror(errno));
+		return -1;
+	}
+	ok = config_read(cfg, f);
+	fclose(f);
+	if (ok == CONFIG_TRUE)
 		return 0;
 	if (config_error_type(cfg) == CONFIG_ERR_FILE_IO)
-		CONF_ERR(c, c->paths[i], 0, "cannot read: %s", strerror(errno));
+		CONF_ERR(c, c->paths[i], 0, "cannot read");
 	else
 		CONF_ERR(c,
 			 config_error_file(cfg) ? config_error_file(cfg)
@@ -202,38 +226,66 @@ static int sline(const config_setting_t *s)
 	return (int)config_setting_source_line(s);
 }
 
-/* global: each key at most once over all files */
+/* global: declared with an option table like any plugin's */
+struct conf_global {
+	double interval;
+	double shutdown_timeout;
+	struct tally_strlist plugin_path;
+	char *include_dir;
+	char *log;
+	char *log_level;
+};
+
+static const struct tally_option global_options[] = {
+	TALLY_OPT_DOUBLE("interval", struct conf_global, interval, "10", 0.001,
+			 86400, "default seconds between reads and ticks"),
+	TALLY_OPT_DOUBLE("shutdown_timeout", struct conf_global,
+			 shutdown_timeout, "5", 0.001, 3600,
+			 "seconds a stopping tallyd waits for outputs"),
+	TALLY_OPT_LIST("plugin_path", struct conf_global, plugin_path, NULL,
+		       "plugin directories, after the command line's"),
+	TALLY_OPT_STRING("include_dir", struct conf_global, include_dir, NULL,
+			 "main file only: directory of further *.conf files"),
+	TALLY_OPT_STRING("log", struct conf_global, log, NULL,
+			 "\"stderr\" or \"syslog\""),
+	TALLY_OPT_STRING("log_level", struct conf_global, log_level, NULL,
+			 "error, warning, notice, info or debug"),
+	TALLY_OPT_END,
+};
+
+/* Each key at most once over all files; values checked by the table. */
 static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 {
 	const config_setting_t *seen[8] = { 0 };
 	const char *seen_file[8] = { 0 };
+	struct conf_global g = { 0 };
 
+	tally_options_defaults(global_options, &g, "global");
 	for (size_t f = 0; f < c->nfiles; f++) {
-		config_setting_t *g = config_lookup(&c->cfgs[f], "global");
+		config_setting_t *grp = config_lookup(&c->cfgs[f], "global");
 		int n;
 
-		if (!g)
+		if (!grp)
 			continue;
-		if (!config_setting_is_group(g)) {
-			CONF_ERR(c, c->paths[f], sline(g),
+		if (!config_setting_is_group(grp)) {
+			CONF_ERR(c, c->paths[f], sline(grp),
 				 "global must be a group: global = { ... };");
 			continue;
 		}
-		n = config_setting_length(g);
+		n = config_setting_length(grp);
 		for (int i = 0; i < n; i++) {
-			config_setting_t *s = config_setting_get_elem(g, i);
+			config_setting_t *s = config_setting_get_elem(grp, i);
 			const char *key = config_setting_name(s);
+			const struct tally_option *o;
 			size_t k;
 
-			for (k = 0; global_keys[k]; k++) {
-				if (!strcmp(global_keys[k], key))
-					break;
-			}
-			if (!global_keys[k]) {
+			o = tally_options_find(global_options, key);
+			if (!o) {
 				unknown_key(c, c->paths[f], sline(s), "global",
-					    key, global_keys, NULL);
+					    key, NULL, global_options);
 				continue;
 			}
+			k = (size_t)(o - global_options);
 			if (seen[k]) {
 				CONF_ERR(c, c->paths[f], sline(s),
 					 "global.%s set twice (first at %s:%d)",
@@ -242,108 +294,35 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 			}
 			seen[k] = s;
 			seen_file[k] = c->paths[f];
-			switch (k) {
-			case 0: /* interval */
-			case 5: /* shutdown_timeout */
-				if (config_setting_type(s) != CONFIG_TYPE_FLOAT &&
-				    config_setting_type(s) != CONFIG_TYPE_INT &&
-				    config_setting_type(s) != CONFIG_TYPE_INT64) {
-					CONF_ERR(c, c->paths[f], sline(s),
-						 "global.%s must be a number",
-						 key);
-					break;
-				}
-				double num = config_setting_type(s) ==
-							   CONFIG_TYPE_FLOAT
-						   ? config_setting_get_float(s)
-						   : (double)config_setting_get_int64(
-							     s);
-				if (!(num > 0 && num <= 86400)) {
-					CONF_ERR(c, c->paths[f], sline(s),
-						 "global.%s = %g is out of "
-						 "range (0, 86400]",
-						 key, num);
-					break;
-				}
-				if (k == 0)
-					c->interval = num;
-				else
-					c->shutdown_timeout = num;
-				break;
-			case 1: /* plugin_path */
-				for (int e = 0;
-				     e < config_setting_length(s) ||
-				     (config_setting_type(s) ==
-					      CONFIG_TYPE_STRING &&
-				      e == 0);
-				     e++) {
-					const config_setting_t *el =
-						config_setting_type(s) ==
-								CONFIG_TYPE_STRING
-							? s
-							: config_setting_get_elem(
-								  s, e);
-					if (config_setting_type(el) !=
-					    CONFIG_TYPE_STRING) {
-						CONF_ERR(c, c->paths[f],
-							 sline(s),
-							 "global.plugin_path "
-							 "must be a list of "
-							 "directories");
-						break;
-					}
-					tally_loader_add_path(
-						ld,
-						config_setting_get_string(el));
-				}
-				break;
-			case 2: /* include_dir */
-			case 3: /* log */
-			case 4: /* log_level */
-				if (config_setting_type(s) !=
-				    CONFIG_TYPE_STRING) {
-					CONF_ERR(c, c->paths[f], sline(s),
-						 "global.%s must be a string",
-						 key);
-					break;
-				}
-				if (k == 2) {
-					if (f != 0)
-						CONF_WARN(c, c->paths[f],
-							  sline(s),
-							  "global.include_dir "
-							  "only has an effect "
-							  "in the main file");
-				} else if (k == 3) {
-					const char *v =
-						config_setting_get_string(s);
-					if (strcmp(v, "stderr") &&
-					    strcmp(v, "syslog"))
-						CONF_ERR(c, c->paths[f],
-							 sline(s),
-							 "global.log must be "
-							 "\"stderr\" or "
-							 "\"syslog\"");
-					free(c->log);
-					c->log = strdup(v);
-				} else {
-					const char *v =
-						config_setting_get_string(s);
-					if (tally_log_level_parse(v) < 0)
-						CONF_ERR(c, c->paths[f],
-							 sline(s),
-							 "global.log_level "
-							 "\"%s\" is not one "
-							 "of error, warning, "
-							 "notice, info, debug",
-							 v);
-					free(c->log_level);
-					c->log_level = strdup(v);
-				}
-				break;
-			}
+			if (tally_options_set(o, &g, s, c->paths[f], sline(s),
+					      "global") < 0)
+				c->errors++;
+			else if (!strcmp(key, "include_dir") && f != 0)
+				CONF_WARN(c, c->paths[f], sline(s),
+					  "global.include_dir only has an "
+					  "effect in the main file");
+			else if (!strcmp(key, "log") && strcmp(g.log, "stderr") &&
+				 strcmp(g.log, "syslog"))
+				CONF_ERR(c, c->paths[f], sline(s),
+					 "global.log must be \"stderr\" or "
+					 "\"syslog\"");
+			else if (!strcmp(key, "log_level") &&
+				 tally_log_level_parse(g.log_level) < 0)
+				CONF_ERR(c, c->paths[f], sline(s),
+					 "global.log_level \"%s\" is not one of "
+					 "error, warning, notice, info, debug",
+					 g.log_level);
 		}
 	}
+	c->interval = g.interval;
+	c->shutdown_timeout = g.shutdown_timeout;
+	for (size_t i = 0; i < g.plugin_path.n; i++)
+		tally_loader_add_path(ld, g.plugin_path.v[i]);
+	c->log = g.log;
+	c->log_level = g.log_level;
+	g.log = NULL;
+	g.log_level = NULL;
+	tally_options_free(global_options, &g);
 }
 
 static struct tally_conf_decl *conf_decl_find(struct tally_conf *c,
@@ -771,6 +750,10 @@ struct tally_conf *tally_conf_load(const char *path, struct tally_loader *ld)
 	c->shutdown_timeout = 5.0;
 	if (stat(path, &st) < 0) {
 		CONF_ERR(c, path, 0, "cannot read: %s", strerror(errno));
+		return c;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		CONF_ERR(c, path, 0, "not a regular file or a directory");
 		return c;
 	}
 	if (S_ISDIR(st.st_mode)) {

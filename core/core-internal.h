@@ -149,6 +149,7 @@ struct tally_instance {
 	struct tally_pipeline **pipes;
 	size_t npipes;
 	struct event *timer;
+	double mark;		/* wall-clock second the timer is set for */
 	bool started;
 	/* blocking inputs: one worker thread */
 	pthread_t worker;

@@ -212,8 +212,15 @@ static const struct tally_plugin *loader_open(struct tally_loader *ld,
 
 	h = lt_dlopen(file);
 	if (!h) {
-		tally_log(NULL, LOG_ERR, "%s: refused: cannot load: %s", file,
-			  lt_dlerror());
+		const char *err = lt_dlerror();
+
+		/* ltdl says "file not found" for a file it cannot parse */
+		tally_log(NULL, LOG_ERR,
+			  "%s: refused: cannot load: %s", file,
+			  !err || !strcmp(err, "file not found")
+				  ? "not a loadable shared object or libtool "
+				    "archive"
+				  : err);
 		errno = EINVAL;
 		return NULL;
 	}

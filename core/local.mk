@@ -49,7 +49,7 @@ TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
-	t/t0005-user-mode.t t/t0006-threads-self.t
+	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t
 EXTRA_DIST += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
-	t/t0005-user-mode.t t/t0006-threads-self.t \
+	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
 	t/fixtures/config

@@ -235,7 +235,9 @@ int tally_emit(struct tally_instance *inst, struct tally_batch *b)
 	}
 	if (!b)
 		return 0;
-	tally_batch_set_source(b, inst->name, inst->interval);
+	/* an event-driven input has no interval to derive expiry from */
+	tally_batch_set_source(b, inst->name,
+			       inst->plugin->input->read ? inst->interval : 0);
 	if (tally_user_mode() && tally_jobid())
 		emit_add_jobid(b, tally_jobid());
 	inst->records_out += tally_batch_count(b);
@@ -263,19 +265,29 @@ static void filter_tick_once(struct tally_instance *f)
 	pipe_run(f->pipe, f->pos + 1, b);
 }
 
-/* Delay until the next wall-clock multiple of @interval seconds. */
-static struct timeval next_aligned(double interval)
+/*
+ * Delay until the next wall-clock multiple of @interval after *@mark, the
+ * mark this timer was last set for (0: none yet), which is updated. Going
+ * from the mark, not from now, matters: a timer may fire a little before
+ * its mark, and "the next multiple after now" would then be that same
+ * mark again, a second tick a millisecond later.
+ */
+static struct timeval next_aligned(double interval, double *mark)
 {
 	double now = (double)tally_now_ns() / 1e9;
-	double next = (floor(now / interval) + 1) * interval;
+	double next = *mark + interval;
 
+	/* first tick, a clock step, or a tick missed (loop stalled, suspend) */
+	if (*mark == 0 || next <= now || next > now + 2 * interval)
+		next = (floor(now / interval) + 1) * interval;
+	*mark = next;
 	return tv_of(next - now);
 }
 
 static void filter_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct tally_instance *f = arg;
-	struct timeval tv = next_aligned(f->interval);
+	struct timeval tv = next_aligned(f->interval, &f->mark);
 
 	filter_tick_once(f);
 	evtimer_add(f->timer, &tv);
@@ -366,7 +378,7 @@ static void core_trim_heap(void)
 static void input_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct tally_instance *in = arg;
-	struct timeval tv = next_aligned(in->interval);
+	struct timeval tv = next_aligned(in->interval, &in->mark);
 
 	evtimer_add(in->timer, &tv);
 	core_trim_heap();
@@ -534,6 +546,22 @@ static int core_build(struct tally_core *core)
 	return 0;
 }
 
+/*
+ * libevent logs some errors itself ("Error from accept() call: Too many
+ * open files"), as fast as they happen. Route them through tally_log, so
+ * they reach syslog and are rate-limited like ours.
+ */
+static void core_event_log(int severity, const char *msg)
+{
+	int prio = severity >= EVENT_LOG_ERR	? LOG_ERR
+		   : severity >= EVENT_LOG_WARN ? LOG_WARNING
+		   : severity >= EVENT_LOG_MSG	? LOG_INFO
+						: LOG_DEBUG;
+
+	/* one throttle slot for all of libevent's lines: a constant format */
+	tally_log(NULL, prio, "libevent: %s", msg);
+}
+
 struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
 {
 	struct tally_core *core = calloc(1, sizeof(*core));
@@ -550,6 +578,7 @@ struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
 	current_core = core;
 	if (evthread_use_pthreads() < 0)
 		goto out_free;
+	event_set_log_callback(core_event_log);
 	/*
 	 * Precise timers: libevent's default monotonic clock is the coarse
 	 * one (4 ms here), which turns a 5 ms coalescing delay into two or
@@ -702,6 +731,16 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 			  "restart tallyd to apply changes");
 		return;
 	}
+	if (core->child) {
+		/*
+		 * The job's command decides when the job ends: pass the signal
+		 * on and stop when it exits (SIGCHLD), with its status.
+		 */
+		tally_log(NULL, LOG_INFO, "%s: passed on to the command",
+			  sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		kill(core->child, (int)sig);
+		return;
+	}
 	tally_log(NULL, LOG_INFO, "%s: stopping",
 		  sig == SIGTERM ? "SIGTERM" : "SIGINT");
 	core_stop(core);
@@ -751,7 +790,7 @@ int tally_core_start(struct tally_core *core)
 			inst->timer = evtimer_new(core->base, filter_tick, inst);
 			if (!inst->timer)
 				return -1;
-			tv = next_aligned(inst->interval);
+			tv = next_aligned(inst->interval, &inst->mark);
 			evtimer_add(inst->timer, &tv);
 		}
 		if (p->kind != TALLY_KIND_INPUT)
@@ -787,7 +826,7 @@ int tally_core_start(struct tally_core *core)
 		inst->timer = evtimer_new(core->base, input_tick, inst);
 		if (!inst->timer)
 			return -1;
-		tv = next_aligned(inst->interval);
+		tv = next_aligned(inst->interval, &inst->mark);
 		evtimer_add(inst->timer, &tv);
 	}
 	if (core->once)

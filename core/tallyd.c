@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -78,6 +79,86 @@ static void tallyd_usage(FILE *out)
 		TALLY_SYSCONFDIR, TALLY_PLUGINDIR);
 }
 
+/*
+ * Detach, but let the parent exit only once the daemon is up, with its
+ * status: a daemon that fails to start (a port taken, a bad endpoint) must
+ * fail the command that started it, and say why on its terminal. The
+ * parent waits on a pipe the daemon writes one byte to when ready; an
+ * early exit of the daemon closes it with nothing written.
+ */
+static int tallyd_detach(int *ready_fd)
+{
+	int p[2];
+	pid_t pid;
+	char st = 1;
+
+	if (pipe(p) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		while (read(p[0], &st, 1) < 0 && errno == EINTR)
+			;
+		_exit(st == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	if (setsid() < 0 || chdir("/") < 0)
+		return -1;
+	*ready_fd = p[1];
+	return 0;
+}
+
+/* A detached daemon's pid, in the runtime directory, for scripts. */
+static void tallyd_pidfile(bool create)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tallyd.pid", tally_runtime_dir());
+	if (!create) {
+		unlink(path);
+		return;
+	}
+	f = fopen(path, "we");
+	if (!f) {
+		tally_log(NULL, LOG_WARNING, "cannot write %s: %s", path,
+			  strerror(errno));
+		return;
+	}
+	fprintf(f, "%ld\n", (long)getpid());
+	fclose(f);
+}
+
+static void tallyd_ready(int fd, const struct tally_conf *conf)
+{
+	int null = open("/dev/null", O_RDWR);
+	char ok = 0;
+
+	if (!conf->log)
+		tally_log_setup(TALLY_LOG_SYSLOG,
+				conf->log_level
+					? tally_log_level_parse(conf->log_level)
+					: LOG_INFO);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		if (!conf->log || strcmp(conf->log, "stderr"))
+			dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+	tallyd_pidfile(true);
+	if (write(fd, &ok, 1) < 0)
+		tally_log(NULL, LOG_WARNING, "cannot notify the parent: %s",
+			  strerror(errno));
+	close(fd);
+}
+
 static const char *default_config(bool user, char *buf, size_t len)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
@@ -102,6 +183,7 @@ int main(int argc, char **argv)
 	bool list = false;
 	const char *config = NULL, *describe = NULL, *env;
 	char **command;
+	int ready_fd = -1;
 	char cfgbuf[PATH_MAX];
 	struct tally_loader *ld;
 	struct tally_conf *conf = NULL;
@@ -165,6 +247,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	command = optind < argc ? &argv[optind] : NULL;
+	if (!command && optind > 1 && !strcmp(argv[optind - 1], "--")) {
+		fprintf(stderr, "tallyd: no command after --\n");
+		ret = 2;
+		goto out;
+	}
 	env = getenv("TALLY_PLUGIN_PATH");
 	if (env)
 		tally_loader_add_path(ld, env);
@@ -212,18 +299,9 @@ int main(int argc, char **argv)
 		foreground = true;
 		once = false;
 	}
-	if (!foreground && !once) {
-		if (!conf->log)
-			tally_log_setup(TALLY_LOG_SYSLOG,
-					conf->log_level
-						? tally_log_level_parse(
-							  conf->log_level)
-						: LOG_INFO);
-		if (daemon(0, 0) < 0) {
-			tally_log(NULL, LOG_ERR, "cannot detach: %s",
-				  strerror(errno));
-			goto out;
-		}
+	if (!foreground && !once && tallyd_detach(&ready_fd) < 0) {
+		tally_log(NULL, LOG_ERR, "cannot detach: %s", strerror(errno));
+		goto out;
 	}
 	if (!once && tally_runtime_dir_create() < 0)
 		goto out;
@@ -234,6 +312,11 @@ int main(int argc, char **argv)
 		goto out;
 	tally_log(NULL, LOG_INFO, "started: %zu instances, %zu pipelines",
 		  core->ninsts, core->npipes);
+	if (ready_fd >= 0) {
+		/* up: release the waiting parent, then leave the terminal */
+		tallyd_ready(ready_fd, conf);
+		ready_fd = -1;
+	}
 	if (command) {
 		char ep[PATH_MAX + 16];
 
@@ -250,6 +333,8 @@ int main(int argc, char **argv)
 		goto out;
 	tally_log(NULL, LOG_INFO, "stopped");
 	ret = command ? core->child_status : 0;
+	if (!foreground)
+		tallyd_pidfile(false);
 out:
 	tally_core_free(core);
 	tally_conf_free(conf);

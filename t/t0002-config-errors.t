@@ -63,7 +63,7 @@ test_expect_success 'plugin of the wrong kind, unknown plugin, no plugin' '
 
 test_expect_success 'unknown section, bad global value, empty from' '
 	check_fails sections.conf &&
-	grep "^$C/sections.conf:1: error: global.interval = 0 is out of range" err &&
+	grep "^$C/sections.conf:1: error: global: option .interval. = 0 is out of range \[0.001, 86400\]" err &&
 	grep "^$C/sections.conf:2: error: unknown section .input. (did you mean .inputs.?)" err &&
 	grep "^$C/sections.conf:3: error: pipelines.p: .from. is empty" err
 '
@@ -109,6 +109,33 @@ test_expect_success 'a main file reads its conf.d after itself' '
 	echo "global = { interval = 3.0; };" >main/conf.d/30-again.conf &&
 	test_must_fail tallyd --check-config -c main/tally.conf 2>err &&
 	grep "main/conf.d/30-again.conf:1: error: global.interval set twice (first at main/tally.conf:1)" err
+'
+
+test_expect_success 'odd files in a configuration directory are skipped, not read' '
+	mkdir odd &&
+	cp "$C"/good-conf.d/*.conf odd/ &&
+	mkfifo odd/30-fifo.conf &&
+	mkdir odd/40-dir.conf &&
+	tallyd --check-config -c odd 2>err &&
+	grep "^odd/30-fifo.conf: warning: not a regular file, skipped" err &&
+	grep "^odd/40-dir.conf: warning: not a regular file, skipped" err &&
+	grep "0 errors, 2 warnings" err &&
+	test_must_fail tallyd --check-config -c odd/30-fifo.conf 2>err &&
+	grep "odd/30-fifo.conf: error: not a regular file or a directory" err
+'
+
+test_expect_success 'include_dir = "." does not read the main file twice' '
+	mkdir self && cp "$C"/good-conf.d/10-inputs.conf self/ &&
+	cat "$C"/good-conf.d/20-outputs.conf >self/main.conf &&
+	echo "global = { include_dir = \".\"; };" >>self/main.conf &&
+	tallyd --check-config -c self/main.conf 2>err &&
+	grep "0 errors, 0 warnings" err
+'
+
+test_expect_success 'global.plugin_path must name directories' '
+	echo "global = { plugin_path = 5; };" >pp.conf &&
+	test_must_fail tallyd --check-config -c pp.conf 2>err &&
+	grep "^pp.conf:1: error: global: option .plugin_path. must be a string or a list of strings" err
 '
 
 test_expect_success 'a missing configuration is a clear error' '

@@ -43,6 +43,15 @@ test_expect_success 'a job collector labels its metrics with the job id' '
 	test_cmp last.expect last
 '
 
+test_expect_success 'SIGTERM goes to the command; tallyd exits with its status' '
+	"$TALLYD" --user -c u.conf -- sh -c "trap \"exit 7\" TERM; echo \$\$ >cmd.pid; sleep 30 & wait" &
+	tpid=$! &&
+	wait_for "test -s cmd.pid" &&
+	kill -TERM $tpid &&
+	test_expect_code 7 wait $tpid &&
+	! kill -0 $(cat cmd.pid) 2>/dev/null
+'
+
 test_expect_success 'a command that cannot run exits 127' '
 	test_expect_code 127 tallyd --user -c u.conf -- ./no-such-command 2>err &&
 	grep "cannot run ./no-such-command" err
@@ -51,6 +60,11 @@ test_expect_success 'a command that cannot run exits 127' '
 test_expect_success 'a command without --user is refused' '
 	test_expect_code 2 tallyd -c u.conf -- true 2>err &&
 	grep "a command to run goes after --user --" err
+'
+
+test_expect_success '--user -- with no command is refused' '
+	test_expect_code 2 tallyd --user -c u.conf -- 2>err &&
+	grep "no command after --" err
 '
 
 test_done

@@ -36,6 +36,30 @@ test_expect_success 'a blocking read overrunning its interval skips ticks, the l
 	grep "^counter tally_reads_total{instance=\"slow\",kind=\"input\",plugin=\"slow\"} [1-9]" self.out
 '
 
+test_expect_success 'periodic reads: one per interval, on wall-clock marks' '
+	cat >tick.conf <<-EOF &&
+	inputs = {
+		a = { plugin = "counter"; interval = 0.1; };
+		busy = { plugin = "counter"; interval = 0.013; };
+	};
+	outputs = {
+		o = { plugin = "capture"; path = "tick.out"; timestamps = true; };
+		b = { plugin = "capture"; path = "/dev/null"; };
+	};
+	pipelines = {
+		p = { from = ["a"]; to = ["o"]; };
+		q = { from = ["busy"]; to = ["b"]; };
+	};
+	EOF
+	start_tallyd tick.conf &&
+	wait_for "test \$(wc -l <tick.out) -ge 20" &&
+	stop_tallyd &&
+	sed "s/.* ts=//" tick.out >ts &&
+	awk "NR > 1 { d = \$1 - prev; if (d < 90000000 || d > 110000000) bad++ }
+	     { prev = \$1; if (\$1 % 100000000 > 20000000) late++ }
+	     END { exit bad + late > 0 }" ts
+'
+
 test_expect_success 'self: process metrics and per-instance counters' '
 	cat >self.conf <<-EOF &&
 	inputs = {
@@ -51,7 +75,7 @@ test_expect_success 'self: process metrics and per-instance counters' '
 	start=$(sed -n "s/^gauge process_start_time_seconds //p" o.out) &&
 	now=$(date +%s) &&
 	test "${start%.*}" -le "$now" && test "${start%.*}" -ge $((now - 60)) &&
-	grep "^gauge tally_build_info{version=\"[0-9.]*\"} 1$" o.out &&
+	grep "^info tally_build_info{version=\"[0-9.]*\"} 1$" o.out &&
 	grep "^counter tally_records_out_total{instance=\"a\",kind=\"input\",plugin=\"counter\"} 3$" o.out &&
 	grep "^gauge tally_queue_capacity_batches{instance=\"o\",kind=\"output\",plugin=\"capture\"} 1024$" o.out &&
 	grep "^counter process_cpu_seconds_total " o.out

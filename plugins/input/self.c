@@ -169,7 +169,7 @@ static int self_read(struct tally_instance *inst, void *state,
 	s->out = out;
 	s->now = tally_now_ns();
 	ls = tally_labels_newv("version", PACKAGE_VERSION, NULL);
-	self_metric(s, TALLY_GAUGE, "tally_build_info",
+	self_metric(s, TALLY_INFO, "tally_build_info",
 		    "tallyd version, value 1", ls, 1);
 	tally_labels_unref(ls);
 	self_process(s);

@@ -1,0 +1,37 @@
+#!/bin/sh
+test_description='detached tallyd: exit status of the start, pid file'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+
+TALLY_RUNTIME_DIR=$PWD/run
+export TALLY_RUNTIME_DIR
+
+test_expect_success 'a daemon that cannot start fails its command, on the terminal' '
+	cat >bad.conf <<-EOF &&
+	inputs = { a = { plugin = "counter"; }; };
+	outputs = { o = { plugin = "capture"; path = "$PWD/no/such/dir/x"; }; };
+	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	EOF
+	test_expect_code 1 tallyd -c bad.conf 2>err &&
+	grep "bad.conf:2: error: capture\[o\]: init failed: No such file or directory" err &&
+	! test -e run/tallyd.pid
+'
+
+test_expect_success 'a daemon that starts: exit 0 once up, pid file, SIGTERM stops it' '
+	cat >good.conf <<-EOF &&
+	global = { log = "syslog"; };
+	inputs = { a = { plugin = "counter"; interval = 0.05; }; };
+	outputs = { o = { plugin = "capture"; path = "$PWD/good.out"; }; };
+	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	EOF
+	tallyd -c good.conf &&
+	pid=$(cat run/tallyd.pid) &&
+	kill -0 $pid &&
+	wait_for "test -s good.out" &&
+	kill -TERM $pid &&
+	wait_for "! kill -0 $pid 2>/dev/null" &&
+	! test -e run/tallyd.pid
+'
+
+test_done

@@ -41,15 +41,17 @@ test_expect_success 'send the doc vectors, bad JSON and garbage' '
 for i in range(200):
     print(\"hex ff\", os.urandom(i % 80).hex())" >>script &&
 	zt_send <script &&
-	zt_lines spans.out 5
+	zt_lines spans.out 4
 '
 
+# The end-dropped vector (an END without name from n01, where span 2 was
+# never begun) is counted as orphan_end but not passed on: it would make a
+# region "" downstream.
 test_expect_success 'the valid vectors and a closing end arrive as the rules say' '
 	s="pid=4242 tid=4243" &&
 	cat >expect <<-EOF &&
 	span begin trace=job42 name=solver id=1 parent=0 depth=0 host=n01 $s rank=3 flags=0
 	span begin trace=job42 name=étape id=2 parent=1 depth=1 host=$HOST $s rank=-1 flags=0
-	span end trace=job42 name= id=2 parent=1 depth=1 host=n01 $s rank=3 flags=orphan_end
 	span end trace=job42 name=solver id=1 parent=0 depth=0 host=n01 $s rank=3 flags=0
 	span end trace=job42 name=étape id=2 parent=1 depth=1 host=$HOST $s rank=-1 flags=0
 	EOF

@@ -466,9 +466,13 @@ static void zmq_trace_end(struct zmq_trace_state *st,
 	/*
 	 * An end without a begin (the begin was dropped, evicted, closed as
 	 * abandoned, or sent before we started): pass it on, flagged, with
-	 * what the message itself says.
+	 * what the message itself says. Without a name it says nothing a
+	 * consumer could use (a region "" would become a series of its own):
+	 * count it only.
 	 */
 	st->counters.orphan_end++;
+	if (!ev->name_len)
+		return;
 	zmq_trace_span_init(&sp, src);
 	sp.name = ev->name;
 	sp.phase = TALLY_SPAN_END;

@@ -68,7 +68,8 @@ struct zmq_trace_state_opts {
 
 /**
  * struct zmq_trace_counters - running totals, never reset
- * @orphan_end:   ends without an open begin (emitted with ORPHAN_END)
+ * @orphan_end:   ends without an open begin (emitted with ORPHAN_END,
+ *                unless the end carries no name: then only counted)
  * @abandoned:    spans closed because their process is gone or silent
  * @evicted:      spans closed because their source hit max_open_spans
  * @source_limit: events dropped because max_sources was reached

@@ -276,6 +276,24 @@ int main(int argc, char **argv)
 
 	if (!config)
 		config = default_config(user, cfgbuf, sizeof(cfgbuf));
+	if (config == cfgbuf || !strcmp(config, TALLY_SYSCONFDIR "/conf.d")) {
+		/* a default: say where tallyd looked if there is nothing */
+		if (access(config, F_OK) < 0) {
+			if (user)
+				fprintf(stderr,
+					"tallyd: no configuration: %s does "
+					"not exist (give one with -c "
+					"FILE|DIR)\n",
+					config);
+			else
+				fprintf(stderr,
+					"tallyd: no configuration: neither "
+					"%s/tally.conf nor %s/conf.d exists "
+					"(give one with -c FILE|DIR)\n",
+					TALLY_SYSCONFDIR, TALLY_SYSCONFDIR);
+			goto out;
+		}
+	}
 	conf = tally_conf_load(config, ld);
 	if (!conf) {
 		fprintf(stderr, "tallyd: %s: %s\n", config, strerror(errno));

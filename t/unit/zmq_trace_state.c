@@ -432,6 +432,53 @@ static void test_abandon_pid(void)
 	zmq_trace_state_free(st);
 }
 
+static uint32_t asked[4];
+static unsigned nasked;
+
+static bool all_dead(uint32_t pid)
+{
+	if (nasked < 4)
+		asked[nasked++] = pid;
+	return false;
+}
+
+/*
+ * pid 0 and pids above INT32_MAX are no process kill() can ask about
+ * (kill(0) is our process group, a negative pid more): only the silence
+ * timeout closes them, even with a probe that calls everything dead.
+ */
+static void test_uncheckable_pids(void)
+{
+	struct zmq_trace_state_opts o = {
+		.local_host = "here",
+		.max_open_spans = 16,
+		.max_sources = 16,
+		.abandon_ns = 60 * SEC,
+		.idle_ns = 10 * SEC,
+		.gone_grace_ns = 1 * SEC,
+		.pid_alive = all_dead,
+	};
+	struct zmq_trace_state *st = zmq_trace_state_new(&o);
+
+	apply(st, nat(B, 0, 1, 1, 0, "zero", 10), 0);
+	apply(st, nat(B, 0xffffffffu, 1, 1, 0, "max", 20), 0);
+	apply(st, nat(B, 0x80000000u, 1, 1, 0, "neg", 30), 0);
+	apply(st, nat(B, 0x7fffffffu, 1, 1, 0, "intmax", 40), 0);
+	take();
+	nasked = 0;
+	cmp_ok(zmq_trace_state_check(st, 2 * SEC, 5000, true, &sink), "==", 1,
+	       "final check: only pid INT32_MAX is asked and closed");
+	is(take(),
+	   "span end trace=T name=intmax id=1 parent=0 depth=0 host=here pid=2147483647 tid=1 rank=2 flags=abandoned ts=5000 begin=40\n",
+	   "pids 0, 2^31 and 2^32-1 stay open");
+	ok(nasked == 1 && asked[0] == 0x7fffffffu,
+	   "the probe was asked about pid 2147483647 only (%u calls)",
+	   nasked);
+	cmp_ok(zmq_trace_state_check(st, 60 * SEC, 6000, false, &sink), "==",
+	       3, "abandon_timeout closes them");
+	zmq_trace_state_free(st);
+}
+
 static void test_abandon_silence(void)
 {
 	struct zmq_trace_state *st = new_state(16, 16);
@@ -520,6 +567,7 @@ int main(void)
 	test_eviction();
 	test_ring();
 	test_abandon_pid();
+	test_uncheckable_pids();
 	test_abandon_silence();
 	test_idle_and_limits();
 	return done_testing();

@@ -66,11 +66,21 @@ struct zmq_trace_state {
 
 static bool zmq_trace_kill_alive(uint32_t pid)
 {
-	/* Not a pid kill() takes as one process: cannot tell, keep it. */
-	if (pid == 0 || pid > INT32_MAX)
-		return true;
 	/* EPERM means it exists but belongs to someone else. */
 	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+/*
+ * Whether the pid of @src names one process of this host that can be
+ * asked about. kill(0, sig) addresses our own process group, and a pid
+ * above INT32_MAX becomes negative (kill(-1, sig): every process we may
+ * signal), so such senders (forged, or not a real pid) are closed by
+ * abandon_timeout only, whatever pid_alive would say.
+ */
+static bool zmq_trace_pid_checkable(const struct zmq_trace_source *src)
+{
+	return src->format == ZMQ_TRACE_NATIVE && src->local && src->pid &&
+	       src->pid <= INT32_MAX;
 }
 
 struct zmq_trace_state *
@@ -549,10 +559,9 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			int64_t silent = now_ns - src->last_seen;
 			bool gone = false;
 
-			/* Only a native local source names a pid we can ask
-			 * about; a remote pid means nothing here. */
-			if (src->format == ZMQ_TRACE_NATIVE && src->local &&
-			    src->pid &&
+			/* A remote pid, or Omnistat's none, means nothing
+			 * here. */
+			if (zmq_trace_pid_checkable(src) &&
 			    (final || silent >= st->opts.gone_grace_ns))
 				gone = !st->opts.pid_alive(src->pid);
 

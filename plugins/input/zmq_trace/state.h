@@ -54,7 +54,9 @@ struct zmq_trace_sink {
  *                  been silent this long too, so that its last messages,
  *                  still in flight, land first
  * @pid_alive:      liveness probe, returns false when @pid no longer
- *                  exists; NULL means kill(pid, 0) != ESRCH
+ *                  exists; NULL means kill(pid, 0) != ESRCH. Asked only
+ *                  about pids 1..INT32_MAX of native sources on this
+ *                  host: other sources end by @abandon_ns only
  */
 struct zmq_trace_state_opts {
 	const char *local_host;

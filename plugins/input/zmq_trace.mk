@@ -50,6 +50,7 @@ ZMQ_TRACE_TESTS = \
 	t/t3005-zmq-trace-omnistat.t \
 	t/t3006-zmq-trace-abandon.t \
 	t/t3007-zmq-trace-wakeups.t \
-	t/t3008-zmq-trace-python.t
+	t/t3008-zmq-trace-python.t \
+	t/t3009-zmq-trace-limits.t
 TESTS += $(ZMQ_TRACE_TESTS)
 EXTRA_DIST += $(ZMQ_TRACE_TESTS) t/t30-lib.sh t/t30-zmq-send.py

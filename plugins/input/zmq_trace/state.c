@@ -6,6 +6,11 @@
  *   - sources live in a chained hash table keyed by (format, pid, trace,
  *     host); the last source used is cached, since consecutive messages
  *     usually come from the same process;
+ *   - they are also on a list in order of activity, most recent first, so
+ *     that a full table makes room in O(1) by forgetting the least recently
+ *     active source: a flood of forged sources then cannot lock real
+ *     tracers out (the cached source is always the list's head, so the
+ *     hot path does not touch the list);
  *   - a source's open spans sit in a ring in begin order. Well-nested ends
  *     close the newest span, found by scanning from the top in O(1); the
  *     oldest is evicted in O(1) when the source is full. Names up to
@@ -34,6 +39,7 @@ struct zmq_trace_open {
 
 struct zmq_trace_source {
 	struct zmq_trace_source *next; /* hash chain */
+	struct zmq_trace_source *newer, *older; /* activity list */
 	uint64_t hash;
 	enum zmq_trace_format format;
 	uint32_t pid;
@@ -60,7 +66,8 @@ struct zmq_trace_state {
 	uint32_t nbuckets; /* power of two */
 	uint32_t nsources;
 	uint64_t nopen;
-	struct zmq_trace_source *last;
+	struct zmq_trace_source *last; /* NULL, or lru_head */
+	struct zmq_trace_source *lru_head, *lru_tail; /* newest, oldest */
 	struct zmq_trace_counters counters;
 };
 
@@ -227,6 +234,38 @@ static int zmq_trace_grow_table(struct zmq_trace_state *st)
 	return 0;
 }
 
+/* Take @src off the activity list. */
+static void zmq_trace_lru_remove(struct zmq_trace_state *st,
+				 struct zmq_trace_source *src)
+{
+	if (src->newer)
+		src->newer->older = src->older;
+	else
+		st->lru_head = src->older;
+	if (src->older)
+		src->older->newer = src->newer;
+	else
+		st->lru_tail = src->newer;
+	src->newer = src->older = NULL;
+}
+
+/* Put @src, not on the activity list, at its head (most recent). */
+static void zmq_trace_lru_push(struct zmq_trace_state *st,
+			       struct zmq_trace_source *src)
+{
+	src->older = st->lru_head;
+	if (st->lru_head)
+		st->lru_head->newer = src;
+	else
+		st->lru_tail = src;
+	st->lru_head = src;
+}
+
+/*
+ * The source of @ev, made the most recently active one; created if new.
+ * Return: the source, or NULL with errno = EMLINK (the table is full) or
+ * ENOMEM.
+ */
 static struct zmq_trace_source *
 zmq_trace_source_get(struct zmq_trace_state *st,
 		     const struct zmq_trace_event *ev, const char *host,
@@ -242,9 +281,13 @@ zmq_trace_source_get(struct zmq_trace_state *st,
 	h = zmq_trace_key_hash(ev->format, ev->pid, ev->trace, ev->trace_len,
 			       host, hl);
 	b = (uint32_t)h & (st->nbuckets - 1);
-	for (src = st->buckets[b]; src; src = src->next)
-		if (src->hash == h && zmq_trace_key_eq(src, ev, host, hl))
+	for (src = st->buckets[b]; src; src = src->next) {
+		if (src->hash == h && zmq_trace_key_eq(src, ev, host, hl)) {
+			zmq_trace_lru_remove(st, src);
+			zmq_trace_lru_push(st, src);
 			return st->last = src;
+		}
+	}
 
 	if (st->nsources >= st->opts.max_sources) {
 		errno = EMLINK;
@@ -270,6 +313,7 @@ zmq_trace_source_get(struct zmq_trace_state *st,
 	src->next = st->buckets[b];
 	st->buckets[b] = src;
 	st->nsources++;
+	zmq_trace_lru_push(st, src);
 	return st->last = src;
 }
 
@@ -281,6 +325,7 @@ static void zmq_trace_source_unlink(struct zmq_trace_state *st,
 	*pp = src->next;
 	if (st->last == src)
 		st->last = NULL;
+	zmq_trace_lru_remove(st, src);
 	st->nopen -= src->count;
 	st->nsources--;
 	zmq_trace_source_free(src);
@@ -498,6 +543,55 @@ static void zmq_trace_end(struct zmq_trace_state *st,
 	zmq_trace_emit(st, sink, &sp, ev->ts_ns);
 }
 
+/* Close every open span of @src, innermost first, with @flags. */
+static uint64_t zmq_trace_close_all(struct zmq_trace_state *st,
+				    struct zmq_trace_source *src, int64_t ts_ns,
+				    uint32_t flags,
+				    const struct zmq_trace_sink *sink)
+{
+	uint64_t n = src->count;
+
+	while (src->count) {
+		uint32_t top = src->count - 1;
+
+		zmq_trace_emit_end(st, sink, src, zmq_trace_at(src, top), flags,
+				   ts_ns);
+		zmq_trace_remove(st, src, top);
+	}
+	return n;
+}
+
+static uint64_t zmq_trace_abandon(struct zmq_trace_state *st,
+				  struct zmq_trace_source *src, int64_t ts_ns,
+				  const struct zmq_trace_sink *sink)
+{
+	uint64_t n =
+		zmq_trace_close_all(st, src, ts_ns, TALLY_SPAN_ABANDONED, sink);
+
+	st->counters.abandoned += n;
+	return n;
+}
+
+/*
+ * The table is full: forget the least recently active source. Its open
+ * spans end, flagged evicted, at its last event's time. A source silent
+ * the longest is the likeliest to be gone already, and a real tracer that
+ * keeps sending stays ahead of a flood of forged one-message sources.
+ */
+static void zmq_trace_evict_source(struct zmq_trace_state *st,
+				   const struct zmq_trace_sink *sink)
+{
+	struct zmq_trace_source *src = st->lru_tail, **pp;
+
+	pp = &st->buckets[src->hash & (st->nbuckets - 1)];
+	while (*pp != src)
+		pp = &(*pp)->next;
+	st->counters.evicted += zmq_trace_close_all(
+		st, src, src->last_ts, TALLY_SPAN_EVICTED, sink);
+	st->counters.source_limit++;
+	zmq_trace_source_unlink(st, pp);
+}
+
 int zmq_trace_state_apply(struct zmq_trace_state *st,
 			  const struct zmq_trace_event *ev, int64_t now_ns,
 			  const struct zmq_trace_sink *sink)
@@ -511,11 +605,12 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
 		hl = strlen(host);
 	}
 	src = zmq_trace_source_get(st, ev, host, hl);
-	if (!src) {
-		if (errno == EMLINK)
-			st->counters.source_limit++;
-		return -1;
+	if (!src && errno == EMLINK) {
+		zmq_trace_evict_source(st, sink);
+		src = zmq_trace_source_get(st, ev, host, hl);
 	}
+	if (!src)
+		return -1;
 	src->last_seen = now_ns;
 	if (ev->ts_ns > src->last_ts)
 		src->last_ts = ev->ts_ns;
@@ -525,24 +620,6 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
 		return zmq_trace_begin(st, src, ev, sink);
 	zmq_trace_end(st, src, ev, sink);
 	return 0;
-}
-
-/* Close every open span of @src, innermost first. */
-static uint64_t zmq_trace_abandon(struct zmq_trace_state *st,
-				  struct zmq_trace_source *src, int64_t ts_ns,
-				  const struct zmq_trace_sink *sink)
-{
-	uint64_t n = src->count;
-
-	while (src->count) {
-		uint32_t top = src->count - 1;
-
-		zmq_trace_emit_end(st, sink, src, zmq_trace_at(src, top),
-				   TALLY_SPAN_ABANDONED, ts_ns);
-		zmq_trace_remove(st, src, top);
-	}
-	st->counters.abandoned += n;
-	return n;
 }
 
 uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,

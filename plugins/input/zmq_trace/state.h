@@ -12,7 +12,8 @@
  * Decoded events go in (zmq_trace_state_apply()), span records come out
  * through a sink callback, so the state machine is testable without the
  * daemon. Memory is bounded: at most max_open_spans spans per source and
- * max_sources sources; beyond that, evictions and refusals are counted.
+ * max_sources sources; beyond that, the oldest open span, or the least
+ * recently active source, makes room, and that is counted.
  *
  * Thread-safety: none; one state belongs to one instance's loop thread.
  */
@@ -45,8 +46,10 @@ struct zmq_trace_sink {
  *                  (copied)
  * @max_open_spans: open spans kept per source (>= 1); a begin beyond it
  *                  closes the oldest open span as evicted
- * @max_sources:    sources kept (>= 1); events of further sources are
- *                  dropped as "source_limit"
+ * @max_sources:    sources kept (>= 1); a new source beyond it makes
+ *                  room by forgetting the least recently active one (its
+ *                  open spans end flagged EVICTED), counted as
+ *                  "source_limit"
  * @abandon_ns:     a source silent this long has its open spans closed as
  *                  abandoned; 0 = never (the pid check still applies)
  * @idle_ns:        a source with no open span silent this long is forgotten
@@ -73,8 +76,9 @@ struct zmq_trace_state_opts {
  * @orphan_end:   ends without an open begin (emitted with ORPHAN_END,
  *                unless the end carries no name: then only counted)
  * @abandoned:    spans closed because their process is gone or silent
- * @evicted:      spans closed because their source hit max_open_spans
- * @source_limit: events dropped because max_sources was reached
+ * @evicted:      spans closed because their source hit max_open_spans,
+ *                or their source was forgotten for max_sources
+ * @source_limit: sources forgotten to make room (max_sources reached)
  * @emit_failed:  span records the sink could not store
  */
 struct zmq_trace_counters {
@@ -104,10 +108,10 @@ void zmq_trace_state_free(struct zmq_trace_state *st);
  * @ev:      a successfully decoded event
  * @now_ns:  CLOCK_MONOTONIC ns (for silence and idle timeouts)
  * @sink:    receives the span records: the event itself, preceded by the
- *           end of an evicted span when the source was full
+ *           end of an evicted span when the source was full, or by the
+ *           ends of the open spans of the source forgotten to make room
  *
- * Return: 0, or -1 when the event was dropped: errno = EMLINK (max_sources
- * reached, counted as source_limit) or ENOMEM.
+ * Return: 0, or -1 with errno = ENOMEM when the event was dropped.
  */
 int zmq_trace_state_apply(struct zmq_trace_state *st,
 			  const struct zmq_trace_event *ev, int64_t now_ns,

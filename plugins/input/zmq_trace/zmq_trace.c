@@ -146,13 +146,17 @@ static int zmq_trace_sink_span(void *ctx, const struct tally_span *sp,
 	return tally_batch_add_span(zt->batch, sp, ts_ns);
 }
 
-static void zmq_trace_count(struct zmq_trace *zt, uint64_t *reported,
-			    uint64_t now, const char *reason)
+/* Pass the growth of a state counter to tally_count_drop(); return it. */
+static uint64_t zmq_trace_count(struct zmq_trace *zt, uint64_t *reported,
+				uint64_t now, const char *reason)
 {
-	if (now != *reported) {
-		tally_count_drop(zt->inst, reason, now - *reported);
+	uint64_t n = now - *reported;
+
+	if (n) {
+		tally_count_drop(zt->inst, reason, n);
 		*reported = now;
 	}
+	return n;
 }
 
 /* Emit what the last drain or check produced and flush the counters. */
@@ -160,6 +164,7 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 {
 	const struct zmq_trace_counters *c =
 		zmq_trace_state_counters(zt->state);
+	uint64_t n;
 
 	if (zt->batch) {
 		tally_emit(zt->inst, zt->batch);
@@ -191,9 +196,22 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 			"orphan_end");
 	zmq_trace_count(zt, &zt->reported.abandoned, c->abandoned,
 			"span_abandoned");
-	zmq_trace_count(zt, &zt->reported.evicted, c->evicted, "span_evicted");
-	zmq_trace_count(zt, &zt->reported.source_limit, c->source_limit,
-			"source_limit");
+	/* Limits reached lose data: say so, once per drain as above. */
+	n = zmq_trace_count(zt, &zt->reported.source_limit, c->source_limit,
+			    "source_limit");
+	if (n)
+		tally_log(zt->inst, LOG_WARNING,
+			  "max_sources = %lld reached: forgot the %llu least "
+			  "recently active sources (and ended their open "
+			  "spans as evicted)",
+			  (long long)zt->max_sources, (unsigned long long)n);
+	n = zmq_trace_count(zt, &zt->reported.evicted, c->evicted,
+			    "span_evicted");
+	if (n)
+		tally_log(zt->inst, LOG_WARNING,
+			  "ended %llu open spans as evicted (max_open_spans "
+			  "= %lld per process, or max_sources reached)",
+			  (unsigned long long)n, (long long)zt->max_open_spans);
 	zmq_trace_count(zt, &zt->reported.emit_failed, c->emit_failed, "nomem");
 }
 
@@ -212,7 +230,7 @@ static void zmq_trace_message(struct zmq_trace *zt, const void *data,
 		zt->client_dropped += zt->ev.dropped;
 		zt->pending_client += zt->ev.dropped;
 	}
-	/* A refused event (source_limit, ENOMEM) is counted by the state. */
+	/* An event lost to ENOMEM is counted by the state. */
 	(void)zmq_trace_state_apply(zt->state, &zt->ev, now, &zt->sink);
 }
 
@@ -793,8 +811,9 @@ static const struct tally_option zmq_trace_options[] = {
 		      "oldest is closed as evicted"),
 	TALLY_OPT_INT("max_sources", struct zmq_trace, max_sources, "65536", 1,
 		      100000000,
-		      "(trace, process) pairs tracked; events of further "
-		      "ones are dropped"),
+		      "(trace, process) pairs tracked; beyond, the least "
+		      "recently active one is forgotten (its open spans "
+		      "end as evicted)"),
 	TALLY_OPT_DOUBLE("abandon_timeout", struct zmq_trace, abandon_timeout,
 			 "3600", 0, 1e9,
 			 "seconds of silence after which a process's open "

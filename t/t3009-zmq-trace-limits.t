@@ -1,0 +1,55 @@
+#!/bin/sh
+test_description='zmq_trace against hostile or careless senders: a full
+source table, oversize and multi-part messages, a flood at shutdown'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t30-lib.sh"
+
+zt_require_pyzmq
+
+test_expect_success 'start tallyd: max_sources = 4' '
+	zt_config lim.conf "max_sources = 4;" &&
+	start_tallyd lim.conf
+'
+
+# 1000 BEGINs from forged pids of a host "remotehost" fill the table of
+# 4 sources many times over; a real tracer that starts afterwards must
+# still be heard (it used to be dropped as source_limit until the forged
+# sources timed out, an hour by default).
+test_expect_success 'forged sources do not lock a new tracer out' '
+	"$PYTHON3" -c "
+for i in range(1000):
+    print(\"native begin 1 0\", 100000 + i, \"1 -1 0 1000 forged x remotehost\")
+print(\"native begin 1 0 7 7 -1 0 2000 real outer realhost\")
+print(\"native begin 2 1 7 7 -1 0 3000 real inner realhost\")
+print(\"native end 2 1 7 7 -1 0 4000 real inner realhost\")
+" >script &&
+	zt_send <script &&
+	wait_for "grep -q \"trace=real name=inner .* flags=0\" spans.out" &&
+	s="host=realhost pid=7 tid=7 rank=-1 flags=0" &&
+	cat >expect <<-EOF &&
+	span begin trace=real name=outer id=1 parent=0 depth=0 $s
+	span begin trace=real name=inner id=2 parent=1 depth=1 $s
+	span end trace=real name=inner id=2 parent=1 depth=1 $s
+	EOF
+	grep "trace=real " spans.out >got &&
+	test_cmp expect got
+'
+
+# Every source after the 4th forgot the least recently active one, whose
+# open span ended as evicted: 1001 sources (1000 forged, 1 real), 997
+# forgotten.
+test_expect_success 'forgotten sources and their spans are counted and logged' '
+	wait_for "test \$(zt_drops source_limit) = 997" &&
+	test $(zt_drops span_evicted) = 997 &&
+	test $(grep -c "trace=forged name=x .* flags=evicted" spans.out) = 997 &&
+	grep "zmq_trace\[tr\]: max_sources = 4 reached: forgot the [0-9]* least recently active sources" tallyd.log &&
+	test $(grep -c "max_sources = 4 reached" tallyd.log) -lt 100
+'
+
+test_expect_success 'stop tallyd' '
+	stop_tallyd
+'
+
+test_done

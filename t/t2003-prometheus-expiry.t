@@ -76,6 +76,41 @@ test_expect_success 'stop tallyd' '
 	stop_tallyd
 '
 
+# Span regions live by the application's pace, not the input's interval:
+# with global.interval = 0.2 (3 intervals = 0.6 s), an ended region shows
+# active 0 for the whole grace period (3 s) and keeps its seconds_total
+# (default expire of span regions: 300 s).
+STEP='{rank="0",region="step",trace="T"}'
+
+# step_is FILE SERIES VALUE: a scrape into FILE has "SERIES$STEP VALUE"
+step_is() {
+	scrape "$1" && grep -qxF "$2$STEP $3" "$1"
+}
+
+test_expect_success 'short interval: ended span region lasts the grace period' '
+	cat >short.conf <<-EOF &&
+	global = { interval = 0.2; log_level = "info"; };
+	inputs = { spans = { plugin = "spangen"; mode = "spans"; limit = 2;
+	                     ranks = 1; }; };
+	outputs = { prom = { plugin = "prometheus";
+	                     listen = "127.0.0.1:$port"; grace = 3.0; }; };
+	pipelines = { p = { from = ["spans"]; to = ["prom"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port" short.conf &&
+	# reads 1 and 2: step spans of 0.5 s and 0.75 s
+	wait_for "step_is s0 tally_trace_region_seconds_total 1.25" &&
+	t0=$(now) &&
+	sleep 1.5 &&
+	step_is s1 tally_trace_region_active 0 &&
+	step_is s1 tally_trace_region_seconds_total 1.25 &&
+	wait_for no_active_step 10 &&
+	t1=$(now) &&
+	"$PYTHON3" -c "import sys; d = $t1 - $t0; print(d); sys.exit(not 2.5 < d < 6)" &&
+	sleep 1 &&
+	step_is s2 tally_trace_region_seconds_total 1.25 &&
+	stop_tallyd
+'
+
 test_expect_success 'expire option: series stay for the given time, then go' '
 	cat >exp2.conf <<-EOF &&
 	global = { interval = 0.2; log_level = "info"; };

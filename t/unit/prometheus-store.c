@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,6 +511,141 @@ static void test_spans(void)
 	prom_store_free(s);
 }
 
+/*
+ * A span region's lifetime does not depend on the interval of the input
+ * that carried its spans: the active gauge shows 0 for the whole grace
+ * period and seconds_total stays for the event-driven expiry (300 s).
+ */
+static void test_span_lifetime(void)
+{
+	struct prom_store_opts o = default_opts();
+	const char *act = "tally_trace_region_active{rank=\"0\",region=\"r\",trace=\"T\"}";
+	const char *sec = "tally_trace_region_seconds_total{rank=\"0\",region=\"r\",trace=\"T\"}";
+	struct prom_store *s;
+	struct tally_batch *b;
+	char *text;
+
+	for (int round = 0; round < 2; round++) {
+		/* round 1: an expire shorter than the grace period */
+		o.expire_ns = round ? 5 * S : 0;
+		s = prom_store_new(&o, NULL);
+		b = tally_batch_new();
+		add_span(b, TALLY_SPAN_BEGIN, 1, "r", 0, 0, R0, R0);
+		add_span(b, TALLY_SPAN_END, 1, "r", 0, 0, R0 + 2 * S, R0);
+		tally_batch_set_source(b, "periodic", 1.0); /* 3 x 1 s */
+		apply(s, b, 100 * S);
+		text = render(s, PROM_FMT_TEXT, 110 * S, R0 + 20 * S);
+		is(sample(text, act), "0",
+		   "%s: 10 s after the end (> 3 intervals): active 0",
+		   round ? "expire 5" : "interval 1 s");
+		is(sample(text, sec), "2", "and seconds_total 2");
+		free(text);
+		text = render(s, PROM_FMT_TEXT, 115 * S, R0 + 20 * S);
+		is(sample(text, act), "0", "15 s after the end (grace): active 0");
+		free(text);
+		text = render(s, PROM_FMT_TEXT, 115 * S + 1, R0 + 20 * S);
+		ok(!sample(text, act), "past the grace period: no active series");
+		if (round) {
+			ok(!sample(text, sec),
+			   "expire 5 < grace: seconds_total goes with it");
+			free(text);
+			prom_store_free(s);
+			continue;
+		}
+		is(sample(text, sec), "2", "seconds_total stays");
+		free(text);
+		text = render(s, PROM_FMT_TEXT, 400 * S, R0 + 20 * S);
+		is(sample(text, sec), "2", "300 s after the end: still there");
+		free(text);
+		text = render(s, PROM_FMT_TEXT, 400 * S + 1, R0 + 20 * S);
+		ok(!sample(text, sec), "past 300 s: gone");
+		free(text);
+		prom_store_free(s);
+	}
+}
+
+/* The value of @series in @text as a double, NaN when absent */
+static double sample_d(const char *text, const char *series)
+{
+	const char *v = sample(text, series);
+
+	return v ? strtod(v, NULL) : NAN;
+}
+
+/*
+ * Timestamps from applications can be anything. Expected values: times
+ * are clamped to [0, 2^62] ns and a region's time saturates at 2^63 - 1 ns
+ * (what the documentation promises), so with 2^62 ns = 4611686018.427387904
+ * s and (2^63 - 1) ns = 9223372036.854775807 s. Run under UBSan, an
+ * overflow aborts the test.
+ */
+static void test_span_extremes(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_batch *b = tally_batch_new();
+	const double max62 = 4611686018.427387904, max63 = 9223372036.854775807;
+	char name[128];
+	char *text;
+	double v;
+
+	/* a begin at INT64_MIN, its end at INT64_MAX: 2^62 ns */
+	add_span(b, TALLY_SPAN_BEGIN, 1, "wide", 0, 0, INT64_MIN, INT64_MIN);
+	add_span(b, TALLY_SPAN_END, 1, "wide", 0, 0, INT64_MAX, INT64_MIN);
+	/* an end before its begin: 0 */
+	add_span(b, TALLY_SPAN_BEGIN, 2, "back", 0, 0, R0 + 10 * S, 0);
+	add_span(b, TALLY_SPAN_END, 2, "back", 0, 0, R0 + 5 * S, 0);
+	/* three spans of 2^62 ns each: the sum saturates */
+	for (uint64_t id = 3; id < 6; id++) {
+		add_span(b, TALLY_SPAN_BEGIN, id, "sum", 0, 0, -5, -5);
+		add_span(b, TALLY_SPAN_END, id, "sum", 0, 0, INT64_MAX, -5);
+	}
+	/* orphan ends: a begin at INT64_MIN (clamped to 0: unknown, nothing
+	 * counted) and one at 1 ns after 1970 */
+	add_span(b, TALLY_SPAN_END, 6, "orphan", 0, 0, INT64_MAX, INT64_MIN);
+	add_span(b, TALLY_SPAN_END, 7, "orphan1", 0, 0, INT64_MAX, 1);
+	/* 1000 spans open since INT64_MIN */
+	for (uint64_t id = 100; id < 1100; id++)
+		add_span(b, TALLY_SPAN_BEGIN, id, "open", 0, 0, INT64_MIN,
+			 INT64_MIN);
+	apply(s, b, 1 * S);
+
+	text = render(s, PROM_FMT_TEXT, 2 * S, INT64_MAX);
+	snprintf(name, sizeof(name), "tally_trace_region_seconds_total{rank=\"0\",region=\"%s\",trace=\"T\"}", "wide");
+	v = sample_d(text, name);
+	ok(v == max62, "INT64_MIN .. INT64_MAX counts 2^62 ns (%.17g)", v);
+	snprintf(name, sizeof(name), "tally_trace_region_seconds_total{rank=\"0\",region=\"%s\",trace=\"T\"}", "back");
+	is(sample(text, name), "0", "an end before its begin counts 0");
+	snprintf(name, sizeof(name), "tally_trace_region_seconds_total{rank=\"0\",region=\"%s\",trace=\"T\"}", "sum");
+	v = sample_d(text, name);
+	ok(v == max63, "3 x 2^62 ns saturate at 2^63 - 1 ns (%.17g)", v);
+	snprintf(name, sizeof(name), "tally_trace_region_seconds_total{rank=\"0\",region=\"%s\",trace=\"T\"}", "orphan");
+	is(sample(text, name), "0", "orphan end with a negative begin: 0");
+	snprintf(name, sizeof(name), "tally_trace_region_seconds_total{rank=\"0\",region=\"%s\",trace=\"T\"}", "orphan1");
+	v = sample_d(text, name);
+	ok(fabs(v - max62) < 1e-6, "orphan end begun at 1 ns: 2^62 - 1 ns (%.17g)", v);
+	snprintf(name, sizeof(name), "tally_trace_region_seconds_total{rank=\"0\",region=\"%s\",trace=\"T\"}", "open");
+	v = sample_d(text, name);
+	ok(fabs(v - 1000 * max62) <= 1e-12 * 1000 * max62,
+	   "1000 open spans at INT64_MAX: 1000 x 2^62 ns (%.17g)", v);
+	free(text);
+
+	/* a scrape clock before 1970: open spans count 0, not negative */
+	prom_store_free(s);
+	s = prom_store_new(&o, NULL);
+	b = tally_batch_new();
+	add_span(b, TALLY_SPAN_BEGIN, 1, "early", 0, 0, R0, R0);
+	apply(s, b, 1 * S);
+	text = render(s, PROM_FMT_TEXT, 2 * S, INT64_MIN);
+	snprintf(name, sizeof(name), "tally_trace_region_seconds_total{rank=\"0\",region=\"%s\",trace=\"T\"}", "early");
+	is(sample(text, name), "0", "scrape time INT64_MIN: 0 s open");
+	free(text);
+	text = render(s, PROM_FMT_TEXT, 3 * S, R0 + 3 * S);
+	is(sample(text, name), "3", "then 3 s at begin + 3 s");
+	free(text);
+	prom_store_free(s);
+}
+
 /* Series arriving in any order render in the same sorted order. */
 static void test_order(void)
 {
@@ -573,6 +709,8 @@ int main(void)
 	test_names();
 	test_expiry();
 	test_spans();
+	test_span_lifetime();
+	test_span_extremes();
 	test_order();
 	return done_testing();
 }

@@ -256,11 +256,22 @@ struct prom_family {
 	int nres;
 };
 
-/* Span accounting of one exposed region series. */
+/*
+ * Span accounting of one exposed region series.
+ *
+ * Timestamps come from applications and may be anything: they are clamped
+ * to [0, TS_MAX] first (ts_clamp()), so that differences of two fit an
+ * int64_t. The begin times of the open spans are summed as whole seconds
+ * and remaining nanoseconds since the store's epoch: with at most
+ * PROM_MAX_OPEN_SPANS (1e8) open spans, |begin_s| <= 1e8 * 4.7e9 and
+ * begin_ns <= 1e8 * 1e9, both far within int64_t, and the sums stay exact
+ * (a double would round the ns of spans far from the epoch).
+ */
 struct prom_region {
 	unsigned n_open;
-	int64_t begin_sum; /* sum over open spans of begin - epoch, ns */
-	int64_t closed_ns; /* total duration of ended spans */
+	int64_t begin_s;   /* sum over open spans of (begin - epoch) / 1e9 */
+	int64_t begin_ns;  /* and of the remainders, each in [0, 1e9) */
+	int64_t closed_ns; /* ended spans' time, saturated at INT64_MAX */
 	int64_t last_end;  /* monotonic ns of the last end */
 	double shown;	   /* last seconds_total rendered */
 };
@@ -308,6 +319,27 @@ struct prom_store {
 	struct prom_store_stats st;
 	struct sbuf tmp, tmp2, tmp3; /* scratch: names, label text, keys */
 };
+
+#define NS_PER_S 1000000000LL
+
+/* Latest timestamp a span may carry: 2^62 ns after 1970, in 2116. */
+#define TS_MAX (INT64_C(1) << 62)
+
+static int64_t ts_clamp(int64_t ts)
+{
+	return ts < 0 ? 0 : ts > TS_MAX ? TS_MAX : ts;
+}
+
+/* @off (ns) as whole seconds, rounded down, and nanoseconds in [0, 1e9) */
+static void ns_split(int64_t off, int64_t *sec, int64_t *ns)
+{
+	*sec = off / NS_PER_S;
+	*ns = off % NS_PER_S;
+	if (*ns < 0) {
+		*ns += NS_PER_S;
+		(*sec)--;
+	}
+}
 
 #define DROP(s, field, reason)                            \
 	do {                                              \
@@ -991,6 +1023,31 @@ static struct prom_open *open_find(struct prom_store *s,
 	return NULL;
 }
 
+/* Add (@sign 1) or remove (@sign -1) an open span's begin from @g's sums. */
+static void region_open(struct prom_store *s, struct prom_region *g,
+			int64_t begin, int sign)
+{
+	int64_t sec, ns;
+
+	ns_split(begin - s->epoch_ns, &sec, &ns);
+	g->n_open += (unsigned)sign;
+	g->begin_s += sign * sec;
+	g->begin_ns += sign * ns;
+}
+
+/* Count an ended span's time: end - begin, 0 if it ended before it began. */
+static void region_close(struct prom_region *g, int64_t begin, int64_t end)
+{
+	int64_t d = end > begin ? end - begin : 0;
+
+	g->closed_ns = g->closed_ns > INT64_MAX - d ? INT64_MAX
+						    : g->closed_ns + d;
+}
+
+/*
+ * @linger: how long a region series stays after its last span ended. The
+ * active gauge shows 0 for the grace period in that time.
+ */
 static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		      int64_t now, int64_t linger)
 {
@@ -1001,7 +1058,8 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 	struct prom_open *op;
 	struct tally_span key = *sp;
 	struct prom_series *r[2] = { NULL, NULL };
-	int64_t begin;
+	int64_t ts = ts_clamp(rec->ts_ns), begin;
+	bool had_begin;
 
 	if (s->o.span_metrics == PROM_SPANS_NONE)
 		return 0;
@@ -1020,7 +1078,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		}
 		for (int i = 0; i < 2; i++)
 			if (fams[i] && !(r[i] = region_get(s, fams[i], sp)))
-				return -1;
+				return errno == ENOMEM ? -1 : 0;
 		op = malloc(sizeof(*op) + tl + hl + 2);
 		if (!op || htab_reserve(&s->open) < 0) {
 			free(op);
@@ -1030,7 +1088,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		op->span_id = sp->span_id;
 		op->pid = sp->src.pid;
 		op->rank = sp->src.rank;
-		op->begin_ns = rec->ts_ns;
+		op->begin_ns = ts;
 		memcpy(op->key, sp->trace, tl + 1);
 		memcpy(op->key + tl + 1, host, hl + 1);
 		op->node.hash = h;
@@ -1039,14 +1097,14 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 			op->r[i] = r[i];
 			if (!r[i])
 				continue;
-			r[i]->region->n_open++;
-			r[i]->region->begin_sum += rec->ts_ns - s->epoch_ns;
+			region_open(s, r[i]->region, ts, 1);
 			r[i]->deadline = INT64_MAX;
 		}
 		return 0;
 	}
 	if (sp->phase != TALLY_SPAN_END)
 		return 0;
+	had_begin = op != NULL;
 	if (op) {
 		begin = op->begin_ns;
 		r[0] = op->r[0];
@@ -1054,12 +1112,12 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		htab_remove(&s->open, &op->node);
 		free(op);
 	} else {
-		/* An end whose begin we never saw: its own begin_ns if known.
-		 */
-		begin = sp->begin_ns;
+		/* An end whose begin we never saw: its own begin_ns if known
+		 * (0: unknown, no time counted). */
+		begin = ts_clamp(sp->begin_ns);
 		for (int i = 0; i < 2; i++)
 			if (fams[i] && !(r[i] = region_get(s, fams[i], sp)))
-				return -1;
+				return errno == ENOMEM ? -1 : 0;
 	}
 	for (int i = 0; i < 2; i++) {
 		struct prom_region *g;
@@ -1067,12 +1125,10 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		if (!r[i])
 			continue;
 		g = r[i]->region;
-		if (op) {
-			g->n_open--;
-			g->begin_sum -= begin - s->epoch_ns;
-		}
-		if (begin > 0 && rec->ts_ns > begin)
-			g->closed_ns += rec->ts_ns - begin;
+		if (had_begin)
+			region_open(s, g, begin, -1);
+		if (had_begin || begin > 0)
+			region_close(g, begin, ts);
 		g->last_end = now;
 		if (!g->n_open)
 			r[i]->deadline =
@@ -1095,9 +1151,11 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 		goto out_nomem;
 	s->o = *o;
 	s->inst = inst;
-	s->epoch_ns = tally_now_ns();
+	s->epoch_ns = ts_clamp(tally_now_ns());
 	if (!s->o.max_open_spans)
 		s->o.max_open_spans = 100000;
+	if (s->o.max_open_spans > PROM_MAX_OPEN_SPANS)
+		s->o.max_open_spans = PROM_MAX_OPEN_SPANS;
 	if (o->jobid && *o->jobid) {
 		s->jobid = strdup(o->jobid);
 		if (!s->jobid)
@@ -1183,11 +1241,20 @@ int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
 	size_t n = tally_batch_count(b);
 	double iv = tally_batch_interval(b);
 	int64_t expire = s->o.expire_ns;
+	int64_t linger = s->o.expire_ns ? s->o.expire_ns : s->o.expire_event_ns;
 	int nomem = 0;
 
 	if (!expire)
 		expire = iv > 0 ? (int64_t)(iv * s->o.expire_factor * 1e9)
 				: s->o.expire_event_ns;
+	/*
+	 * A span region outlives its last end by the expiry of event-driven
+	 * series, not by a few intervals of whatever input carried the spans
+	 * (a periodic input's batches, a flatten filter's tick), and at least
+	 * by the grace period its active gauge shows 0 for.
+	 */
+	if (linger < s->o.grace_ns)
+		linger = s->o.grace_ns;
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_record *rec = tally_batch_at(b, i);
 		int rc = 0;
@@ -1195,7 +1262,7 @@ int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
 		if (rec->kind == TALLY_REC_METRIC)
 			rc = apply_metric(s, &rec->metric, now_ns + expire);
 		else if (rec->kind == TALLY_REC_SPAN)
-			rc = apply_span(s, rec, now_ns, expire);
+			rc = apply_span(s, rec, now_ns, linger);
 		if (rc < 0) {
 			DROP(s, nomem, "nomem");
 			nomem = 1;
@@ -1391,12 +1458,16 @@ static void render_span_family(struct wr *w, struct prom_store *s,
 		size_t len;
 
 		if (f->kind == FAM_SPAN_SECONDS) {
-			int64_t open =
-				(int64_t)g->n_open * (real - s->epoch_ns) -
-				g->begin_sum;
-			double v = ((double)g->closed_ns +
-				    (double)(open > 0 ? open : 0)) /
-				   1e9;
+			/* n * (now - epoch) - sum of (begin - epoch): exact
+			 * within int64_t by the bounds of struct prom_region */
+			int64_t n = g->n_open, rs, rn;
+			double open;
+			double v;
+
+			ns_split(ts_clamp(real) - s->epoch_ns, &rs, &rn);
+			open = (double)(n * rs - g->begin_s) +
+			       (double)(n * rn - g->begin_ns) / 1e9;
+			v = (double)g->closed_ns / 1e9 + (open > 0 ? open : 0);
 
 			if (v < g->shown)
 				v = g->shown;

@@ -52,15 +52,18 @@ enum prom_span_metrics {
  * @expire_ns:    series lifetime without update; 0 = expire_factor times
  *                the producing input's interval (tally_batch_interval())
  * @expire_factor: see @expire_ns
- * @expire_event_ns: lifetime when the input has no interval (event-driven)
- *                and @expire_ns is 0
+ * @expire_event_ns: when @expire_ns is 0, the lifetime of series whose
+ *                input has no interval (event-driven), and of span regions
+ *                after their last end whatever the input's interval: spans
+ *                come and go at the application's pace, not the input's
  * @grace_ns:     how long a region's active gauge shows 0 after its last
- *                span ended, before the series goes
+ *                span ended; a span region lives at least this long
  * @span_metrics: enum prom_span_metrics
  * @depth_label:  add depth="N" to the tally_trace_region_* label sets
  * @jobid:        jobid label of rmsjob_annotations when a span carries no
  *                "jobid" attribute; NULL or "" for none (copied)
  * @max_open_spans: open spans tracked at once; further begins are dropped
+ *                (0: 100000; at most PROM_MAX_OPEN_SPANS)
  */
 struct prom_store_opts {
 	int64_t expire_ns;
@@ -72,6 +75,12 @@ struct prom_store_opts {
 	const char *jobid;
 	size_t max_open_spans;
 };
+
+/*
+ * Bound on max_open_spans: it keeps the per-region sums of open spans'
+ * begin times within int64_t (see struct prom_region in store.c).
+ */
+#define PROM_MAX_OPEN_SPANS 100000000
 
 /**
  * struct prom_store_stats - what the store dropped and why, for tests and

@@ -164,6 +164,8 @@ test_expect_success 'OpenMetrics when the scraper asks for it' '
 	grep "^# TYPE spangen_events counter$" om &&
 	grep "^spangen_events_total " om &&
 	grep "^# TYPE tally_trace_region_seconds counter$" om &&
+	grep "^# TYPE spangen_build info$" om &&
+	grep "^spangen_build_info{version=\"1.0\"} 1$" om &&
 	$CHECK --openmetrics <om
 '
 

@@ -646,6 +646,75 @@ static void test_span_extremes(void)
 	prom_store_free(s);
 }
 
+/*
+ * Info metrics: typed info in OpenMetrics, family named without _info
+ * (OpenMetrics 1.0, "Info"); gauges in 0.0.4. Families that OpenMetrics
+ * would name alike (gauge foo, counter foo_total: both family foo) are
+ * not both exposed: the later one is dropped.
+ */
+static void test_info_and_om_families(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_batch *b = tally_batch_new();
+	struct tally_labels *ver = tally_labels_newv("version", "1.2", NULL);
+	struct tally_bucket bk[] = { { 1, 1 } };
+	char *text;
+
+	tally_batch_add_metric(b, TALLY_INFO, "tally_build_info", "Build",
+			       ver, 1, 0);
+	tally_batch_add_metric(b, TALLY_INFO, "os", "OS", ver, 1, 0);
+	add_gauge(b, "foo", "a gauge", 1, NULL, NULL);
+	tally_batch_add_metric(b, TALLY_COUNTER, "foo_total", "a counter",
+			       NULL, 2, 0);
+	tally_batch_add_metric(b, TALLY_COUNTER, "bar", "a counter", NULL, 3,
+			       0);
+	add_gauge(b, "bar", "a gauge", 4, NULL, NULL);
+	tally_batch_add_histogram(b, "lat", "a histogram", NULL, bk, 1, 1, 1,
+				  0);
+	tally_batch_add_metric(b, TALLY_COUNTER, "lat_total", "a counter",
+			       NULL, 5, 0);
+	add_gauge(b, "tally_build", "a gauge", 6, NULL, NULL);
+	apply(s, b, 1 * S);
+	tally_labels_unref(ver);
+
+	text = render(s, PROM_FMT_OPENMETRICS, 2 * S, R0);
+	is(text,
+	   "# HELP bar a counter\n"
+	   "# TYPE bar counter\n"
+	   "bar_total 3\n"
+	   "# HELP foo a gauge\n"
+	   "# TYPE foo gauge\n"
+	   "foo 1\n"
+	   "# HELP lat a histogram\n"
+	   "# TYPE lat histogram\n"
+	   "lat_bucket{le=\"1\"} 1\n"
+	   "lat_bucket{le=\"+Inf\"} 1\n"
+	   "lat_sum 1\n"
+	   "lat_count 1\n"
+	   "# HELP os OS\n"
+	   "# TYPE os info\n"
+	   "os_info{version=\"1.2\"} 1\n"
+	   "# HELP tally_build Build\n"
+	   "# TYPE tally_build info\n"
+	   "tally_build_info{version=\"1.2\"} 1\n"
+	   "# EOF\n",
+	   "OpenMetrics: info families, one family per OpenMetrics name");
+	free(text);
+	text = render(s, PROM_FMT_TEXT, 2 * S, R0);
+	ok(strstr(text, "# TYPE tally_build_info gauge\n"
+			"tally_build_info{version=\"1.2\"} 1\n") != NULL,
+	   "0.0.4: info is a gauge under its _info name");
+	ok(strstr(text, "# TYPE os_info gauge\n") != NULL,
+	   "0.0.4: an info without _info gets it");
+	free(text);
+	cmp_ok(prom_store_stats(s)->name_collision, "==", 3,
+	       "foo_total, lat_total, gauge tally_build dropped");
+	cmp_ok(prom_store_stats(s)->type_conflict, "==", 1,
+	       "gauge bar: raw series bar is a counter already");
+	prom_store_free(s);
+}
+
 /* Series arriving in any order render in the same sorted order. */
 static void test_order(void)
 {
@@ -711,6 +780,7 @@ int main(void)
 	test_spans();
 	test_span_lifetime();
 	test_span_extremes();
+	test_info_and_om_families();
 	test_order();
 	return done_testing();
 }

@@ -252,7 +252,7 @@ struct prom_family {
 	bool has_help;
 	struct prom_series **v; /* [0, nsorted) sorted by lbl */
 	size_t n, cap, nsorted;
-	struct reserved res[3];
+	struct reserved res[4];
 	int nres;
 };
 
@@ -360,10 +360,30 @@ static bool ends_with(const char *s, size_t n, const char *suffix)
 	return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
+/* @name ends in @suffix and has something before it */
+static bool has_suffix(const char *name, size_t n, const char *suffix)
+{
+	return n > strlen(suffix) && ends_with(name, n, suffix);
+}
+
+/*
+ * Length of the OpenMetrics family name of a family (0.0.4 name @name):
+ * without the _total of a counter's samples or the _info of an info's.
+ */
+static size_t om_name_len(const char *name, size_t n,
+			  enum tally_metric_type type)
+{
+	if (type == TALLY_COUNTER && has_suffix(name, n, "_total"))
+		return n - strlen("_total");
+	if (type == TALLY_INFO && has_suffix(name, n, "_info"))
+		return n - strlen("_info");
+	return n;
+}
+
 /*
  * The HELP and TYPE lines, for both formats. OpenMetrics names a counter
  * family without its _total suffix and has an info type whose samples end
- * in _info; 0.0.4 uses the sample name and knows no info type.
+ * in _info; 0.0.4 uses the sample name and knows no info type (a gauge).
  */
 static int family_headers(struct prom_family *f, const char *help)
 {
@@ -374,13 +394,9 @@ static int family_headers(struct prom_family *f, const char *help)
 		size_t hn;
 
 		if (fmt == PROM_FMT_OPENMETRICS) {
-			if (f->type == TALLY_COUNTER)
-				nlen -= strlen("_total");
-			if (f->type == TALLY_INFO &&
-			    ends_with(f->name, nlen, "_info")) {
-				nlen -= strlen("_info");
+			nlen = om_name_len(f->name, f->name_len, f->type);
+			if (f->type == TALLY_INFO)
 				type = "info";
-			}
 		}
 		sb_puts(&b, "# HELP ");
 		sb_put(&b, f->name, nlen);
@@ -454,7 +470,10 @@ static void family_free(struct prom_family *f)
 /*
  * Create family @name. The sample names it will write are reserved, so a
  * gauge "x_count" and a summary "x" cannot both expose x_count (Prometheus
- * would reject the scrape for duplicate samples).
+ * would reject the scrape for duplicate samples), and so is its OpenMetrics
+ * family name, so a gauge "x" and a counter "x_total" (family x in
+ * OpenMetrics) cannot both be exposed either. Sample and family names
+ * share one namespace: OpenMetrics derives sample names from family names.
  */
 static struct prom_family *family_new(struct prom_store *s, const char *name,
 				      enum tally_metric_type type,
@@ -466,6 +485,7 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 	const char *const *suffix = NULL;
 	struct prom_family *f;
 	int nres = 1;
+	size_t omlen;
 
 	if (type == TALLY_HISTOGRAM) {
 		suffix = hist;
@@ -483,25 +503,38 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 	f->name_len = strlen(name);
 	f->type = type;
 	f->kind = kind;
+	omlen = om_name_len(name, f->name_len, type);
 	for (int i = 0; i < nres; i++) {
-		struct reserved *r = &f->res[i];
-		size_t k = suffix ? strlen(suffix[i]) : 0;
+		const char *sfx = suffix ? suffix[i] : "";
+		size_t k = strlen(sfx);
+		char *n = malloc(f->name_len + k + 1);
 
-		r->name = malloc(f->name_len + k + 1);
-		if (!r->name)
+		if (!n)
 			goto out_nomem;
-		memcpy(r->name, name, f->name_len);
-		memcpy(r->name + f->name_len, suffix ? suffix[i] : "", k + 1);
+		memcpy(n, name, f->name_len);
+		memcpy(n + f->name_len, sfx, k + 1);
+		f->res[f->nres++].name = n;
+		if (omlen == f->name_len && !*sfx)
+			omlen = 0; /* the family name is a sample name */
+	}
+	if (omlen) {
+		f->res[f->nres].name = strndup(name, omlen);
+		if (!f->res[f->nres].name)
+			goto out_nomem;
+		f->nres++;
+	}
+	for (int i = 0; i < f->nres; i++) {
+		struct reserved *r = &f->res[i];
+
 		r->fam = f;
 		r->node.hash = hash_str(r->name, HASH_SEED);
-		f->nres++;
 		if (reserved_owner(s, r->name)) {
 			DROP(s, name_collision, "name_collision");
-			tally_log(
-				s->inst, LOG_WARNING,
-				"sample name %s is already exposed by another "
-				"family: dropping family %s",
-				r->name, name);
+			tally_log(s->inst, LOG_WARNING,
+				  "%s is a sample or OpenMetrics family name "
+				  "of another family already: dropping family "
+				  "%s",
+				  r->name, name);
 			family_free(f);
 			errno = 0;
 			return NULL;
@@ -527,7 +560,7 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 	}
 	f->node.hash = hash_str(name, HASH_SEED);
 	htab_insert(&s->families, &f->node);
-	for (int i = 0; i < nres; i++) /* chains: no room needed */
+	for (int i = 0; i < f->nres; i++) /* chains: no room needed */
 		htab_insert(&s->reserved, &f->res[i].node);
 	s->fams[s->nfams++] = f;
 	s->fams_sorted = false;
@@ -744,10 +777,15 @@ static int metric_family_name(struct prom_store *s,
 		return -1;
 	tally_expo_sanitize_metric_name(b->p, n + 1, m->name);
 	b->len = n;
-	/* Prometheus convention (and promtool's lint): counters end in _total
+	/*
+	 * Prometheus convention (and promtool's lint): counters end in _total;
+	 * OpenMetrics requires it, and _info on info samples. A name that is
+	 * only the suffix gets another, so the family name is not empty.
 	 */
-	if (m->type == TALLY_COUNTER && !ends_with(b->p, n, "_total"))
+	if (m->type == TALLY_COUNTER && !has_suffix(b->p, n, "_total"))
 		sb_puts(b, "_total");
+	if (m->type == TALLY_INFO && !has_suffix(b->p, n, "_info"))
+		sb_puts(b, "_info");
 	return b->err ? -1 : 0;
 }
 

@@ -646,6 +646,52 @@ static void test_span_extremes(void)
 	prom_store_free(s);
 }
 
+/* max_series: new series beyond it are dropped and counted; known ones
+ * are still updated */
+static void test_max_series(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s;
+	struct tally_batch *b;
+	char lv[16], *text;
+
+	o.max_series = 3;
+	s = prom_store_new(&o, NULL);
+	b = tally_batch_new();
+	for (int i = 0; i < 5; i++) {
+		snprintf(lv, sizeof(lv), "%d", i);
+		add_gauge(b, "g", NULL, i, "i", lv);
+	}
+	add_span(b, TALLY_SPAN_BEGIN, 1, "r", 0, 0, R0, R0);
+	add_span(b, TALLY_SPAN_END, 1, "r", 0, 0, R0 + S, R0);
+	apply(s, b, 1 * S);
+	cmp_ok(prom_store_series(s), "==", 3, "3 series kept");
+	cmp_ok(prom_store_stats(s)->series_limit, "==", 4,
+	       "2 gauges, a span begin and its end dropped: series_limit");
+	cmp_ok(prom_store_stats(s)->nomem, "==", 0, "not counted as nomem");
+	b = tally_batch_new();
+	add_gauge(b, "g", NULL, 7, "i", "2");
+	add_gauge(b, "h", NULL, 7, NULL, NULL);
+	apply(s, b, 2 * S);
+	text = render(s, PROM_FMT_TEXT, 3 * S, R0);
+	is(text,
+	   "# HELP g g\n"
+	   "# TYPE g gauge\n"
+	   "g{i=\"0\"} 0\n"
+	   "g{i=\"1\"} 1\n"
+	   "g{i=\"2\"} 7\n",
+	   "the first 3 series, updated; no family h, no span series");
+	free(text);
+	cmp_ok(prom_store_stats(s)->series_limit, "==", 5, "h counted");
+	/* room again once series expire */
+	cmp_ok(prom_store_sweep(s, 400 * S), "==", 3, "all expire");
+	b = tally_batch_new();
+	add_gauge(b, "h", NULL, 8, NULL, NULL);
+	apply(s, b, 401 * S);
+	cmp_ok(prom_store_series(s), "==", 1, "a new series fits again");
+	prom_store_free(s);
+}
+
 /*
  * Info metrics: typed info in OpenMetrics, family named without _info
  * (OpenMetrics 1.0, "Info"); gauges in 0.0.4. Families that OpenMetrics
@@ -780,6 +826,7 @@ int main(void)
 	test_spans();
 	test_span_lifetime();
 	test_span_extremes();
+	test_max_series();
 	test_info_and_om_families();
 	test_order();
 	return done_testing();

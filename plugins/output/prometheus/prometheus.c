@@ -43,6 +43,7 @@ struct prometheus {
 	bool gzip;
 	bool openmetrics;
 	int64_t max_open_spans;
+	int64_t max_series;
 	/* state */
 	struct tally_instance *inst;
 	struct evhttp *http;
@@ -216,6 +217,7 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 		.depth_label = p->depth_label,
 		.jobid = p->jobid && *p->jobid ? p->jobid : tally_jobid(),
 		.max_open_spans = (size_t)p->max_open_spans,
+		.max_series = (size_t)p->max_series,
 	};
 	struct timeval tv = { PROM_SWEEP_SECONDS, 0 };
 
@@ -337,6 +339,18 @@ static const struct tally_option prometheus_options[] = {
 		      "100000", 1, 100000000,
 		      "open spans tracked at once; further begins are dropped "
 		      "and counted"),
+	/*
+	 * 200000: twice the series count the renderer's budget is set for
+	 * (100k in 30 ms), some 60-80 MiB at the 300-400 bytes a series
+	 * costs, and far above a node's real needs (a host's few thousand
+	 * series plus 128 ranks x 200 traced regions), so it only stops
+	 * runaway cardinality: a region or label value per iteration.
+	 */
+	TALLY_OPT_INT("max_series", struct prometheus, max_series, "200000", 1,
+		      100000000,
+		      "series kept at once (a histogram or a span region "
+		      "counts one); new series beyond it are dropped and "
+		      "counted (series_limit)"),
 	TALLY_OPT_END
 };
 

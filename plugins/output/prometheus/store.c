@@ -663,8 +663,23 @@ static struct prom_series *series_new(struct prom_store *s,
 				      struct tally_labels *raw_labels,
 				      uint64_t rh)
 {
-	struct prom_series *ser = calloc(1, sizeof(*ser));
+	struct prom_series *ser;
 
+	/*
+	 * A bound on memory and on the scrape's size, whatever the inputs
+	 * send (a region name per iteration, a label per request id): the
+	 * series already there keep being updated, new ones are refused.
+	 */
+	if (s->o.max_series && s->nseries >= s->o.max_series) {
+		DROP(s, series_limit, "series_limit");
+		tally_log(s->inst, LOG_WARNING,
+			  "%s{%s}: %zu series already (max_series): dropping "
+			  "the new series",
+			  f->name, lbl, s->nseries);
+		errno = 0;
+		return NULL;
+	}
+	ser = calloc(1, sizeof(*ser));
 	if (!ser)
 		goto out_nomem;
 	ser->fam = f;
@@ -794,7 +809,6 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 					     uint64_t rh)
 {
 	struct prom_family *f;
-	struct prom_series *ser;
 	uint64_t fh, eh;
 	int rc;
 
@@ -810,6 +824,7 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 			  f->kind == FAM_METRIC ? type_name[f->type]
 						: "span series",
 			  type_name[m->type]);
+		errno = 0;
 		return NULL;
 	}
 	rc = metric_label_text(s, m);
@@ -821,6 +836,7 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 			  "%s: two label names become the same once sanitized: "
 			  "dropping the series",
 			  m->name);
+		errno = 0;
 		return NULL;
 	}
 	if (!f) {
@@ -836,12 +852,11 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 			  "%s{%s}: exposed already by another metric whose "
 			  "name or labels sanitize the same: dropping it",
 			  f->name, s->tmp2.p);
+		errno = 0;
 		return NULL;
 	}
-	ser = series_new(s, f, s->tmp2.p, eh, m->name, m->labels, rh);
-	if (!ser)
-		goto out_nomem;
-	return ser;
+	/* NULL with errno = ENOMEM, or 0 when over max_series (counted) */
+	return series_new(s, f, s->tmp2.p, eh, m->name, m->labels, rh);
 
 out_nomem:
 	errno = ENOMEM;

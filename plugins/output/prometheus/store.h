@@ -64,6 +64,9 @@ enum prom_span_metrics {
  *                "jobid" attribute; NULL or "" for none (copied)
  * @max_open_spans: open spans tracked at once; further begins are dropped
  *                (0: 100000; at most PROM_MAX_OPEN_SPANS)
+ * @max_series:   series kept at once (a histogram, a summary and a span
+ *                region count one each); a record that would add one more
+ *                is dropped (0: no limit)
  */
 struct prom_store_opts {
 	int64_t expire_ns;
@@ -74,6 +77,7 @@ struct prom_store_opts {
 	bool depth_label;
 	const char *jobid;
 	size_t max_open_spans;
+	size_t max_series;
 };
 
 /*
@@ -94,6 +98,7 @@ struct prom_store_stats {
 	uint64_t bad_histogram;	   /* unsorted buckets, +Inf != count */
 	uint64_t span_open_limit;  /* begin beyond max_open_spans */
 	uint64_t span_duplicate;   /* begin of a span already open */
+	uint64_t series_limit;	   /* a new series beyond max_series */
 	uint64_t nomem;
 };
 

@@ -263,6 +263,43 @@ test_expect_success 'bad listen and allow values refuse to start' '
 	grep "allow \"10.0.0.0/33\"" err2
 '
 
+# check_rejects OPTIONS PATTERN [ARGS] - tallyd --check-config refuses a
+# prometheus output with OPTIONS, saying PATTERN after the file:line
+check_rejects() {
+	cat >chk.conf <<-EOF &&
+	global = { interval = 1.0; };
+	inputs = { cnt = { plugin = "counter"; }; };
+	outputs = {
+	  prom = { plugin = "prometheus"; $1 };
+	};
+	pipelines = { p = { from = ["cnt"]; to = ["prom"]; }; };
+	EOF
+	shift &&
+	pat=$1 &&
+	shift &&
+	test_must_fail tallyd --check-config -c chk.conf "$@" 2>chk.err &&
+	grep "^chk.conf:4: error: .*$pat" chk.err
+}
+
+test_expect_success '--check-config rejects what init would refuse' '
+	check_rejects "allow = [\"10.0.0.0/33\", \"::1/129\"];" \
+		"allow \"10.0.0.0/33\": expected" &&
+	grep "allow \"::1/129\": expected" chk.err &&
+	check_rejects "listen = \"nohost:99999\";" \
+		"listen \"nohost:99999\": expected" &&
+	check_rejects "listen = \"nohost.invalid:9464\";" \
+		"listen \"nohost.invalid:9464\": cannot resolve nohost.invalid" &&
+	check_rejects "listen = [];" "listen: at least one address needed" &&
+	check_rejects "listen = [\"127.0.0.1:$port\", \"127.0.0.1:$port\"];" \
+		"listen \"127.0.0.1:$port\": listed twice" &&
+	check_rejects "listen = \"0.0.0.0:$port\";" \
+		"a user collector listens on loopback addresses only" --user &&
+	sed "s|prometheus\";.*|prometheus\"; listen = \"127.0.0.1:$port\"; };|" \
+		chk.conf >ok.conf &&
+	tallyd --check-config -c ok.conf --user &&
+	! port_listening $port
+'
+
 test_expect_success 'a port in use is a clear error' '
 	"$PYTHON3" -c "
 import socket, time, sys

@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -168,27 +169,112 @@ static void prometheus_sweep(evutil_socket_t fd, short what, void *arg)
 	prom_store_sweep(p->store, tally_monotonic_ns());
 }
 
-static int prometheus_bind(struct prometheus *p, const char *spec)
+/*
+ * Parse and judge one listen address without binding it: syntax, the
+ * loopback rule of a user collector, and that a host name resolves.
+ * Logs why not. Return: 0, or -1 with errno = EINVAL or EPERM.
+ */
+static int prometheus_check_listen(struct tally_instance *inst,
+				   const char *spec, struct prom_listen *l)
 {
-	struct prom_listen l;
-	struct evhttp_bound_socket *bs;
-	char addr[INET6_ADDRSTRLEN + 16];
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+				  .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	int rc;
 
-	if (prom_parse_listen(spec, &l) < 0) {
-		tally_log(p->inst, LOG_ERR,
-			  "listen \"%s\": expected \"host:port\", "
-			  "\"[ipv6]:port\" or \":port\"",
+	if (prom_parse_listen(spec, l) < 0) {
+		tally_log(inst, LOG_ERR,
+			  "listen \"%s\": expected \"host:port\" (port 0 to "
+			  "65535), \"[ipv6]:port\" or \":port\"",
 			  spec);
+		errno = EINVAL;
 		return -1;
 	}
-	if (tally_user_mode() && !prom_host_is_loopback(l.host)) {
-		tally_log(p->inst, LOG_ERR,
+	if (tally_user_mode() && !prom_host_is_loopback(l->host)) {
+		tally_log(inst, LOG_ERR,
 			  "listen \"%s\": a user collector listens on "
 			  "loopback addresses only (127.0.0.1, [::1])",
 			  spec);
 		errno = EPERM;
 		return -1;
 	}
+	/* What evhttp_bind_socket() will resolve: a name must resolve. */
+	rc = getaddrinfo(l->host, "0", &hints, &ai);
+	if (rc) {
+		tally_log(inst, LOG_ERR, "listen \"%s\": cannot resolve %s: %s",
+			  spec, l->host, gai_strerror(rc));
+		errno = EINVAL;
+		return -1;
+	}
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static int prometheus_check_allow(struct tally_instance *inst,
+				  const char *spec, struct prom_cidr *c)
+{
+	if (prom_parse_cidr(spec, c) == 0)
+		return 0;
+	tally_log(inst, LOG_ERR,
+		  "allow \"%s\": expected an IPv4 or IPv6 address or network "
+		  "(10.0.0.0/8, fd00::/8)",
+		  spec);
+	errno = EINVAL;
+	return -1;
+}
+
+/*
+ * check op: everything init would refuse in the options, without binding
+ * or allocating anything that outlives the call. Every problem is logged,
+ * not only the first.
+ */
+static int prometheus_check(struct tally_instance *inst, void *state)
+{
+	struct prometheus *p = state;
+	struct prom_listen l, *seen;
+	struct prom_cidr c;
+	int rc = 0;
+
+	if (!p->listen.n) {
+		tally_log(inst, LOG_ERR, "listen: at least one address needed");
+		rc = -1;
+	}
+	seen = calloc(p->listen.n ? p->listen.n : 1, sizeof(*seen));
+	for (size_t i = 0; i < p->listen.n; i++) {
+		if (prometheus_check_listen(inst, p->listen.v[i], &l) < 0) {
+			rc = -1;
+			continue;
+		}
+		for (size_t j = 0; seen && j < i; j++) {
+			if (seen[j].port && seen[j].port == l.port &&
+			    strcmp(seen[j].host, l.host) == 0) {
+				tally_log(inst, LOG_ERR,
+					  "listen \"%s\": listed twice",
+					  p->listen.v[i]);
+				rc = -1;
+				break;
+			}
+		}
+		if (seen)
+			seen[i] = l;
+	}
+	free(seen);
+	for (size_t i = 0; i < p->allow.n; i++)
+		if (prometheus_check_allow(inst, p->allow.v[i], &c) < 0)
+			rc = -1;
+	if (rc < 0)
+		errno = EINVAL;
+	return rc;
+}
+
+static int prometheus_bind(struct prometheus *p, const char *spec)
+{
+	struct prom_listen l;
+	struct evhttp_bound_socket *bs;
+	char addr[INET6_ADDRSTRLEN + 16];
+
+	if (prometheus_check_listen(p->inst, spec, &l) < 0)
+		return -1;
 	bs = evhttp_bind_socket_with_handle(p->http, l.host, l.port);
 	if (!bs) {
 		int e = errno;
@@ -222,8 +308,9 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 	struct timeval tv = { PROM_SWEEP_SECONDS, 0 };
 
 	p->inst = inst;
+	/* The core ran prometheus_check() already: this cannot fail on the
+	 * option values any more, only on memory or the bind itself. */
 	if (!p->listen.n) {
-		tally_log(inst, LOG_ERR, "listen: at least one address needed");
 		errno = EINVAL;
 		return -1;
 	}
@@ -231,17 +318,10 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 		p->cidrs = calloc(p->allow.n, sizeof(*p->cidrs));
 		if (!p->cidrs)
 			goto out_nomem;
-		for (size_t i = 0; i < p->allow.n; i++) {
-			if (prom_parse_cidr(p->allow.v[i], &p->cidrs[i]) < 0) {
-				tally_log(inst, LOG_ERR,
-					  "allow \"%s\": expected an IPv4 or "
-					  "IPv6 address or network "
-					  "(10.0.0.0/8, fd00::/8)",
-					  p->allow.v[i]);
-				errno = EINVAL;
+		for (size_t i = 0; i < p->allow.n; i++)
+			if (prometheus_check_allow(inst, p->allow.v[i],
+						   &p->cidrs[i]) < 0)
 				goto out_free;
-			}
-		}
 		p->ncidrs = p->allow.n;
 	}
 	p->store = prom_store_new(&so, inst);
@@ -355,6 +435,7 @@ static const struct tally_option prometheus_options[] = {
 };
 
 static const struct tally_output_ops prometheus_ops = {
+	.check = prometheus_check,
 	.init = prometheus_init,
 	.write = prometheus_write,
 	.fini = prometheus_fini,

@@ -159,18 +159,22 @@ static void test_accept(void)
 	};
 	static const struct {
 		const char *enc;
-		bool gzip;
+		const char *coding;
 	} encs[] = {
-		{ "gzip", true },
-		{ "gzip, deflate", true },
-		{ "deflate, gzip;q=0", false },
-		{ "deflate, gzip; q=0.0", false },
-		{ "identity", false },
-		{ "br;q=1.0, gzip;q=0.8, *;q=0.1", true },
-		{ "x-gzip", true },
-		{ "gzipx", false },
-		{ "*", false },
-		{ "", false },
+		{ "gzip", "gzip" },
+		{ "gzip, deflate", "gzip" },
+		{ "deflate, gzip;q=0", NULL },
+		{ "deflate, gzip; q=0.0", NULL },
+		{ "identity", NULL },
+		{ "br;q=1.0, gzip;q=0.8, *;q=0.1", "gzip" },
+		{ "x-gzip", "x-gzip" },
+		{ "X-GZIP;q=0.5", "x-gzip" },
+		{ "x-gzip, gzip", "gzip" },
+		{ "gzip;q=0, x-gzip", "x-gzip" },
+		{ "x-gzip;q=0", NULL },
+		{ "gzipx", NULL },
+		{ "*", NULL },
+		{ "", NULL },
 		{ NULL },
 	};
 
@@ -179,11 +183,14 @@ static void test_accept(void)
 		   "Accept: %s -> %s", cases[i].accept,
 		   cases[i].om ? "OpenMetrics" : "text");
 	ok(!prom_http_wants_openmetrics(NULL), "no Accept -> text");
-	for (int i = 0; encs[i].enc; i++)
-		ok(prom_http_accepts_gzip(encs[i].enc) == encs[i].gzip,
-		   "Accept-Encoding: %s -> %s", encs[i].enc,
-		   encs[i].gzip ? "gzip" : "identity");
-	ok(!prom_http_accepts_gzip(NULL), "no Accept-Encoding -> identity");
+	for (int i = 0; encs[i].enc; i++) {
+		const char *got = prom_http_gzip_coding(encs[i].enc);
+
+		is(got ? got : "identity",
+		   encs[i].coding ? encs[i].coding : "identity",
+		   "Accept-Encoding: %s", encs[i].enc);
+	}
+	ok(!prom_http_gzip_coding(NULL), "no Accept-Encoding -> identity");
 }
 
 /* gzip, then gunzip with zlib, over several evbuffer chains */

@@ -255,18 +255,28 @@ bool prom_http_wants_openmetrics(const char *accept)
 	return a.om > 0 && a.om > a.text;
 }
 
+struct gzip_q {
+	bool gzip, xgzip;
+};
+
 static void gzip_fn(const char *t, size_t n, double q, void *arg)
 {
-	if ((tok_is(t, n, "gzip") || tok_is(t, n, "x-gzip")) && q > 0)
-		*(bool *)arg = true;
+	struct gzip_q *g = arg;
+
+	if (q <= 0)
+		return;
+	if (tok_is(t, n, "gzip"))
+		g->gzip = true;
+	else if (tok_is(t, n, "x-gzip"))
+		g->xgzip = true;
 }
 
-bool prom_http_accepts_gzip(const char *accept_encoding)
+const char *prom_http_gzip_coding(const char *accept_encoding)
 {
-	bool yes = false;
+	struct gzip_q g = { false, false };
 
-	each_element(accept_encoding, gzip_fn, &yes);
-	return yes;
+	each_element(accept_encoding, gzip_fn, &g);
+	return g.gzip ? "gzip" : g.xgzip ? "x-gzip" : NULL;
 }
 
 int prom_bound_name(int fd, char *buf, size_t size)

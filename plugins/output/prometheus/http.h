@@ -72,10 +72,13 @@ bool prom_cidr_match(const struct prom_cidr *c, size_t n,
 bool prom_http_wants_openmetrics(const char *accept);
 
 /**
- * prom_http_accepts_gzip() - whether Accept-Encoding lists gzip (or
- * x-gzip) with a non-zero q value. NULL gives false.
+ * prom_http_gzip_coding() - the gzip content coding an Accept-Encoding
+ * header accepts: "gzip" if it lists gzip with a non-zero q value, else
+ * "x-gzip" if it lists that one (RFC 9110 8.4.1.3: the same coding, and the
+ * reply names it as the client did), else NULL. NULL (no header) gives
+ * NULL: "*" is not taken to mean gzip.
  */
-bool prom_http_accepts_gzip(const char *accept_encoding);
+const char *prom_http_gzip_coding(const char *accept_encoding);
 
 /**
  * prom_bound_name() - "127.0.0.1:9464" or "[::1]:9464" of a bound socket

@@ -69,6 +69,28 @@ static const char *const prometheus_text_type = "text/plain; version=0.0.4; "
 static const char *const prometheus_om_type = "application/openmetrics-text; "
 					      "version=1.0.0; charset=utf-8";
 
+/*
+ * Send the reply with a Content-Length set here. libevent (2.1.12) adds
+ * none to a HEAD reply and sends its body all the same, so a client that
+ * keeps the connection reads the body as the next reply's status line. A
+ * HEAD reply gets exactly the GET reply's headers, Content-Length
+ * included, and no body (RFC 9110 9.3.2).
+ */
+static void prometheus_send(struct evhttp_request *req, int code,
+			    const char *reason)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct evbuffer *body = evhttp_request_get_output_buffer(req);
+	char len[24];
+
+	snprintf(len, sizeof(len), "%zu", evbuffer_get_length(body));
+	evhttp_remove_header(h, "Content-Length");
+	evhttp_add_header(h, "Content-Length", len);
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
+		evbuffer_drain(body, evbuffer_get_length(body));
+	evhttp_send_reply(req, code, reason, NULL);
+}
+
 static void prometheus_reply_text(struct evhttp_request *req, int code,
 				  const char *reason, const char *body)
 {
@@ -77,7 +99,7 @@ static void prometheus_reply_text(struct evhttp_request *req, int code,
 	evhttp_add_header(h, "Content-Type", "text/plain; charset=utf-8");
 	evbuffer_add_printf(evhttp_request_get_output_buffer(req), "%s\n",
 			    body);
-	evhttp_send_reply(req, code, reason, NULL);
+	prometheus_send(req, code, reason);
 }
 
 static void prometheus_metrics(struct prometheus *p, struct evhttp_request *req)
@@ -88,7 +110,8 @@ static void prometheus_metrics(struct prometheus *p, struct evhttp_request *req)
 	const char *accept = evhttp_find_header(in, "Accept");
 	const char *enc = evhttp_find_header(in, "Accept-Encoding");
 	enum prom_format fmt = PROM_FMT_TEXT;
-	bool gz = p->gzip && prom_http_accepts_gzip(enc);
+	const char *coding = p->gzip ? prom_http_gzip_coding(enc) : NULL;
+	bool gz = coding != NULL;
 	struct evbuffer *text = gz ? evbuffer_new() : body;
 
 	if (p->openmetrics && prom_http_wants_openmetrics(accept))
@@ -107,13 +130,40 @@ static void prometheus_metrics(struct prometheus *p, struct evhttp_request *req)
 	}
 	if (gz) {
 		evbuffer_free(text);
-		evhttp_add_header(out, "Content-Encoding", "gzip");
+		evhttp_add_header(out, "Content-Encoding", coding);
 	}
 	evhttp_add_header(out, "Content-Type",
 			  fmt == PROM_FMT_OPENMETRICS ? prometheus_om_type
 						      : prometheus_text_type);
 	evhttp_add_header(out, "Vary", "Accept, Accept-Encoding");
-	evhttp_send_reply(req, 200, "OK", NULL);
+	prometheus_send(req, 200, "OK");
+}
+
+/*
+ * The path of the request target, *@path with length returned. An
+ * origin-form target ("/metrics?x") is taken as sent: libevent's URI
+ * parser reads "//metrics" as an authority with an empty path, which made
+ * it the index page. An absolute-form target ("http://host/metrics"),
+ * which servers must accept (RFC 9112 3.2.2), gives its parsed path.
+ */
+static size_t prometheus_path(struct evhttp_request *req, const char **path)
+{
+	const char *uri = evhttp_request_get_uri(req);
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+
+	if (uri && *uri == '/') {
+		*path = uri;
+		return strcspn(uri, "?#");
+	}
+	*path = u ? evhttp_uri_get_path(u) : NULL;
+	if (!*path || !**path)
+		*path = "/";
+	return strlen(*path);
+}
+
+static bool path_is(const char *path, size_t n, const char *want)
+{
+	return n == strlen(want) && memcmp(path, want, n) == 0;
 }
 
 static void prometheus_request(struct evhttp_request *req, void *arg)
@@ -122,9 +172,9 @@ static void prometheus_request(struct evhttp_request *req, void *arg)
 	struct evhttp_connection *conn = evhttp_request_get_connection(req);
 	const struct sockaddr *sa =
 		conn ? evhttp_connection_get_addr(conn) : NULL;
-	const char *path =
-		evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	const char *path;
+	size_t n;
 
 	if (p->ncidrs && !prom_cidr_match(p->cidrs, p->ncidrs, sa)) {
 		prometheus_reply_text(
@@ -139,14 +189,13 @@ static void prometheus_request(struct evhttp_request *req, void *arg)
 				      "method not allowed");
 		return;
 	}
-	if (!path || !*path)
-		path = "/";
-	if (strcmp(path, "/metrics") == 0) {
+	n = prometheus_path(req, &path);
+	if (path_is(path, n, "/metrics")) {
 		prometheus_metrics(p, req);
-	} else if (strcmp(path, "/-/healthy") == 0 ||
-		   strcmp(path, "/-/ready") == 0) {
+	} else if (path_is(path, n, "/-/healthy") ||
+		   path_is(path, n, "/-/ready")) {
 		prometheus_reply_text(req, 200, "OK", "OK");
-	} else if (strcmp(path, "/") == 0) {
+	} else if (path_is(path, n, "/")) {
 		struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
 		evhttp_add_header(h, "Content-Type",
@@ -156,7 +205,7 @@ static void prometheus_request(struct evhttp_request *req, void *arg)
 			"<html><head><title>tally</title></head><body>\n"
 			"<h1>tally</h1>\n<p><a href=\"/metrics\">Metrics</a>"
 			"</p>\n</body></html>\n");
-		evhttp_send_reply(req, 200, "OK", NULL);
+		prometheus_send(req, 200, "OK");
 	} else {
 		prometheus_reply_text(req, 404, "Not Found", "not found");
 	}
@@ -333,6 +382,16 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 	evhttp_set_timeout(p->http, 30);
 	evhttp_set_max_headers_size(p->http, 16384);
 	evhttp_set_max_body_size(p->http, 4096);
+	/*
+	 * Let every method libevent knows reach prometheus_request(), which
+	 * answers 405 with Allow as RFC 9110 asks; by default libevent
+	 * answers 501 to OPTIONS, TRACE, CONNECT and PATCH itself.
+	 */
+	evhttp_set_allowed_methods(
+		p->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+				 EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+				 EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+				 EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(p->http, prometheus_request, p);
 	for (size_t i = 0; i < p->listen.n; i++)
 		if (prometheus_bind(p, p->listen.v[i]) < 0)

@@ -1,6 +1,6 @@
 #!/bin/sh
 test_description='zmq_trace against hostile or careless senders: a full
-source table, oversize and multi-part messages, a flood at shutdown'
+source table, multi-part and oversize messages, a flood at shutdown'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
@@ -48,8 +48,36 @@ test_expect_success 'forgotten sources and their spans are counted and logged' '
 	test $(grep -c "max_sources = 4 reached" tallyd.log) -lt 100
 '
 
-test_expect_success 'stop tallyd' '
-	stop_tallyd
+# One event is one frame: multi-part messages are dropped whole, whichever
+# frame would decode, and counted once each.
+test_expect_success 'multi-part messages are dropped and counted' '
+	cat >multi.py <<-\EOF &&
+	import struct, sys, zmq
+	def native(span, name):
+	    name = name.encode()
+	    return struct.pack("<2sBBIqQQIIiHHHH", b"tY", 1, 1, 0, 5, span, 0,
+	                       9, 9, -1, 5, len(name), 2, 0) + b"multi" + name + b"mh"
+	s = zmq.Context().socket(zmq.PUSH)
+	s.setsockopt(zmq.LINGER, 10000)
+	s.connect(sys.argv[1])
+	s.send_multipart([native(1, "first"), b"second frame"])
+	s.send_multipart([b"", native(2, "second")])
+	s.send_multipart([native(3, "a"), native(4, "b"), native(5, "c")])
+	s.send(native(6, "single"))
+	s.close()
+	EOF
+	"$PYTHON3" multi.py "$EP" &&
+	wait_for "grep -q \"trace=multi \" spans.out" &&
+	echo "span begin trace=multi name=single id=6 parent=0 depth=0 host=mh pid=9 tid=9 rank=-1 flags=0" >expect &&
+	grep "trace=multi " spans.out >got &&
+	test_cmp expect got &&
+	wait_for "test \$(zt_drops multipart) = 3" &&
+	grep "zmq_trace\[tr\]: dropped malformed messages: [1-3] multipart (first: 64 bytes)" tallyd.log
+'
+
+test_expect_success 'stop tallyd: every message accounted for' '
+	stop_tallyd &&
+	grep "zmq_trace\[tr\]: stopped: 1007 messages received, 3 malformed" tallyd.log
 '
 
 test_done

@@ -638,6 +638,8 @@ static void test_reasons(void)
 	   "reason bad_json");
 	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_BAD_VALUE), "bad_value",
 	   "reason bad_value");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_MULTIPART), "multipart",
+	   "reason multipart");
 	is(zmq_trace_err_reason((enum zmq_trace_err)99), "other",
 	   "out of range");
 }

@@ -21,6 +21,7 @@ static const char *const zmq_trace_reasons[ZMQ_TRACE_ERR_COUNT] = {
 	[ZMQ_TRACE_ERR_BAD_UTF8] = "bad_utf8",
 	[ZMQ_TRACE_ERR_BAD_JSON] = "bad_json",
 	[ZMQ_TRACE_ERR_BAD_VALUE] = "bad_value",
+	[ZMQ_TRACE_ERR_MULTIPART] = "multipart",
 };
 
 const char *zmq_trace_err_reason(enum zmq_trace_err err)

@@ -44,6 +44,8 @@ enum zmq_trace_err {
 	ZMQ_TRACE_ERR_BAD_JSON,	       /* not a 4-element JSON array as above */
 	ZMQ_TRACE_ERR_BAD_VALUE,       /* JSON: negative or huge time, empty
 					* trace id or label */
+	ZMQ_TRACE_ERR_MULTIPART,       /* more than one frame (found by the
+					* receiver, never by the decoders) */
 	ZMQ_TRACE_ERR_COUNT
 };
 

@@ -121,6 +121,7 @@ struct zmq_trace {
 	size_t pending_len[ZMQ_TRACE_ERR_COUNT];
 	uint64_t pending_client;
 	struct zmq_trace_counters reported;
+	bool in_multipart; /* the next frame belongs to a dropped message */
 
 	/* Totals for the summary line at shutdown. */
 	uint64_t received;
@@ -215,15 +216,22 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 	zmq_trace_count(zt, &zt->reported.emit_failed, c->emit_failed, "nomem");
 }
 
+/* Count a dropped message of @len bytes under @err, logged at the flush. */
+static void zmq_trace_malformed(struct zmq_trace *zt, enum zmq_trace_err err,
+				size_t len)
+{
+	zt->malformed++;
+	if (!zt->pending[err]++)
+		zt->pending_len[err] = len;
+}
+
 static void zmq_trace_message(struct zmq_trace *zt, const void *data,
 			      size_t len, int64_t now)
 {
 	enum zmq_trace_err err = zmq_trace_decode(data, len, &zt->ev);
 
 	if (err) {
-		zt->malformed++;
-		if (!zt->pending[err]++)
-			zt->pending_len[err] = len;
+		zmq_trace_malformed(zt, err, len);
 		return;
 	}
 	if (zt->ev.dropped) {
@@ -235,13 +243,18 @@ static void zmq_trace_message(struct zmq_trace *zt, const void *data,
 }
 
 /*
- * Read up to @max messages without blocking into one batch and emit it.
- * Return: the number of messages read.
+ * Read up to @max frames without blocking into one batch and emit it.
+ *
+ * An event is one single-frame message (doc/wire-format.md). A multi-part
+ * message is dropped whole, as "multipart", its frames read and discarded
+ * (zt->in_multipart carries that over to the next drain).
+ *
+ * Return: the number of frames read.
  */
 static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max)
 {
 	int64_t now = tally_monotonic_ns();
-	unsigned n = 0;
+	unsigned n = 0, msgs = 0;
 	zmq_msg_t msg;
 
 	zmq_msg_init(&msg);
@@ -255,13 +268,23 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max)
 			break;
 		}
 		n++;
+		if (zt->in_multipart || zmq_msg_more(&msg)) {
+			if (!zt->in_multipart) {
+				msgs++;
+				zmq_trace_malformed(zt, ZMQ_TRACE_ERR_MULTIPART,
+						    zmq_msg_size(&msg));
+			}
+			zt->in_multipart = zmq_msg_more(&msg);
+			continue;
+		}
+		msgs++;
 		zmq_trace_message(zt, zmq_msg_data(&msg), zmq_msg_size(&msg),
 				  now);
 	}
 	zmq_msg_close(&msg);
-	zt->received += n;
+	zt->received += msgs;
 	zt->drains++;
-	tally_count_event(zt->inst, "messages_received", n);
+	tally_count_event(zt->inst, "messages_received", msgs);
 	tally_count_event(zt->inst, "drains", 1);
 	zmq_trace_flush(zt);
 	return n;

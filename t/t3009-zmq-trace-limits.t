@@ -75,9 +75,41 @@ test_expect_success 'multi-part messages are dropped and counted' '
 	grep "zmq_trace\[tr\]: dropped malformed messages: [1-3] multipart (first: 64 bytes)" tallyd.log
 '
 
+# peak RSS of a process in KiB
+hwm() {
+	sed -n "s/^VmHWM:[[:space:]]*\([0-9]*\) kB$/\1/p" /proc/$1/status
+}
+
+# A frame above 16 KiB is refused by libzmq as soon as its size is read:
+# the sender is disconnected, nothing is allocated or counted. A native
+# message over the 3124-byte maximum but under 16 KiB is read and counted.
+test_expect_success 'oversize messages: the sender is cut off, memory stays flat' '
+	cat >big.py <<-\EOF &&
+	import sys, time, zmq
+	ctx = zmq.Context()
+	socks = []
+	for size in [32 << 20] * 4 + [16 << 10, (16 << 10) + 1]:
+	    s = ctx.socket(zmq.PUSH)
+	    s.setsockopt(zmq.LINGER, 0)
+	    s.connect(sys.argv[1])
+	    s.send(b"tY\x01\x01" + bytes(size - 4), copy=False)
+	    socks.append(s)
+	time.sleep(2)
+	EOF
+	before=$(hwm $TALLYD_PID) &&
+	test -n "$before" &&
+	bad=$(zt_drops bad_length) &&
+	"$PYTHON3" big.py "$EP" &&
+	wait_for "test \$(zt_drops bad_length) = $((bad + 1))" &&
+	after=$(hwm $TALLYD_PID) &&
+	tally_diag "peak RSS before $before KiB, after $after KiB" &&
+	test $((after - before)) -lt $((48 * 1024)) &&
+	grep "dropped malformed messages: 1 bad_length (first: 16384 bytes)" tallyd.log
+'
+
 test_expect_success 'stop tallyd: every message accounted for' '
 	stop_tallyd &&
-	grep "zmq_trace\[tr\]: stopped: 1007 messages received, 3 malformed" tallyd.log
+	grep "zmq_trace\[tr\]: stopped: 1008 messages received, 4 malformed" tallyd.log
 '
 
 test_done

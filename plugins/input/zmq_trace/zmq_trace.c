@@ -65,9 +65,12 @@
  * so that its last messages still in flight are applied first. */
 #define ZMQ_TRACE_GONE_GRACE_NS (1000000000ll)
 /* At shutdown: drain until the socket is quiet this long, at most the
- * deadline (messages of a job's last processes are still arriving). */
+ * deadline (messages of a job's last processes are still arriving), in
+ * steps of at most this many frames, so that senders that keep sending
+ * cannot hold the deadline off. */
 #define ZMQ_TRACE_STOP_QUIET_MS 50
 #define ZMQ_TRACE_STOP_MAX_MS	3000
+#define ZMQ_TRACE_STOP_STEP	4096
 /*
  * Largest message libzmq takes from a sender. A larger one makes libzmq
  * drop that sender's connection as soon as it reads the frame's size,
@@ -790,14 +793,29 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 	event_del(zt->check_ev);
 	/*
 	 * Read what the last senders left (a job's processes exit just
-	 * before the collector stops) until quiet or the deadline.
+	 * before the collector stops) until quiet or the deadline, which
+	 * holds however fast messages keep coming.
 	 */
 	item.socket = zt->zsock;
-	do {
-		while (zmq_trace_drain(zt, UINT_MAX / 2) > 0)
-			;
-	} while (tally_monotonic_ns() < deadline &&
-		 zmq_poll(&item, 1, ZMQ_TRACE_STOP_QUIET_MS) > 0);
+	for (;;) {
+		int64_t left = (deadline - tally_monotonic_ns()) / 1000000;
+
+		if (left <= 0) {
+			tally_log(inst, LOG_WARNING,
+				  "stop: messages still arriving after %d ms "
+				  "of draining: the rest is discarded",
+				  ZMQ_TRACE_STOP_MAX_MS);
+			break;
+		}
+		if (zmq_trace_drain(zt, ZMQ_TRACE_STOP_STEP) ==
+		    ZMQ_TRACE_STOP_STEP)
+			continue;
+		if (zmq_poll(&item, 1,
+			     left < ZMQ_TRACE_STOP_QUIET_MS
+				     ? (long)left
+				     : ZMQ_TRACE_STOP_QUIET_MS) <= 0)
+			break;
+	}
 	closed = zmq_trace_state_check(zt->state, tally_monotonic_ns(),
 				       tally_now_ns(), true, &zt->sink);
 	zmq_trace_flush(zt);

@@ -48,17 +48,17 @@ test_expect_success 'group option: mode 0660 and the group set' '
 	stop_tallyd
 '
 
-test_expect_success 'an unknown group is an init error' '
+test_expect_success 'an unknown group is a configuration error' '
 	conf nogrp "$EP" "group = \"no-such-group-t3003\";" &&
 	test_must_fail tallyd -c nogrp.conf --foreground 2>nogrp.err &&
-	grep "zmq_trace\[tr\]: group no-such-group-t3003: no such group" nogrp.err
+	grep "^nogrp.conf:2: error: inputs.tr: group no-such-group-t3003: no such group$" nogrp.err
 '
 
 test_expect_success 'a path longer than sun_path allows is a clear error' '
 	long=$SOCKDIR/$(printf "%0120d" 0).sock &&
 	conf long "ipc://$long" &&
 	test_must_fail tallyd -c long.conf --foreground 2>long.err &&
-	grep "zmq_trace\[tr\]: endpoint ipc://$long: the socket path is ${#long} bytes, a unix socket allows at most 107; choose a shorter path" long.err
+	grep "^long.conf:2: error: inputs.tr: endpoint ipc://$long: the socket path is ${#long} bytes, a unix socket allows at most 107; choose a shorter path$" long.err
 '
 
 test_expect_success 'endpoints that cannot be bound as asked are refused' '
@@ -125,6 +125,70 @@ test_expect_success 'tcp endpoint on loopback' '
 	port_listening $port &&
 	"$TRACE_EMIT" "tcp://127.0.0.1:$port" t begin:a endid:a >/dev/null &&
 	zt_lines tcp.out 2 &&
+	stop_tallyd
+'
+
+# check_refuses NAME ENDPOINT MESSAGE [OPTION...] - tallyd --check-config
+# refuses an endpoint init would refuse (or bind otherwise than asked),
+# with the instance's file:line
+check_refuses() {
+	cr_name=$1 cr_ep=$2 cr_msg=$3
+	shift 3
+	conf "$cr_name" "$cr_ep" "$@" &&
+	test_must_fail tallyd --check-config -c "$cr_name.conf" 2>"$cr_name.err" &&
+	grep "^$cr_name.conf:2: error: inputs.tr: $cr_msg" "$cr_name.err" ||
+	{ cat "$cr_name.err"; false; }
+}
+
+test_expect_success '--check-config refuses what start-up would refuse' '
+	long=$SOCKDIR/$(printf "%0120d" 0).sock &&
+	check_refuses empty "" "endpoint is empty: use ipc:///path or tcp://host:port$" &&
+	check_refuses scheme "blah://x" "endpoint blah://x: use ipc:///path or tcp://host:port$" &&
+	check_refuses inproc2 "inproc://x" "endpoint inproc://x: use ipc:///path or tcp://host:port$" &&
+	check_refuses rel2 "ipc://rel.sock" "endpoint ipc://rel.sock: the ipc path must be absolute" &&
+	check_refuses noname "ipc://@" "endpoint ipc://@: the ipc path must be absolute" &&
+	check_refuses long2 "ipc://$long" "endpoint ipc://$long: the socket path is ${#long} bytes, a unix socket allows at most 107" &&
+	check_refuses group2 "$EP" "group no-such-group-t3003: no such group$" \
+		"group = \"no-such-group-t3003\";" &&
+	tallyd --check-config -c sys.conf 2>ok.err &&
+	grep "0 errors" ok.err
+'
+
+# libzmq took port 99999 as another port, and -5 as a port
+test_expect_success '--check-config refuses tcp ports out of range' '
+	for p in 99999 -5 65536 "" x1 0x10; do
+		check_refuses port "tcp://127.0.0.1:$p" "endpoint tcp://127.0.0.1:$p: use tcp://host:port with a port from 1 to 65535, or \* for any free port$" ||
+		return 1
+	done &&
+	check_refuses noport "tcp://127.0.0.1" "endpoint tcp://127.0.0.1: use tcp://host:port" &&
+	check_refuses nohost "tcp://:5" "endpoint tcp://:5: use tcp://host:port" &&
+	conf p1 "tcp://127.0.0.1:65535" &&
+	tallyd --check-config -c p1.conf &&
+	conf p2 "tcp://[::1]:1" &&
+	tallyd --check-config -c p2.conf
+'
+
+test_expect_success '--check-config --user refuses a tcp listener off loopback' '
+	for h in 0.0.0.0 "*" eth0 128.0.0.1 127.example.org; do
+		conf uchk "tcp://$h:5555" &&
+		test_must_fail tallyd --user --check-config -c uchk.conf 2>uchk.err &&
+		grep -F "uchk.conf:2: error: inputs.tr: endpoint tcp://$h:5555: a user collector listens on loopback only" uchk.err ||
+		return 1
+	done &&
+	for h in 127.0.0.1 127.1.2.3 localhost "[::1]" lo; do
+		conf uok "tcp://$h:5555" &&
+		tallyd --user --check-config -c uok.conf || return 1
+	done
+'
+
+test_expect_success 'tcp://host:* logs the port it was given, and listens there' '
+	conf any "tcp://127.0.0.1:*" &&
+	start_tallyd any.conf &&
+	port=$(sed -n "s|.*zmq_trace\[tr\]: listening on tcp://127.0.0.1:\([0-9][0-9]*\)$|\1|p" tallyd.log) &&
+	test -n "$port" &&
+	port_listening $port &&
+	"$TRACE_EMIT" "tcp://127.0.0.1:$port" t begin:a endid:a >/dev/null &&
+	zt_lines any.out 2 &&
 	stop_tallyd
 '
 

@@ -36,6 +36,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -83,6 +84,13 @@
  * counted as bad_length.
  */
 #define ZMQ_TRACE_MAX_MSG (16 * 1024)
+
+/* An endpoint as zmq_trace_parse_ep() understood it. */
+struct zmq_trace_ep {
+	bool ipc;      /* ipc: we bind the unix socket */
+	bool abstract; /* ipc://@name: no file */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
 
 enum zmq_trace_phase {
 	ZMQ_TRACE_IDLE,	    /* not started or stopped */
@@ -379,13 +387,136 @@ static void zmq_trace_on_check(evutil_socket_t fd, short what, void *arg)
 	zmq_trace_flush(zt);
 }
 
-/* Whether a tcp endpoint's host is a loopback address or interface. */
-static bool zmq_trace_tcp_loopback(const char *ep)
+/* Whether @host (@len bytes, from tcp://host:port) is loopback only. */
+static bool zmq_trace_loopback(const char *host, size_t len)
 {
-	const char *host = ep + strlen("tcp://");
+	struct in_addr a;
+	char buf[INET_ADDRSTRLEN];
 
-	return !strncmp(host, "127.", 4) || !strncmp(host, "localhost:", 10) ||
-	       !strncmp(host, "[::1]:", 6) || !strncmp(host, "lo:", 3);
+	if ((len == 9 && !memcmp(host, "localhost", 9)) ||
+	    (len == 2 && !memcmp(host, "lo", 2)) ||
+	    (len == 5 && !memcmp(host, "[::1]", 5)))
+		return true;
+	if (len >= sizeof(buf))
+		return false;
+	memcpy(buf, host, len);
+	buf[len] = '\0';
+	return inet_pton(AF_INET, buf, &a) == 1 &&
+	       (ntohl(a.s_addr) >> 24) == 127;
+}
+
+/* A tcp port as bind takes it: 1..65535, or "*" or "0" for any free one. */
+static bool zmq_trace_port_valid(const char *port)
+{
+	size_t n = strspn(port, "0123456789");
+
+	if (!strcmp(port, "*"))
+		return true;
+	return n && n <= 5 && !port[n] && atol(port) <= 65535;
+}
+
+/*
+ * Parse endpoint @ep into @out, logging what is wrong with it. Pure: the
+ * check op and init both use it. libzmq itself accepts more than it can
+ * bind as meant (a port above 65535 wraps, "-5" is taken, an ipc path may
+ * not fit in sun_path), so everything is checked here.
+ * Return: 0, or -1 with errno = EINVAL or ENAMETOOLONG.
+ */
+static int zmq_trace_parse_ep(struct tally_instance *inst, const char *ep,
+			      struct zmq_trace_ep *out)
+{
+	const char *rest, *colon;
+
+	memset(out, 0, sizeof(*out));
+	if (!*ep) {
+		tally_log(inst, LOG_ERR,
+			  "endpoint is empty: use ipc:///path or "
+			  "tcp://host:port");
+		goto out_inval;
+	}
+	if (!strncmp(ep, "ipc://", 6)) {
+		rest = ep + 6;
+		out->ipc = true;
+		out->abstract = rest[0] == '@';
+		if (rest[0] != '/' && (!out->abstract || !rest[1])) {
+			tally_log(inst, LOG_ERR,
+				  "endpoint %s: the ipc path must be absolute "
+				  "(ipc:///dir/file) or abstract (ipc://@name)",
+				  ep);
+			goto out_inval;
+		}
+		/* ZeroMQ wants the path NUL-terminated inside sun_path. */
+		if (strlen(rest) >= sizeof(out->path)) {
+			tally_log(inst, LOG_ERR,
+				  "endpoint %s: the socket path is %zu bytes, "
+				  "a unix socket allows at most %zu; choose a "
+				  "shorter path",
+				  ep, strlen(rest), sizeof(out->path) - 1);
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		strcpy(out->path, rest);
+		return 0;
+	}
+	if (strncmp(ep, "tcp://", 6)) {
+		tally_log(inst, LOG_ERR,
+			  "endpoint %s: use ipc:///path or tcp://host:port", ep);
+		goto out_inval;
+	}
+	rest = ep + 6;
+	colon = strrchr(rest, ':');
+	if (!colon || colon == rest || !zmq_trace_port_valid(colon + 1)) {
+		tally_log(inst, LOG_ERR,
+			  "endpoint %s: use tcp://host:port with a port from "
+			  "1 to 65535, or * for any free port",
+			  ep);
+		goto out_inval;
+	}
+	if (tally_user_mode() &&
+	    !zmq_trace_loopback(rest, (size_t)(colon - rest))) {
+		tally_log(inst, LOG_ERR,
+			  "endpoint %s: a user collector listens on loopback "
+			  "only (tcp://127.0.0.1:PORT)",
+			  ep);
+		goto out_inval;
+	}
+	return 0;
+
+out_inval:
+	errno = EINVAL;
+	return -1;
+}
+
+/* The endpoint to bind, in @buf: the option, or the runtime dir's. */
+static const char *zmq_trace_ep_name(const struct zmq_trace *zt, char *buf,
+				     size_t size)
+{
+	if (zt->endpoint)
+		return zt->endpoint;
+	snprintf(buf, size, "ipc://%s/trace.sock", tally_runtime_dir());
+	return buf;
+}
+
+/*
+ * --check-config and start-up: refuse what init or bind would refuse, or
+ * would do otherwise than asked. No socket, no file: group names are
+ * looked up (getgrnam), nothing is created.
+ */
+static int zmq_trace_check(struct tally_instance *inst, void *state)
+{
+	struct zmq_trace *zt = state;
+	char buf[PATH_MAX + 32];
+	struct zmq_trace_ep ep;
+	int ret = 0;
+
+	if (zmq_trace_parse_ep(inst, zmq_trace_ep_name(zt, buf, sizeof(buf)),
+			       &ep) < 0)
+		ret = -1;
+	if (zt->group && !getgrnam(zt->group)) {
+		tally_log(inst, LOG_ERR, "group %s: no such group", zt->group);
+		ret = -1;
+	}
+	return ret;
 }
 
 static int zmq_trace_init(struct tally_instance *inst, void *state)
@@ -398,56 +529,22 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 		.idle_ns = ZMQ_TRACE_IDLE_NS,
 		.gone_grace_ns = ZMQ_TRACE_GONE_GRACE_NS,
 	};
-	const char *rest;
+	char buf[PATH_MAX + 32];
+	struct zmq_trace_ep ep;
 
 	zt->inst = inst;
 	zt->lock_fd = -1;
 	zt->cool_fd = -1;
-	if (zt->endpoint) {
-		zt->ep = strdup(zt->endpoint);
-	} else if (asprintf(&zt->ep, "ipc://%s/trace.sock",
-			    tally_runtime_dir()) < 0) {
-		zt->ep = NULL;
-	}
+	/* zmq_trace_check() has run: these fail only when it did not */
+	if (zmq_trace_parse_ep(inst, zmq_trace_ep_name(zt, buf, sizeof(buf)),
+			       &ep) < 0)
+		return -1;
+	zt->ep = strdup(zmq_trace_ep_name(zt, buf, sizeof(buf)));
 	if (!zt->ep)
 		return -1;
-
-	if (!strncmp(zt->ep, "ipc://", 6)) {
-		rest = zt->ep + 6;
-		zt->ipc = true;
-		zt->abstract = rest[0] == '@';
-		if (rest[0] != '/' && !zt->abstract) {
-			tally_log(inst, LOG_ERR,
-				  "endpoint %s: the ipc path must be absolute "
-				  "(ipc:///dir/file) or abstract (ipc://@name)",
-				  zt->ep);
-			goto out_inval;
-		}
-		/* ZeroMQ wants the path NUL-terminated inside sun_path. */
-		if (strlen(rest) >= sizeof(zt->path)) {
-			tally_log(inst, LOG_ERR,
-				  "endpoint %s: the socket path is %zu bytes, "
-				  "a unix socket allows at most %zu; choose a "
-				  "shorter path",
-				  zt->ep, strlen(rest), sizeof(zt->path) - 1);
-			errno = ENAMETOOLONG;
-			goto out_free;
-		}
-		strcpy(zt->path, rest);
-	} else if (!strncmp(zt->ep, "tcp://", 6)) {
-		if (tally_user_mode() && !zmq_trace_tcp_loopback(zt->ep)) {
-			tally_log(inst, LOG_ERR,
-				  "endpoint %s: a user collector listens on "
-				  "loopback only (tcp://127.0.0.1:PORT)",
-				  zt->ep);
-			goto out_inval;
-		}
-	} else {
-		tally_log(inst, LOG_ERR,
-			  "endpoint %s: use ipc:///path or tcp://host:port",
-			  zt->ep);
-		goto out_inval;
-	}
+	zt->ipc = ep.ipc;
+	zt->abstract = ep.abstract;
+	memcpy(zt->path, ep.path, sizeof(zt->path));
 
 	if (zt->group) {
 		struct group *gr = getgrnam(zt->group);
@@ -691,6 +788,20 @@ static void zmq_trace_close(struct zmq_trace *zt)
 	zt->phase = ZMQ_TRACE_IDLE;
 }
 
+/* Say where we listen; for tcp://host:* the port the kernel chose. */
+static void zmq_trace_log_listening(struct zmq_trace *zt)
+{
+	char last[256];
+	size_t len = sizeof(last);
+
+	if (zt->ipc || zmq_getsockopt(zt->zsock, ZMQ_LAST_ENDPOINT, last,
+				      &len) < 0 || !len)
+		tally_log(zt->inst, LOG_INFO, "listening on %s", zt->ep);
+	else
+		tally_log(zt->inst, LOG_INFO, "listening on %.*s", (int)len,
+			  last);
+}
+
 static int zmq_trace_start(struct tally_instance *inst, void *state,
 			   struct event_base *base)
 {
@@ -762,7 +873,7 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 	/* Whatever queued since bind is read by the first drain. */
 	zt->phase = ZMQ_TRACE_YIELD;
 	evtimer_add(zt->drain_ev, &zmq_trace_now);
-	tally_log(inst, LOG_INFO, "listening on %s", zt->ep);
+	zmq_trace_log_listening(zt);
 	return 0;
 
 out_zmq:
@@ -885,6 +996,7 @@ static const struct tally_option zmq_trace_options[] = {
 };
 
 static const struct tally_input_ops zmq_trace_ops = {
+	.check = zmq_trace_check,
 	.init = zmq_trace_init,
 	.start = zmq_trace_start,
 	.stop = zmq_trace_stop,

@@ -70,6 +70,29 @@ test_expect_success 'without a launcher: rank -1, trace pid-PID' '
 	test_cmp expect got1
 '
 
+# The receiver rejects ill-formed UTF-8 (as the collector does, bad_utf8);
+# the client sends U+FFFD instead, per maximal subpart, as Python's
+# decode("utf-8", "replace") does: the expected text is Python's.
+test_expect_success 'ill-formed UTF-8 in names and trace id arrives as U+FFFD' '
+	start_recv "ipc://$PWD/t.sock" got --count 4 --idle 200 &&
+	n1=$(printf "bad\377name") &&
+	n2=$(printf "\342\202cut") &&
+	id=$(printf "job\355\240\200") &&
+	"$EMIT" "ipc://$PWD/t.sock" "$id" "begin:$n1" "begin:$n2" \
+		"end:$n2" "endid:$n1" >emit.out &&
+	wait_recv &&
+	grep "^sent=4 dropped=0 " emit.out &&
+	"$PYTHON3" -c "
+for ph, n in (\"begin\", b\"bad\\xffname\"), (\"begin\", b\"\\xe2\\x82cut\"), \
+             (\"end\", b\"\\xe2\\x82cut\"), (\"end\", b\"bad\\xffname\"):
+    print(ph, \"trace=\" + b\"job\\xed\\xa0\\x80\".decode(\"utf-8\", \"replace\"),
+          \"name=\" + n.decode(\"utf-8\", \"replace\"))
+" >expect &&
+	! grep "^invalid" got &&
+	grep "^begin\|^end" got | cut -d" " -f1-3 >got3 &&
+	test_cmp expect got3
+'
+
 test_expect_success '4 processes x 2 threads x 20000 events: received + drops = sent' '
 	start_recv "ipc://$PWD/t.sock" got --idle 1000 &&
 	"$EMIT" -p 4 -T 2 -n 20000 "ipc://$PWD/t.sock" many >emit.out &&

@@ -17,16 +17,6 @@
 
 #include "trace-internal.h"
 
-size_t tt_utf8_clip(const char *s, size_t len, size_t max)
-{
-	if (len <= max)
-		return len;
-	/* back off over continuation bytes (10xxxxxx) to a sequence start */
-	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-		max--;
-	return max;
-}
-
 /* Launcher variables, most specific first: PMIx, Open MPI, MPICH/PMI,
  * Slurm, Flux. */
 static const char *const tt_rank_vars[] = {

@@ -85,6 +85,22 @@ static inline size_t tt_msg_fill(uint8_t *m, const struct tt_source *s,
 size_t tt_utf8_clip(const char *s, size_t len, size_t max);
 
 /*
+ * tt_utf8_valid() - whether @s[0..@len) is well-formed UTF-8 (RFC 3629: no
+ * overlong forms, surrogates or code points above U+10FFFF). NUL bytes
+ * count as valid: callers pass C strings, which hold none.
+ */
+int tt_utf8_valid(const char *s, size_t len);
+
+/*
+ * tt_utf8_fix() - copy @s[0..@len) to @out, each maximal subpart of an
+ * ill-formed sequence replaced by U+FFFD (as Python's
+ * bytes.decode("utf-8", "replace")), and stop before the first character
+ * that would not fit in @max bytes
+ * Return: the bytes written to @out (not NUL-terminated).
+ */
+size_t tt_utf8_fix(const char *s, size_t len, char *out, size_t max);
+
+/*
  * tt_env_rank() - the launcher rank: the first of PMIX_RANK,
  * OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, FLUX_TASK_RANK that holds a
  * non-negative decimal int32

@@ -101,6 +101,7 @@ struct tt_thread {
 	unsigned depth, cap;
 	char *names; /* names of open spans, back to back */
 	size_t names_len, names_cap;
+	char fixed[TALLY_WIRE_MAX_STR]; /* a name made valid UTF-8 */
 };
 
 struct tally_trace {
@@ -492,13 +493,50 @@ static void tt_end_frame(struct tt_thread *t, unsigned i)
 	t->depth--;
 }
 
-static size_t tt_name_len(const char *name)
+/* Whether @s[0..@len) is all ASCII: 8 bytes per step. */
+static inline bool tt_ascii(const char *s, size_t len)
+{
+	uint64_t acc = 0, v;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&v, s + i, 8);
+		acc |= v;
+	}
+	for (; i < len; i++)
+		acc |= (unsigned char)s[i];
+	return !(acc & 0x8080808080808080ull);
+}
+
+/* Not ASCII, or too long: cut, or repaired into @t->fixed. */
+static const char *tt_name_slow(struct tt_thread *t, const char *name,
+				size_t len, size_t *out_len)
+{
+	if (tt_utf8_valid(name, len)) {
+		*out_len = tt_utf8_clip(name, len, TALLY_WIRE_MAX_STR);
+		return name;
+	}
+	*out_len = tt_utf8_fix(name, len, t->fixed, sizeof(t->fixed));
+	return t->fixed;
+}
+
+/*
+ * The name to send for @name: itself, cut to TALLY_WIRE_MAX_STR bytes at
+ * a character boundary, or a copy with ill-formed UTF-8 replaced by
+ * U+FFFD (the collector would drop the message as bad_utf8). Valid until
+ * the thread's next call. Every name passes here, so that end_name
+ * compares names as begin stored them.
+ */
+static inline const char *tt_name(struct tt_thread *t, const char *name,
+				  size_t *out_len)
 {
 	size_t len = strlen(name);
 
-	return unlikely(len > TALLY_WIRE_MAX_STR)
-		       ? tt_utf8_clip(name, len, TALLY_WIRE_MAX_STR)
-		       : len;
+	if (likely(len <= TALLY_WIRE_MAX_STR && tt_ascii(name, len))) {
+		*out_len = len;
+		return name;
+	}
+	return tt_name_slow(t, name, len, out_len);
 }
 
 uint64_t tally_trace_begin(struct tally_trace *tr, const char *name)
@@ -514,7 +552,7 @@ uint64_t tally_trace_begin(struct tally_trace *tr, const char *name)
 	t = tt_self(tr);
 	if (unlikely(!t))
 		return 0;
-	len = tt_name_len(name);
+	name = tt_name(t, name, &len);
 	id = tt_new_id(t);
 	parent = t->depth ? t->frames[t->depth - 1].id : 0;
 	tt_push(t, id, parent, name, len);
@@ -557,7 +595,7 @@ int tally_trace_end_name(struct tally_trace *tr, const char *name)
 	t = tt_self(tr);
 	if (unlikely(!t))
 		return -1;
-	len = tt_name_len(name);
+	name = tt_name(t, name, &len);
 	for (unsigned i = t->depth; i-- > 0;) {
 		struct tt_frame *f = &t->frames[i];
 
@@ -586,10 +624,28 @@ static int tt_env_int(const char *var, int def, int min, int max)
 	return x > max ? max : (int)x;
 }
 
+/* @s as sent: valid UTF-8 (repaired), at most TALLY_WIRE_MAX_STR bytes,
+ * NUL-terminated, in @out (TALLY_WIRE_MAX_STR + 1 bytes). Its length. */
+static size_t tt_wire_str(const char *s, char *out)
+{
+	size_t len = strlen(s);
+
+	if (tt_utf8_valid(s, len)) {
+		len = tt_utf8_clip(s, len, TALLY_WIRE_MAX_STR);
+		memcpy(out, s, len);
+	} else {
+		len = tt_utf8_fix(s, len, out, TALLY_WIRE_MAX_STR);
+	}
+	out[len] = '\0';
+	return len;
+}
+
 struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 {
 	struct tally_trace *tr;
-	size_t len;
+	char host[TALLY_WIRE_MAX_STR + 1] = "";
+	char *id;
+	int err;
 
 	pthread_once(&tt_once, tt_init_once);
 	tr = calloc(1, sizeof(*tr));
@@ -597,18 +653,17 @@ struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 		goto out_nomem;
 	tr->endpoint = endpoint && *endpoint ? strdup(endpoint)
 					     : tt_discover_endpoint();
-	tr->trace = trace_id && *trace_id ? strdup(trace_id)
-					  : tt_default_trace_id();
-	if (!tr->endpoint || !tr->trace)
+	id = trace_id && *trace_id ? strdup(trace_id) : tt_default_trace_id();
+	tr->trace = malloc(TALLY_WIRE_MAX_STR + 1);
+	if (!tr->endpoint || !id || !tr->trace) {
+		free(id);
 		goto out_free_nomem;
-	len = strlen(tr->trace);
-	tr->trace_len =
-		(uint16_t)tt_utf8_clip(tr->trace, len, TALLY_WIRE_MAX_STR);
-	if (gethostname(tr->host, sizeof(tr->host) - 1) < 0)
-		tr->host[0] = '\0';
-	len = strnlen(tr->host, sizeof(tr->host) - 1);
-	tr->host_len =
-		(uint16_t)tt_utf8_clip(tr->host, len, TALLY_WIRE_MAX_STR);
+	}
+	tr->trace_len = (uint16_t)tt_wire_str(id, tr->trace);
+	free(id);
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	tr->host_len = (uint16_t)tt_wire_str(host, tr->host);
 	tr->rank = tt_env_rank();
 	tr->linger_ms = tt_env_int("TALLY_TRACE_LINGER_MS", TT_LINGER_MS, 0,
 				   TT_LINGER_MAX_MS);
@@ -624,15 +679,10 @@ struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 		void *s = tt_socket(tr);
 
 		if (!s) {
-			int err = zmq_errno();
-
+			err = zmq_errno();
 			zmq_ctx_term(tr->ctx);
 			pthread_mutex_unlock(&tt_lock);
-			free(tr->endpoint);
-			free(tr->trace);
-			free(tr);
-			errno = err;
-			return NULL;
+			goto out_free;
 		}
 		zmq_setsockopt(s, ZMQ_LINGER, &(int){ 0 }, sizeof(int));
 		zmq_close(s);
@@ -643,9 +693,13 @@ struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 	return tr;
 
 out_free_nomem:
+	err = ENOMEM;
+out_free:
 	free(tr->endpoint);
 	free(tr->trace);
 	free(tr);
+	errno = err;
+	return NULL;
 out_nomem:
 	errno = ENOMEM;
 	return NULL;

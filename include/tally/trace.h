@@ -30,7 +30,9 @@
  *   TALLY_TRACE_ENDPOINT   collector endpoint, overrides discovery
  *   TALLY_TRACE_ID         trace id when the caller passes NULL
  *   TALLY_TRACE_LINGER_MS  close drain bound, ms (default 2000, max 60000)
- *   TALLY_TRACE_SNDHWM     per-thread send queue, messages (default 10000)
+ *   TALLY_TRACE_SNDHWM     per-thread send queue, messages (default 10000;
+ *                          1..16777216, and 0 or garbage mean the default:
+ *                          the queue stays bounded)
  *   rank: PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID,
  *   FLUX_TASK_RANK (first set wins); job: SLURM_JOB_ID, FLUX_JOB_ID,
  *   PBS_JOBID, LSB_JOBID.
@@ -58,12 +60,15 @@ struct tally_trace;
  *            {$XDG_RUNTIME_DIR/tally,/tmp/tally-UID}[/job-JOBID]/trace.sock;
  *            else the system collector's ipc:///run/tally/trace.sock
  * @trace_id: trace id grouping this run's spans (UTF-8, truncated to 1024
- *            bytes), or NULL for TALLY_TRACE_ID, else the batch job id,
- *            else "pid-<pid>"
+ *            bytes), or NULL or "" for TALLY_TRACE_ID, else the batch job
+ *            id, else "pid-<pid>"
  *
  * Connecting is asynchronous: opening succeeds whether or not a collector
  * listens; events sent before it appears are queued (up to the send
  * high-water mark) and delivered when it does.
+ *
+ * Ill-formed UTF-8 in the trace id (and the hostname) is sent with each
+ * ill-formed part replaced by U+FFFD, as in names.
  *
  * Return: the tracer, to be closed with tally_trace_close(); or NULL with
  * errno set (ENOMEM, or EINVAL/EPROTONOSUPPORT for a bad endpoint).
@@ -76,7 +81,10 @@ struct tally_trace *tally_trace_open(const char *endpoint,
  * tally_trace_begin() - open a span on the calling thread
  * @tr:   tracer, or NULL (no-op)
  * @name: region name, UTF-8, not empty; longer than 1024 bytes is
- *        truncated at a character boundary. Copied: the caller keeps it.
+ *        truncated at a character boundary. Ill-formed UTF-8 is sent with
+ *        each maximal ill-formed part replaced by U+FFFD (the collector
+ *        drops ill-formed strings), as the Python client does; an ASCII
+ *        name costs one pass to find that out. Copied: the caller keeps it.
  *
  * Sends a BEGIN event whose parent is the innermost span open on this
  * thread, and pushes the span on the thread's stack.
@@ -151,7 +159,8 @@ int tally_trace_stats(struct tally_trace *tr, struct tally_trace_stats *st);
 const char *tally_trace_endpoint(const struct tally_trace *tr);
 
 /**
- * tally_trace_id() - the trace id @tr sends
+ * tally_trace_id() - the trace id @tr sends, as sent (cut to 1024 bytes,
+ * ill-formed UTF-8 replaced)
  * Return: a string owned by @tr (valid until close), or NULL for NULL @tr.
  */
 const char *tally_trace_id(const struct tally_trace *tr);

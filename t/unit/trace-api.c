@@ -208,6 +208,33 @@ static void test_long_names(void)
 	tally_trace_close(tr);
 }
 
+/*
+ * Ill-formed UTF-8 in a name or the trace id is sent as U+FFFD (the
+ * collector would drop the whole message as bad_utf8, uncounted by the
+ * client), the same way for end_name, so that it still finds the span.
+ */
+static void test_bad_utf8(void)
+{
+	struct tally_trace *tr;
+	struct msg m;
+	uint64_t id;
+
+	tr = tally_trace_open(endpoint, "job\xff");
+	is(tally_trace_id(tr), "job\xef\xbf\xbd",
+	   "trace id as sent: U+FFFD for the bad byte");
+	id = tally_trace_begin(tr, "bad\xff" "name\xe2\x82");
+	ok(recv_msg(&m, 5000), "bad name: received");
+	is(m.name, "bad\xef\xbf\xbdname\xef\xbf\xbd",
+	   "name: each ill-formed part replaced");
+	is(m.trace, "job\xef\xbf\xbd", "trace id repaired in the message");
+	ok(tally_trace_end_name(tr, "bad\xff" "name\xe2\x82") == 0,
+	   "end_name with the same bad name finds the span");
+	ok(recv_msg(&m, 5000) && m.id == id && m.type == TALLY_WIRE_END &&
+		   !strcmp(m.name, "bad\xef\xbf\xbdname\xef\xbf\xbd"),
+	   "its END carries the repaired name");
+	tally_trace_close(tr);
+}
+
 #define NTHREADS 4
 #define NPAIRS	 2000
 
@@ -397,6 +424,7 @@ int main(void)
 
 	test_sequence();
 	test_long_names();
+	test_bad_utf8();
 	test_threads();
 	test_drop_accounting();
 	test_stalled_close(dir);

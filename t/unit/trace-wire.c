@@ -191,6 +191,59 @@ static void test_utf8_clip(void)
 		       cases[i].want);
 }
 
+/*
+ * Ill-formed UTF-8 becomes U+FFFD per maximal subpart; the expected
+ * strings are what Python's bytes.decode("utf-8", "replace") gives (the
+ * Python client's rule), computed with Python.
+ */
+#define FFFD "\xef\xbf\xbd"
+static void test_utf8_fix(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "plain", "plain" },
+		{ "\xc3\xa9t\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9t\xe2\x82\xac\xf0\x9f\x98\x80" },
+		{ "bad\xffutf8", "bad" FFFD "utf8" },
+		{ "\xe2\x82", FFFD },			/* truncated: one */
+		{ "\xff\xfe", FFFD FFFD },		/* never valid: each */
+		{ "\xc0\xaf", FFFD FFFD },		/* overlong 2-byte */
+		{ "\xe0\x80\xaf", FFFD FFFD FFFD },	/* overlong 3-byte */
+		{ "\xed\xa0\x80", FFFD FFFD FFFD },	/* surrogate U+D800 */
+		{ "\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD }, /* > U+10FFFF */
+		{ "\xf0\x9f\x98", FFFD },		/* 4-byte, cut */
+		{ "a\x80" "b", "a" FFFD "b" },		/* lone continuation */
+		{ "\xc3\xa9t\xc3", "\xc3\xa9t" FFFD },	/* cut at the end */
+		{ "\xf8\x88\x80\x80\x80", FFFD FFFD FFFD FFFD FFFD },
+	};
+	static char big[1100], fixed[1024];
+	char out[64];
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		size_t len = strlen(cases[i].in);
+
+		n = tt_utf8_fix(cases[i].in, len, out, sizeof(out) - 1);
+		out[n] = '\0';
+		is(out, cases[i].want, "fix case %zu", i);
+		ok(tt_utf8_valid(cases[i].in, len) ==
+			   !strcmp(cases[i].in, cases[i].want),
+		   "valid case %zu: %s", i,
+		   strcmp(cases[i].in, cases[i].want) ? "no" : "yes");
+	}
+	/* at the 1024-byte limit a U+FFFD goes in whole or not at all */
+	memset(big, 'a', sizeof(big));
+	big[1023] = '\xff';
+	n = tt_utf8_fix(big, 1024, fixed, sizeof(fixed));
+	cmp_ok(n, "==", 1023, "1023 bytes + U+FFFD: the U+FFFD does not fit");
+	big[1023] = 'a';
+	big[1021] = '\xff';
+	n = tt_utf8_fix(big, 1022, fixed, sizeof(fixed));
+	ok(n == 1024 && !memcmp(fixed + 1021, FFFD, 3),
+	   "1021 bytes + U+FFFD: exactly 1024");
+	cmp_ok(tt_utf8_fix(big, 1022, fixed, 0), "==", 0, "nothing fits in 0");
+}
+
 static const char *const all_vars[] = {
 	"PMIX_RANK",
 	"OMPI_COMM_WORLD_RANK",
@@ -402,6 +455,7 @@ int main(void)
 	test_vectors();
 	test_max_message();
 	test_utf8_clip();
+	test_utf8_fix();
 	test_rank();
 	test_trace_id();
 	test_discovery();

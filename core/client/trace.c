@@ -624,6 +624,40 @@ static int tt_env_int(const char *var, int def, int min, int max)
 	return x > max ? max : (int)x;
 }
 
+/*
+ * Whether a collector can be at @ep, before libzmq sees it: libzmq takes
+ * endpoints no collector can be at (inproc:// is this process's own, a
+ * tcp port above 65535 wraps around, "-1" passes) and fails others with
+ * errno values of its own (udp://: ENOCOMPATPROTO).
+ * Return: 0, or the errno value for tally_trace_open().
+ */
+static int tt_check_endpoint(const char *ep)
+{
+	const char *colon;
+	size_t n;
+
+	if (!strncmp(ep, "ipc://", 6))
+		return ep[6] ? 0 : EINVAL;
+	if (strncmp(ep, "tcp://", 6))
+		return strstr(ep, "://") ? EPROTONOSUPPORT : EINVAL;
+	colon = strrchr(ep + 6, ':');
+	if (!colon || colon == ep + 6)
+		return EINVAL;
+	n = strspn(colon + 1, "0123456789");
+	if (!n || n > 5 || colon[1 + n] || atol(colon + 1) < 1 ||
+	    atol(colon + 1) > 65535)
+		return EINVAL;
+	return 0;
+}
+
+/* libzmq's own errno values (ZMQ_HAUSNUMERO + n) as the man page's. */
+static int tt_errno(int err)
+{
+	if (err == ENOCOMPATPROTO)
+		return EPROTONOSUPPORT;
+	return err >= ZMQ_HAUSNUMERO ? EINVAL : err;
+}
+
 /* @s as sent: valid UTF-8 (repaired), at most TALLY_WIRE_MAX_STR bytes,
  * NUL-terminated, in @out (TALLY_WIRE_MAX_STR + 1 bytes). Its length. */
 static size_t tt_wire_str(const char *s, char *out)
@@ -648,16 +682,24 @@ struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 	int err;
 
 	pthread_once(&tt_once, tt_init_once);
+	if (endpoint && !*endpoint) {
+		errno = EINVAL; /* "" is a mistake, NULL asks for discovery */
+		return NULL;
+	}
 	tr = calloc(1, sizeof(*tr));
 	if (!tr)
 		goto out_nomem;
-	tr->endpoint = endpoint && *endpoint ? strdup(endpoint)
-					     : tt_discover_endpoint();
+	tr->endpoint = endpoint ? strdup(endpoint) : tt_discover_endpoint();
 	id = trace_id && *trace_id ? strdup(trace_id) : tt_default_trace_id();
 	tr->trace = malloc(TALLY_WIRE_MAX_STR + 1);
 	if (!tr->endpoint || !id || !tr->trace) {
 		free(id);
 		goto out_free_nomem;
+	}
+	err = tt_check_endpoint(tr->endpoint);
+	if (err) {
+		free(id);
+		goto out_free;
 	}
 	tr->trace_len = (uint16_t)tt_wire_str(id, tr->trace);
 	free(id);
@@ -679,7 +721,7 @@ struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 		void *s = tt_socket(tr);
 
 		if (!s) {
-			err = zmq_errno();
+			err = tt_errno(zmq_errno());
 			zmq_ctx_term(tr->ctx);
 			pthread_mutex_unlock(&tt_lock);
 			goto out_free;

@@ -53,7 +53,8 @@ struct tally_trace;
 /**
  * tally_trace_open() - open a tracer
  * @endpoint: ZeroMQ endpoint of the collector ("ipc:///path",
- *            "tcp://host:port"), or NULL to discover it: TALLY_TRACE_ENDPOINT
+ *            "tcp://host:port" with a port 1..65535), or NULL (not "") to
+ *            discover it: TALLY_TRACE_ENDPOINT
  *            if set; else the socket of a user collector running for this
  *            user (and batch job, if any) when the socket file exists:
  *            $TALLY_RUNTIME_DIR/trace.sock, then
@@ -71,7 +72,10 @@ struct tally_trace;
  * ill-formed part replaced by U+FFFD, as in names.
  *
  * Return: the tracer, to be closed with tally_trace_close(); or NULL with
- * errno set (ENOMEM, or EINVAL/EPROTONOSUPPORT for a bad endpoint).
+ * errno set: ENOMEM; EINVAL (endpoint "", malformed, or a tcp port out of
+ * 1..65535); EPROTONOSUPPORT (a transport other than ipc and tcp: the
+ * collector binds nothing else; inproc:// is this process's own);
+ * ENAMETOOLONG (ipc path longer than a Unix socket address allows).
  * Thread-safety: may be called from any thread.
  */
 struct tally_trace *tally_trace_open(const char *endpoint,

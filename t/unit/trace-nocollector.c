@@ -99,6 +99,39 @@ int main(void)
 	errno = 0;
 	ok(!tally_trace_open("bogus://x", "x") && errno == EPROTONOSUPPORT,
 	   "open(\"bogus://x\"): EPROTONOSUPPORT");
+	/* where no collector can be: refused, with the man page's errno */
+	errno = 0;
+	ok(!tally_trace_open("", "x") && errno == EINVAL,
+	   "open(\"\"): EINVAL (NULL, not \"\", asks for discovery)");
+	errno = 0;
+	ok(!tally_trace_open("udp://127.0.0.1:5", "x") &&
+		   errno == EPROTONOSUPPORT,
+	   "open(\"udp://...\"): EPROTONOSUPPORT, not libzmq's own errno");
+	errno = 0;
+	ok(!tally_trace_open("inproc://x", "x") && errno == EPROTONOSUPPORT,
+	   "open(\"inproc://x\"): EPROTONOSUPPORT");
+	{
+		static const char *const bad[] = {
+			"tcp://127.0.0.1:99999", "tcp://127.0.0.1:65536",
+			"tcp://127.0.0.1:-1",	 "tcp://127.0.0.1:0",
+			"tcp://127.0.0.1:",	 "tcp://127.0.0.1",
+			"tcp://:5",		 "ipc://",
+			NULL,
+		};
+
+		for (int i = 0; bad[i]; i++) {
+			errno = 0;
+			ok(!tally_trace_open(bad[i], "x") && errno == EINVAL,
+			   "open(\"%s\"): EINVAL", bad[i]);
+		}
+	}
+	{
+		struct tally_trace *tr = tally_trace_open("tcp://[::1]:65535",
+							  "x");
+
+		ok(tr != NULL, "open(\"tcp://[::1]:65535\") works");
+		tally_trace_close(tr);
+	}
 	memset(ep, 'a', sizeof(ep) - 1);
 	ep[sizeof(ep) - 1] = '\0';
 	memcpy(ep, "ipc:///tmp/", 11);

@@ -140,6 +140,54 @@ test_expect_success 'threads nest separately; a forked child is a new source' '
 	grep "^messages=12 dropped_sum=0$" got
 '
 
+# The C library refuses such arguments with EINVAL; the Python client
+# used to raise struct.error into the application for ids out of range,
+# and to send spans named "None" or "123".
+test_expect_success 'bad arguments: no exception, nothing sent, 0 or False' '
+	cat >bad.py <<-\EOF &&
+	import sys
+	import tally_trace
+	t = tally_trace.Tracer(sys.argv[1], "py5")
+	for name in (None, 123, 1.5, ["x"], "", b""):
+	    assert t.begin(name) == 0, name
+	    assert t.end_name(name) is False, name
+	for sid in (-1, 0, 2**64, "x", 1.5, True, None):
+	    assert t.end(sid) is False, sid
+	with t.span(None):
+	    pass
+	@t.trace(None)
+	def f():
+	    return 7
+	assert f() == 7
+	sid = t.begin(b"bytes\xff")
+	assert t.end(sid) is True
+	assert t.end(2**64 - 1) is False
+	print(t.stats())
+	t.close()
+	EOF
+	start_recv "ipc://$PWD/t.sock" got --count 5 --idle 300 &&
+	"$PYTHON3" bad.py "ipc://$PWD/t.sock" >out &&
+	wait_recv &&
+	cat >expect <<-EOF &&
+	begin trace=py5 name=f
+	end trace=py5 name=f
+	begin trace=py5 name=bytes�
+	end trace=py5 name=bytes�
+	end trace=py5 name=
+	messages=5 dropped_sum=0
+	EOF
+	sed "s/ id=.*//" got >got2 &&
+	test_cmp expect got2 &&
+	grep "^{.events.: 5, .dropped.: 0, .unreported.: 0}$" out
+'
+
+test_expect_success 'an sndhwm of 0 is the default, not unlimited' '
+	"$PYTHON3" -c "import tally_trace
+t = tally_trace.Tracer(\"tcp://127.0.0.1:1\", \"x\", sndhwm=0)
+assert t._sndhwm == 10000, t._sndhwm
+t.close()"
+'
+
 test_expect_success 'drops while no collector listens are carried to it' '
 	cat >drops.py <<-\EOF &&
 	import subprocess, sys, time, os

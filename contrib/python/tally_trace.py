@@ -26,7 +26,12 @@ same environment variables and discovery (tally-trace(3)).
 
 Guarantees, as in the C library: sends never block (zmq.NOBLOCK) and never
 raise into the application; an event that cannot be queued is dropped and
-counted, and the count rides on the next message that gets through. Each
+counted, and the count rides on the next message that gets through.
+Arguments that cannot make an event are refused without raising, as the
+C library refuses them with EINVAL: begin() returns 0 for a name that is
+not a non-empty str (or bytes, decoded as UTF-8 with replacement), end()
+returns False for a span id that is not an int from 1 to 2**64 - 1, and
+nothing is sent. Each
 thread has its own socket and its own stack of open spans (a span's parent
 is the innermost span open on the same thread). After os.fork() the child
 re-opens lazily as a new source. close() drains for at most the linger.
@@ -59,6 +64,7 @@ WIRE_VERSION = 1
 BEGIN = 1
 END = 2
 MAX_STR = 1024
+MAX_ID = (1 << 64) - 1
 SYSTEM_ENDPOINT = "ipc:///run/tally/trace.sock"
 
 # doc/wire-format.md: magic, version, type, dropped, ts_ns, span_id,
@@ -197,7 +203,9 @@ class Tracer:
     endpoint: ZeroMQ endpoint, or None to discover it (see
     discover_endpoint). trace_id: groups this run's spans, or None for
     default_trace_id(). linger_ms and sndhwm default to
-    TALLY_TRACE_LINGER_MS (2000) and TALLY_TRACE_SNDHWM (10000).
+    TALLY_TRACE_LINGER_MS (2000) and TALLY_TRACE_SNDHWM (10000); an sndhwm
+    below 1 means the default, as for the variable (ZeroMQ would take 0 as
+    unlimited: the queue must stay bounded).
     """
 
     def __init__(self, endpoint=None, trace_id=None, linger_ms=None,
@@ -209,8 +217,9 @@ class Tracer:
         self._rank = _env_rank()
         self._linger = (linger_ms if linger_ms is not None else
                         _env_int("TALLY_TRACE_LINGER_MS", 2000, 0, 60000))
-        self._sndhwm = (sndhwm if sndhwm is not None else
-                        _env_int("TALLY_TRACE_SNDHWM", 10000, 1, 1 << 24))
+        self._sndhwm = _env_int("TALLY_TRACE_SNDHWM", 10000, 1, 1 << 24)
+        if sndhwm is not None and sndhwm >= 1:
+            self._sndhwm = min(sndhwm, 1 << 24)
         self._ids = itertools.count(1)   # next() is atomic under the GIL
         self._lock = threading.Lock()
         self._closed = False
@@ -282,9 +291,10 @@ class Tracer:
         c.last = msg
 
     def begin(self, name):
-        """Open a span on this thread; return its id (0 if name is empty
-        or the tracer is closed)."""
-        b = _clip(name)
+        """Open a span on this thread; return its id (0, and nothing sent,
+        if name is not a non-empty str or bytes, or the tracer is
+        closed)."""
+        b = _clip(name) if isinstance(name, (str, bytes)) else None
         c = self._conn() if b else None
         if c is None:
             return 0
@@ -300,8 +310,11 @@ class Tracer:
 
     def end(self, span_id):
         """Close a span by id. Return False if it was not open on this
-        thread (the END is sent anyway, without a name)."""
-        c = self._conn() if span_id else None
+        thread (the END is sent anyway, without a name), or if span_id is
+        not an int from 1 to 2**64 - 1 (nothing is sent)."""
+        valid = (isinstance(span_id, int) and not isinstance(span_id, bool)
+                 and 0 < span_id <= MAX_ID)
+        c = self._conn() if valid else None
         if c is None:
             return False
         for i in range(len(c.stack) - 1, -1, -1):
@@ -313,8 +326,9 @@ class Tracer:
 
     def end_name(self, name):
         """Close the innermost open span of this name on this thread.
-        Return False (and send nothing) if there is none."""
-        b = _clip(name)
+        Return False (and send nothing) if there is none, or if name is
+        not a non-empty str or bytes."""
+        b = _clip(name) if isinstance(name, (str, bytes)) else None
         c = self._conn() if b else None
         if c is None:
             return False

@@ -222,12 +222,12 @@ static void test_bad_utf8(void)
 	tr = tally_trace_open(endpoint, "job\xff");
 	is(tally_trace_id(tr), "job\xef\xbf\xbd",
 	   "trace id as sent: U+FFFD for the bad byte");
-	id = tally_trace_begin(tr, "bad\xff" "name\xe2\x82");
+	id = tally_trace_begin(tr, "bad\xffname\xe2\x82");
 	ok(recv_msg(&m, 5000), "bad name: received");
 	is(m.name, "bad\xef\xbf\xbdname\xef\xbf\xbd",
 	   "name: each ill-formed part replaced");
 	is(m.trace, "job\xef\xbf\xbd", "trace id repaired in the message");
-	ok(tally_trace_end_name(tr, "bad\xff" "name\xe2\x82") == 0,
+	ok(tally_trace_end_name(tr, "bad\xffname\xe2\x82") == 0,
 	   "end_name with the same bad name finds the span");
 	ok(recv_msg(&m, 5000) && m.id == id && m.type == TALLY_WIRE_END &&
 		   !strcmp(m.name, "bad\xef\xbf\xbdname\xef\xbf\xbd"),

@@ -112,10 +112,14 @@ int main(void)
 	   "open(\"inproc://x\"): EPROTONOSUPPORT");
 	{
 		static const char *const bad[] = {
-			"tcp://127.0.0.1:99999", "tcp://127.0.0.1:65536",
-			"tcp://127.0.0.1:-1",	 "tcp://127.0.0.1:0",
-			"tcp://127.0.0.1:",	 "tcp://127.0.0.1",
-			"tcp://:5",		 "ipc://",
+			"tcp://127.0.0.1:99999",
+			"tcp://127.0.0.1:65536",
+			"tcp://127.0.0.1:-1",
+			"tcp://127.0.0.1:0",
+			"tcp://127.0.0.1:",
+			"tcp://127.0.0.1",
+			"tcp://:5",
+			"ipc://",
 			NULL,
 		};
 
@@ -126,8 +130,8 @@ int main(void)
 		}
 	}
 	{
-		struct tally_trace *tr = tally_trace_open("tcp://[::1]:65535",
-							  "x");
+		struct tally_trace *tr =
+			tally_trace_open("tcp://[::1]:65535", "x");
 
 		ok(tr != NULL, "open(\"tcp://[::1]:65535\") works");
 		tally_trace_close(tr);

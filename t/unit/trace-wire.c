@@ -203,17 +203,18 @@ static void test_utf8_fix(void)
 		const char *in, *want;
 	} cases[] = {
 		{ "plain", "plain" },
-		{ "\xc3\xa9t\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9t\xe2\x82\xac\xf0\x9f\x98\x80" },
+		{ "\xc3\xa9t\xe2\x82\xac\xf0\x9f\x98\x80",
+		  "\xc3\xa9t\xe2\x82\xac\xf0\x9f\x98\x80" },
 		{ "bad\xffutf8", "bad" FFFD "utf8" },
-		{ "\xe2\x82", FFFD },			/* truncated: one */
-		{ "\xff\xfe", FFFD FFFD },		/* never valid: each */
-		{ "\xc0\xaf", FFFD FFFD },		/* overlong 2-byte */
-		{ "\xe0\x80\xaf", FFFD FFFD FFFD },	/* overlong 3-byte */
-		{ "\xed\xa0\x80", FFFD FFFD FFFD },	/* surrogate U+D800 */
+		{ "\xe2\x82", FFFD },		    /* truncated: one */
+		{ "\xff\xfe", FFFD FFFD },	    /* never valid: each */
+		{ "\xc0\xaf", FFFD FFFD },	    /* overlong 2-byte */
+		{ "\xe0\x80\xaf", FFFD FFFD FFFD }, /* overlong 3-byte */
+		{ "\xed\xa0\x80", FFFD FFFD FFFD }, /* surrogate U+D800 */
 		{ "\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD }, /* > U+10FFFF */
-		{ "\xf0\x9f\x98", FFFD },		/* 4-byte, cut */
-		{ "a\x80" "b", "a" FFFD "b" },		/* lone continuation */
-		{ "\xc3\xa9t\xc3", "\xc3\xa9t" FFFD },	/* cut at the end */
+		{ "\xf0\x9f\x98", FFFD },		     /* 4-byte, cut */
+		{ "a\x80\x62", "a" FFFD "b" },	       /* lone continuation */
+		{ "\xc3\xa9t\xc3", "\xc3\xa9t" FFFD }, /* cut at the end */
 		{ "\xf8\x88\x80\x80\x80", FFFD FFFD FFFD FFFD FFFD },
 	};
 	static char big[1100], fixed[1024];

@@ -38,7 +38,7 @@ struct zmq_trace_open {
 };
 
 struct zmq_trace_source {
-	struct zmq_trace_source *next; /* hash chain */
+	struct zmq_trace_source *next;		/* hash chain */
 	struct zmq_trace_source *newer, *older; /* activity list */
 	uint64_t hash;
 	enum zmq_trace_format format;
@@ -66,7 +66,7 @@ struct zmq_trace_state {
 	uint32_t nbuckets; /* power of two */
 	uint32_t nsources;
 	uint64_t nopen;
-	struct zmq_trace_source *last; /* NULL, or lru_head */
+	struct zmq_trace_source *last;		      /* NULL, or lru_head */
 	struct zmq_trace_source *lru_head, *lru_tail; /* newest, oldest */
 	struct zmq_trace_counters counters;
 };
@@ -586,8 +586,8 @@ static void zmq_trace_evict_source(struct zmq_trace_state *st,
 	pp = &st->buckets[src->hash & (st->nbuckets - 1)];
 	while (*pp != src)
 		pp = &(*pp)->next;
-	st->counters.evicted += zmq_trace_close_all(
-		st, src, src->last_ts, TALLY_SPAN_EVICTED, sink);
+	st->counters.evicted += zmq_trace_close_all(st, src, src->last_ts,
+						    TALLY_SPAN_EVICTED, sink);
 	st->counters.source_limit++;
 	zmq_trace_source_unlink(st, pp);
 }

@@ -460,7 +460,8 @@ static int zmq_trace_parse_ep(struct tally_instance *inst, const char *ep,
 	}
 	if (strncmp(ep, "tcp://", 6)) {
 		tally_log(inst, LOG_ERR,
-			  "endpoint %s: use ipc:///path or tcp://host:port", ep);
+			  "endpoint %s: use ipc:///path or tcp://host:port",
+			  ep);
 		goto out_inval;
 	}
 	rest = ep + 6;
@@ -794,8 +795,9 @@ static void zmq_trace_log_listening(struct zmq_trace *zt)
 	char last[256];
 	size_t len = sizeof(last);
 
-	if (zt->ipc || zmq_getsockopt(zt->zsock, ZMQ_LAST_ENDPOINT, last,
-				      &len) < 0 || !len)
+	if (zt->ipc ||
+	    zmq_getsockopt(zt->zsock, ZMQ_LAST_ENDPOINT, last, &len) < 0 ||
+	    !len)
 		tally_log(zt->inst, LOG_INFO, "listening on %s", zt->ep);
 	else
 		tally_log(zt->inst, LOG_INFO, "listening on %.*s", (int)len,
@@ -831,8 +833,8 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 	 * in 1 run of 8, none with 100000 (doc/plugins/zmq_trace.md).
 	 */
 	if (zmq_setsockopt(zt->zsock, ZMQ_RCVHWM, &hwm, sizeof(hwm)) < 0 ||
-	    zmq_setsockopt(zt->zsock, ZMQ_MAXMSGSIZE, &maxmsg,
-			   sizeof(maxmsg)) < 0 ||
+	    zmq_setsockopt(zt->zsock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) <
+		    0 ||
 	    zmq_setsockopt(zt->zsock, ZMQ_LINGER, &linger, sizeof(linger)) < 0)
 		goto out_zmq;
 	if (zt->ipc) {

@@ -61,4 +61,159 @@ test_expect_success 'max_series: drops counted (31 per read) and logged' '
 	stop_tallyd
 '
 
+# cpu_ticks PID - user + system CPU time of PID, in clock ticks
+cpu_ticks() {
+	sed "s/.*) //" "/proc/$1/stat" | awk "{ print \$12 + \$13 }"
+}
+
+# hold N SECONDS - open N idle TCP connections to $port, keep them
+# SECONDS, print how many connected, close them
+hold() {
+	"$PYTHON3" -c "
+import resource, socket, sys, time
+n, secs = int(sys.argv[1]), float(sys.argv[2])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+socks = []
+for i in range(n):
+    s = socket.socket()
+    s.settimeout(2)
+    s.connect((\"127.0.0.1\", $port))
+    socks.append(s)
+print(len(socks), flush=True)
+time.sleep(secs)
+" "$@"
+}
+
+# hold_bg N SECONDS - hold in the background, output in held, pid in
+# holder. A function: "a && b &" in a test body would put the whole list,
+# start_tallyd and its variables too, in a background subshell.
+hold_bg() {
+	hold "$@" >held &
+	holder=$!
+}
+
+test_expect_success 'fd exhaustion: no busy loop, counted, recovers' '
+	port=$(free_port) &&
+	cat >fd.conf <<-EOF &&
+	global = { interval = 0.5; log_level = "info"; };
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { limited = { plugin = "prometheus";
+	                        listen = "127.0.0.1:$port"; }; };
+	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port" fd.conf &&
+	prlimit --pid $TALLYD_PID --nofile=40:40 &&
+	hold_bg 60 4 &&
+	sleep 1 &&
+	c0=$(cpu_ticks $TALLYD_PID) &&
+	sleep 2 &&
+	c1=$(cpu_ticks $TALLYD_PID) &&
+	wait $holder &&
+	test "$(cat held)" = 60 &&
+	echo "CPU ticks while out of fds: $((c1 - c0))" &&
+	test $((c1 - c0)) -le 30 &&
+	# one log line per pause at most (rate-limited), nothing from libevent
+	n=$(grep -c "accept: Too many open files" tallyd.log) &&
+	echo "accept log lines: $n" &&
+	test "$n" -ge 1 && test "$n" -le 20 &&
+	! grep "Error from accept" tallyd.log &&
+	# the idle connections are gone: scrapes work again
+	wait_for "scrape $port r1 && test \$(dropped r1 accept_error) -ge 1" 15 &&
+	stop_tallyd
+'
+
+test_expect_success 'max_connections: at most that many accepted, the rest wait' '
+	cat >cap.conf <<-EOF &&
+	global = { interval = 0.5; log_level = "info"; };
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { limited = { plugin = "prometheus";
+	                        listen = "127.0.0.1:$port";
+	                        max_connections = 5; }; };
+	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port" cap.conf &&
+	fd0=$(ls /proc/$TALLYD_PID/fd | wc -l) &&
+	hold_bg 12 3 &&
+	sleep 1.5 &&
+	fd1=$(ls /proc/$TALLYD_PID/fd | wc -l) &&
+	c0=$(cpu_ticks $TALLYD_PID) &&
+	sleep 1 &&
+	c1=$(cpu_ticks $TALLYD_PID) &&
+	wait $holder &&
+	echo "fds: $fd0 before, $fd1 with 12 clients; CPU ticks $((c1 - c0))" &&
+	test $((fd1 - fd0)) = 5 &&
+	test $((c1 - c0)) -le 30 &&
+	grep "5 connections open (max_connections)" tallyd.log &&
+	wait_for "scrape $port r2" 15 &&
+	grep "^tally_build_info" r2 &&
+	stop_tallyd
+'
+
+# trickle N SECONDS - N connections each send a request line, then a header
+# line every 0.5 s for SECONDS; print when the server closed each one
+trickle() {
+	"$PYTHON3" -c "
+import socket, sys, time
+n, secs = int(sys.argv[1]), float(sys.argv[2])
+socks = [socket.create_connection((\"127.0.0.1\", $port)) for i in range(n)]
+for s in socks:
+    s.sendall(b\"GET /metrics HTTP/1.1\r\nHost: x\r\n\")
+t0, closed = time.monotonic(), {}
+while time.monotonic() - t0 < secs and len(closed) < n:
+    time.sleep(0.5)
+    for i, s in enumerate(socks):
+        if i in closed:
+            continue
+        try:
+            s.sendall(b\"X-a: b\r\n\")
+            s.setblocking(False)
+            if s.recv(1) == b\"\":
+                closed[i] = time.monotonic() - t0
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed[i] = time.monotonic() - t0
+        s.setblocking(True)
+for i in range(n):
+    print(\"%.1f\" % closed[i] if i in closed else \"open\")
+" "$@"
+}
+
+test_expect_success 'request_timeout: a request trickling in is cut off' '
+	cat >slow.conf <<-EOF &&
+	global = { interval = 0.5; log_level = "info"; };
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { limited = { plugin = "prometheus";
+	                        listen = "127.0.0.1:$port";
+	                        request_timeout = 2.0; }; };
+	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port" slow.conf &&
+	trickle 3 10 >closed &&
+	cat closed &&
+	! grep open closed &&
+	awk "\$1 < 1.5 || \$1 > 4.5 { exit 1 }" closed &&
+	wait_for "scrape $port r3 && test \$(dropped r3 request_timeout) -ge 3"
+'
+
+test_expect_success 'request_timeout: an idle keep-alive connection is not cut' '
+	"$PYTHON3" -c "
+import socket, time
+s = socket.create_connection((\"127.0.0.1\", $port), timeout=10)
+def get():
+    s.sendall(b\"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n\")
+    data = b\"\"
+    while not data.endswith(b\"\r\n\r\nOK\n\"):
+        b = s.recv(4096)
+        assert b, (\"closed\", data)
+        data += b
+    assert data.startswith(b\"HTTP/1.1 200\"), data
+get()
+time.sleep(3)
+get()
+" &&
+	stop_tallyd
+'
+
 test_done

@@ -9,7 +9,9 @@ PROM_SOURCES = \
 
 pkgplugin_LTLIBRARIES += plugins/output/prometheus.la
 plugins_output_prometheus_la_SOURCES = \
-	plugins/output/prometheus/prometheus.c $(PROM_SOURCES)
+	plugins/output/prometheus/prometheus.c \
+	plugins/output/prometheus/conn.c plugins/output/prometheus/conn.h \
+	$(PROM_SOURCES)
 plugins_output_prometheus_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
 	$(ZLIB_CFLAGS)
 plugins_output_prometheus_la_LDFLAGS = $(PLUGIN_LDFLAGS)

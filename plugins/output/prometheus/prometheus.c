@@ -29,6 +29,7 @@
 
 #include <tally/plugin.h>
 
+#include "conn.h"
 #include "http.h"
 #include "store.h"
 
@@ -45,6 +46,8 @@ struct prometheus {
 	bool openmetrics;
 	int64_t max_open_spans;
 	int64_t max_series;
+	int64_t max_connections;
+	double request_timeout;
 	/* state */
 	struct tally_instance *inst;
 	struct evhttp *http;
@@ -52,6 +55,7 @@ struct prometheus {
 	struct prom_cidr *cidrs;
 	size_t ncidrs;
 	struct event *sweep;
+	struct prom_conns *conns;
 };
 
 /* Series that vanished are freed by this timer even when nobody scrapes. */
@@ -333,6 +337,10 @@ static int prometheus_bind(struct prometheus *p, const char *spec)
 		errno = e ? e : EADDRINUSE;
 		return -1;
 	}
+	if (prom_conns_listen(p->conns, bs) < 0) {
+		tally_log(p->inst, LOG_ERR, "out of memory");
+		return -1;
+	}
 	if (prom_bound_name(evhttp_bound_socket_get_fd(bs), addr,
 			    sizeof(addr)) == 0)
 		tally_log(p->inst, LOG_INFO, "serving /metrics on %s", addr);
@@ -379,7 +387,13 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 	p->http = evhttp_new(base);
 	if (!p->http)
 		goto out_nomem;
+	/* idle keep-alive connections, and no progress reading or writing */
 	evhttp_set_timeout(p->http, 30);
+	p->conns = prom_conns_new(base, p->http, inst,
+				  (size_t)p->max_connections,
+				  p->request_timeout);
+	if (!p->conns)
+		goto out_nomem;
 	evhttp_set_max_headers_size(p->http, 16384);
 	evhttp_set_max_body_size(p->http, 4096);
 	/*
@@ -408,6 +422,8 @@ out_free:
 	if (p->sweep)
 		event_free(p->sweep);
 	p->sweep = NULL;
+	prom_conns_free(p->conns);
+	p->conns = NULL;
 	if (p->http)
 		evhttp_free(p->http);
 	p->http = NULL;
@@ -434,6 +450,7 @@ static void prometheus_fini(struct tally_instance *inst, void *state)
 
 	if (p->sweep)
 		event_free(p->sweep);
+	prom_conns_free(p->conns);
 	if (p->http)
 		evhttp_free(p->http);
 	prom_store_free(p->store);
@@ -490,6 +507,14 @@ static const struct tally_option prometheus_options[] = {
 		      "series kept at once (a histogram or a span region "
 		      "counts one); new series beyond it are dropped and "
 		      "counted (series_limit)"),
+	TALLY_OPT_INT("max_connections", struct prometheus, max_connections,
+		      "64", 1, 65536,
+		      "connections open at once; more wait in the kernel's "
+		      "backlog until one closes"),
+	TALLY_OPT_DOUBLE("request_timeout", struct prometheus, request_timeout,
+			 "10", 0.1, 3600,
+			 "seconds a request may take to arrive, from its first "
+			 "byte; a slower one has its connection closed"),
 	TALLY_OPT_END
 };
 

@@ -133,7 +133,7 @@ void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 	if (suppressed < 0)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (inst && inst->setup && inst->cfile) {
+	if (inst && inst->setup && inst->cfile && prio <= LOG_WARNING) {
 		/* set-up problems point at the configuration, like the core's */
 		tally_log_conf(prio, inst->cfile, inst->cline, "%s: %s",
 			       inst->label, msg);

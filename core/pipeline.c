@@ -826,7 +826,12 @@ int tally_core_start(struct tally_core *core)
 		inst->timer = evtimer_new(core->base, input_tick, inst);
 		if (!inst->timer)
 			return -1;
-		tv = next_aligned(inst->interval, &inst->mark);
+		/*
+		 * The first read right away, then on wall-clock marks: a
+		 * scrape just after start must not find an empty page for a
+		 * whole interval.
+		 */
+		tv = tv_of(0);
 		evtimer_add(inst->timer, &tv);
 	}
 	if (core->once)

@@ -5,8 +5,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tally/io.h>
@@ -70,4 +72,27 @@ int tally_parse_u64(const char **pp, uint64_t *v)
 	*pp = s;
 	*v = x;
 	return 0;
+}
+
+int tally_open_file(int dirfd, const char *rel)
+{
+	struct stat st;
+	int fd = openat(dirfd, rel,
+			O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
 }

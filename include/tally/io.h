@@ -45,6 +45,19 @@ struct tally_readbuf {
 ssize_t tally_read_whole(int fd, struct tally_readbuf *rb);
 
 /**
+ * tally_open_file() - open a regular file for reading, below @dirfd
+ * @dirfd: directory descriptor, or AT_FDCWD for @rel relative to the cwd
+ * @rel:   path (absolute paths ignore @dirfd, as openat(2))
+ *
+ * O_NONBLOCK so that a FIFO where a /proc or /sys file is expected cannot
+ * block the loop; O_CLOEXEC. Anything but a regular file is refused.
+ * Thread-safe.
+ * Return: the descriptor, or -1 with errno from openat(2) or fstat(2), or
+ * EINVAL when it is not a regular file.
+ */
+int tally_open_file(int dirfd, const char *rel);
+
+/**
  * tally_parse_u64() - parse an unsigned decimal after optional blanks
  * @pp: cursor; skips spaces and tabs, then advanced past the digits on
  *      success (left alone on failure)

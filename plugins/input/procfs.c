@@ -460,7 +460,6 @@ static int procfs_file_open(struct tally_instance *inst, struct procfs *p,
 			    struct procfs_file *f)
 {
 	char path[PATH_MAX];
-	struct stat st;
 	int fd, n;
 
 	n = snprintf(path, sizeof(path), "%s/%s", p->root, f->rel);
@@ -468,20 +467,12 @@ static int procfs_file_open(struct tally_instance *inst, struct procfs *p,
 		procfs_file_failed(inst, p, f, ENAMETOOLONG, "open");
 		return -1;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
+	fd = tally_open_file(AT_FDCWD, path);
+	if (fd < 0 && errno != EINVAL) {
 		procfs_file_failed(inst, p, f, errno, "open");
 		return -1;
 	}
-	if (fstat(fd, &st) < 0) {
-		int err = errno;
-
-		close(fd);
-		procfs_file_failed(inst, p, f, err, "stat");
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
+	if (fd < 0) {
 		/* EFTYPE does not exist on Linux: EINVAL marks "not a file" */
 		if (f->err != EINVAL)
 			tally_log(inst, LOG_WARNING,

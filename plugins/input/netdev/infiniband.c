@@ -299,7 +299,7 @@ static int netdev_ib_list(int fd, int (*fn)(void *ctx, const char *name),
 static void netdev_ib_read_once(int dirfd, const char *rel, char *buf,
 				size_t size)
 {
-	int fd = netdev_openat_file(dirfd, rel);
+	int fd = tally_open_file(dirfd, rel);
 
 	buf[0] = '\0';
 	if (fd < 0)
@@ -355,13 +355,13 @@ static int netdev_ib_open_port(struct netdev *nd, struct netdev_ib_dev *d,
 	if (pfd < 0)
 		return -1;
 	for (size_t c = 0; c < NETDEV_IB_NCOUNTERS; c++) {
-		p->fd[c] = netdev_openat_file(pfd, netdev_ib_counters[c].file);
+		p->fd[c] = tally_open_file(pfd, netdev_ib_counters[c].file);
 		if (p->fd[c] < 0)
 			p->fd[c] =
 				NETDEV_FD_ABSENT; /* not kept by this driver */
 	}
 	for (int a = 0; a < NETDEV_IB_NATTRS; a++) {
-		p->attr[a] = netdev_openat_file(pfd, netdev_ib_attr_files[a]);
+		p->attr[a] = tally_open_file(pfd, netdev_ib_attr_files[a]);
 		if (p->attr[a] < 0)
 			p->attr[a] = NETDEV_FD_ABSENT;
 	}

@@ -77,7 +77,7 @@ static void netdev_class_open(struct tally_instance *inst, struct netdev *nd,
 		return;
 	}
 	for (int a = 0; a < NETDEV_NATTRS; a++) {
-		ifc->fd[a] = netdev_openat_file(dfd, netdev_attr_files[a]);
+		ifc->fd[a] = tally_open_file(dfd, netdev_attr_files[a]);
 		if (ifc->fd[a] < 0) {
 			if (errno == EMFILE || errno == ENFILE)
 				tally_log(inst, LOG_WARNING,

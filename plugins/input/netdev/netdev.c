@@ -91,36 +91,6 @@ ssize_t netdev_pread_small(int fd, char *buf, size_t size)
 }
 
 /**
- * netdev_openat_file() - open a regular file for reading below @dirfd
- *
- * O_NONBLOCK so that a FIFO cannot block the loop; anything but a regular
- * file is refused with EINVAL.
- * Return: the descriptor, or -1 with errno set.
- */
-int netdev_openat_file(int dirfd, const char *rel)
-{
-	struct stat st;
-	int fd = openat(dirfd, rel,
-			O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &st) < 0) {
-		int err = errno;
-
-		close(fd);
-		errno = err;
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = EINVAL;
-		return -1;
-	}
-	return fd;
-}
-
-/**
  * netdev_wanted() - whether the include/exclude options export @name
  *
  * Exported when @include is empty or one of its expressions matches, and
@@ -329,7 +299,7 @@ static const char *netdev_load(struct tally_instance *inst, struct netdev *nd)
 			netdev_dev_failed(inst, nd, ENAMETOOLONG, "open");
 			return NULL;
 		}
-		nd->dev_fd = netdev_openat_file(AT_FDCWD, path);
+		nd->dev_fd = tally_open_file(AT_FDCWD, path);
 		if (nd->dev_fd < 0) {
 			netdev_dev_failed(inst, nd, errno, "open");
 			return NULL;

@@ -139,7 +139,6 @@ struct netdev {
 /* netdev.c */
 bool netdev_wanted(const struct netdev *nd, const char *name);
 ssize_t netdev_pread_small(int fd, char *buf, size_t size);
-int netdev_openat_file(int dirfd, const char *rel);
 
 /* netclass.c */
 void netdev_class_close(struct netdev_if *ifc);

@@ -71,19 +71,20 @@ static bool in_list(const char *const *names, const char *s)
 	return false;
 }
 
-static void unknown_key(struct tally_conf *c, const char *file, int line,
-			const char *what, const char *key,
-			const char *const *names,
+/* Report an unknown key with the nearest valid one; the caller counts it. */
+static void unknown_key(const char *file, int line, const char *what,
+			const char *key, const char *const *names,
 			const struct tally_option *opts)
 {
 	const char *near = nearest(key, names, opts);
 
 	if (near)
-		CONF_ERR(c, file, line,
-			 "%s: unknown option '%s' (did you mean '%s'?)", what,
-			 key, near);
+		tally_log_conf(LOG_ERR, file, line,
+			       "%s: unknown option '%s' (did you mean '%s'?)",
+			       what, key, near);
 	else
-		CONF_ERR(c, file, line, "%s: unknown option '%s'", what, key);
+		tally_log_conf(LOG_ERR, file, line, "%s: unknown option '%s'",
+			       what, key);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -281,8 +282,9 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 
 			o = tally_options_find(global_options, key);
 			if (!o) {
-				unknown_key(c, c->paths[f], sline(s), "global",
+				unknown_key(c->paths[f], sline(s), "global",
 					    key, NULL, global_options);
+				c->errors++;
 				continue;
 			}
 			k = (size_t)(o - global_options);
@@ -352,8 +354,8 @@ static const char *kind_word(enum tally_plugin_kind k)
 /*
  * Fill @state from the instance's settings after applying defaults. Used
  * both to validate (then freed) and to configure the running instance.
- * Every problem is reported and counted in c->errors (unknown_key() counts
- * its own). Returns the number of problems found.
+ * Every problem is reported and counted in c->errors. Returns the number
+ * of problems found.
  */
 static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 			  void *state)
@@ -404,11 +406,10 @@ static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 								  "queue_size",
 								  NULL };
 
-			unknown_key(c, d->file, sline(s), what, key,
+			unknown_key(d->file, sline(s), what, key,
 				    d->kind == TALLY_KIND_OUTPUT ? out_common
 								 : in_common,
 				    opts);
-			c->errors--; /* counted below, once */
 			errors++;
 			continue;
 		}
@@ -428,8 +429,6 @@ static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 	return errors;
 }
 
-int tally_conf_fill_state(struct tally_conf *c, struct tally_conf_decl *d,
-			  void *state);
 int tally_conf_fill_state(struct tally_conf *c, struct tally_conf_decl *d,
 			  void *state)
 {
@@ -690,7 +689,8 @@ static void conf_pipelines(struct tally_conf *c, size_t f)
 			if (in_list(pipe_keys, key))
 				continue;
 			snprintf(what, sizeof(what), "pipelines.%s", name);
-			unknown_key(c, file,
+			c->errors++;
+			unknown_key(file,
 				    sline(config_setting_get_elem(g, k)), what,
 				    key, pipe_keys, NULL);
 		}

@@ -112,6 +112,9 @@ struct tally_conf {
 struct tally_conf *tally_conf_load(const char *path,
 				   struct tally_loader *ld);
 void tally_conf_free(struct tally_conf *conf);
+/* fill a running instance's state from its validated declaration */
+int tally_conf_fill_state(struct tally_conf *conf,
+			  struct tally_conf_decl *d, void *state);
 
 /* instance.c / pipeline.c: the running graph */
 struct tally_outq {

@@ -36,9 +36,6 @@
 #define RETRY_MIN	0.1	/* seconds, first retry of a busy output */
 #define RETRY_MAX	5.0	/* seconds, retry backoff cap */
 
-int tally_conf_fill_state(struct tally_conf *c, struct tally_conf_decl *d,
-			  void *state);
-
 static struct tally_core *current_core;
 
 struct tally_core *tally_core_current(void)

@@ -39,7 +39,7 @@ void tally_log(const struct tally_instance *inst, int prio, const char *fmt,
 
 /** tally_vlog() - va_list form of tally_log() */
 void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
-		va_list ap);
+		va_list ap) __attribute__((format(printf, 3, 0)));
 
 /**
  * tally_count_drop() - count dropped items, by reason, for self-metrics

@@ -43,7 +43,8 @@ static void tap_setup(void)
  * end the line early and a bare '#' would start a directive, so newlines
  * become spaces and '#' becomes "\#" (TAP's escape).
  */
-static void tap_vdesc(char *buf, size_t len, const char *fmt, va_list ap)
+static __attribute__((format(printf, 3, 0))) void
+tap_vdesc(char *buf, size_t len, const char *fmt, va_list ap)
 {
 	char raw[512];
 	size_t i, o = 0;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -811,6 +812,74 @@ struct tally_conf *tally_conf_load(const char *path, struct tally_loader *ld)
 out_fail:
 	tally_conf_free(c);
 	return NULL;
+}
+
+/*
+ * Whether two settings say the same thing: same type and value, the same
+ * members in the same order (with the same names, for groups). Where they
+ * come from (file, line) does not matter. Different types are different
+ * even when the values compare equal ("10" and "10L"): a reload then
+ * replaces an instance it could have kept, which is safe.
+ */
+static bool conf_setting_same(const config_setting_t *a,
+			      const config_setting_t *b)
+{
+	int t = config_setting_type(a), n;
+	double x, y;
+
+	if (t != config_setting_type(b))
+		return false;
+	switch (t) {
+	case CONFIG_TYPE_INT:
+		return config_setting_get_int(a) == config_setting_get_int(b);
+	case CONFIG_TYPE_INT64:
+		return config_setting_get_int64(a) ==
+		       config_setting_get_int64(b);
+	case CONFIG_TYPE_FLOAT:
+		x = config_setting_get_float(a);
+		y = config_setting_get_float(b);
+		return x == y || (isnan(x) && isnan(y));
+	case CONFIG_TYPE_BOOL:
+		return config_setting_get_bool(a) == config_setting_get_bool(b);
+	case CONFIG_TYPE_STRING:
+		return !strcmp(config_setting_get_string(a),
+			       config_setting_get_string(b));
+	case CONFIG_TYPE_GROUP:
+	case CONFIG_TYPE_ARRAY:
+	case CONFIG_TYPE_LIST:
+		n = config_setting_length(a);
+		if (n != config_setting_length(b))
+			return false;
+		for (int i = 0; i < n; i++) {
+			const config_setting_t *ea, *eb;
+			const char *na, *nb;
+
+			ea = config_setting_get_elem(a, i);
+			eb = config_setting_get_elem(b, i);
+			na = config_setting_name(ea);
+			nb = config_setting_name(eb);
+			if ((na || nb) && (!na || !nb || strcmp(na, nb)))
+				return false;
+			if (!conf_setting_same(ea, eb))
+				return false;
+		}
+		return true;
+	}
+	return false;
+}
+
+bool tally_conf_decl_same(const struct tally_conf *ca,
+			  const struct tally_conf_decl *a,
+			  const struct tally_conf *cb,
+			  const struct tally_conf_decl *b)
+{
+	double ia = a->interval > 0 ? a->interval : ca->interval;
+	double ib = b->interval > 0 ? b->interval : cb->interval;
+
+	return a->kind == b->kind && a->plugin == b->plugin &&
+	       !strcmp(a->name, b->name) && ia == ib &&
+	       a->queue_size == b->queue_size &&
+	       conf_setting_same(a->setting, b->setting);
 }
 
 void tally_conf_free(struct tally_conf *c)

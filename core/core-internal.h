@@ -30,6 +30,8 @@ uint64_t tally_hash_bytes(uint64_t h, const void *data, size_t len);
 enum tally_log_target { TALLY_LOG_STDERR, TALLY_LOG_SYSLOG };
 void tally_log_setup(enum tally_log_target target, int level);
 int tally_log_level_parse(const char *s);
+/* SIGHUP: a new global.log_level (the target stays what it was) */
+void tally_log_set_level(int level);
 /* burst suppression window, seconds (default 10); for tests */
 void tally_log_set_window(unsigned seconds);
 /* "file:line: " prefixed configuration diagnostics, always to stderr */
@@ -115,6 +117,15 @@ void tally_conf_free(struct tally_conf *conf);
 /* fill a running instance's state from its validated declaration */
 int tally_conf_fill_state(struct tally_conf *conf,
 			  struct tally_conf_decl *d, void *state);
+/*
+ * Whether declaration @a of @ca and @b of @cb make the same instance: same
+ * kind, plugin, name, effective interval, queue size and settings. A
+ * reload keeps the running instance of a declaration that is the same.
+ */
+bool tally_conf_decl_same(const struct tally_conf *ca,
+			  const struct tally_conf_decl *a,
+			  const struct tally_conf *cb,
+			  const struct tally_conf_decl *b);
 
 /* instance.c / pipeline.c: the running graph */
 struct tally_outq {
@@ -139,6 +150,9 @@ struct tally_instance {
 	const char *cfile;	/* where the configuration defines it */
 	int cline;
 	bool setup;		/* in check/init: logs carry cfile:cline */
+	struct tally_conf_decl *decl;	/* in the conf it was made from */
+	bool keep;		/* reload: the new graph has it too */
+	bool retired;		/* reload: freed once its worker is done */
 
 	pthread_mutex_t stat_lock;
 	struct tally_stats_drop drops[TALLY_STATS_MAX_DROPS];
@@ -182,6 +196,11 @@ struct tally_pipeline {
 struct tally_core {
 	struct event_base *base;
 	struct tally_conf *conf;
+	const char *conf_path;		/* what SIGHUP reloads, or NULL */
+	struct tally_loader *ld;
+	/* retired blocking inputs whose read is still running */
+	struct tally_instance **zombies;
+	size_t nzombies;
 	struct tally_instance **insts;
 	size_t ninsts;
 	struct tally_pipeline *pipes;
@@ -198,11 +217,37 @@ struct tally_core {
 
 struct tally_core *tally_core_new(struct tally_conf *conf, bool once);
 int tally_core_start(struct tally_core *core);
+/*
+ * SIGHUP: load core->conf_path again; if it is valid, apply it keeping
+ * what did not change (graph.c). 0, or -1 when the running configuration
+ * stays (the reasons are logged).
+ */
+int tally_core_reload(struct tally_core *core);
 int tally_core_run(struct tally_core *core);
 /* --user -- CMD: run @argv once the collector is up; stop when it exits */
 int tally_core_spawn(struct tally_core *core, char *const *argv);
 void tally_core_free(struct tally_core *core);
 struct tally_core *tally_core_current(void);
+
+/* pipeline.c: instances, for graph.c */
+struct tally_instance *tally_inst_new(struct tally_core *core,
+				      struct tally_conf *conf,
+				      struct tally_conf_decl *d,
+				      const char *pipe_name);
+/* run the plugin's init; 0 or -1 (logged) */
+int tally_inst_init(struct tally_instance *inst);
+/* arm timers, run an input's start op, first read right away; 0 or -1 */
+int tally_inst_start(struct tally_instance *inst);
+/* inputs: timer off, stop op; filters: timer off and a last tick */
+void tally_inst_halt(struct tally_instance *inst);
+/* fini (if initialized) and free; a busy blocking input is retired */
+void tally_inst_free(struct tally_instance *inst);
+/* read a periodic input now, outside its timer (its marks stay) */
+void tally_input_read_now(struct tally_instance *in);
+void tally_outq_push(struct tally_instance *o, struct tally_batch *b);
+
+/* graph.c: building the running graph from a configuration */
+int tally_graph_build(struct tally_core *core);
 
 /* record.c */
 void tally_batch_set_source(struct tally_batch *b, const char *source,

@@ -10,6 +10,7 @@ core_libtally_la_SOURCES = \
 	core/config.c \
 	core/loader.c \
 	core/pipeline.c \
+	core/graph.c \
 	core/mode.c \
 	core/io.c
 core_libtally_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
@@ -49,7 +50,8 @@ TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
-	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t
+	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
+	t/t0008-reload.t
 EXTRA_DIST += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
-	t/fixtures/config
+	t/t0008-reload.t t/fixtures/config

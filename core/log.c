@@ -60,6 +60,13 @@ void tally_log_setup(enum tally_log_target target, int level)
 	pthread_mutex_unlock(&log_lock);
 }
 
+void tally_log_set_level(int level)
+{
+	pthread_mutex_lock(&log_lock);
+	log_level = level;
+	pthread_mutex_unlock(&log_lock);
+}
+
 void tally_log_set_window(unsigned seconds)
 {
 	pthread_mutex_lock(&log_lock);

@@ -84,7 +84,7 @@ static void outq_schedule(struct tally_instance *o)
 		event_active(o->q.deliver, 0, 0);
 }
 
-static void outq_push(struct tally_instance *o, struct tally_batch *b)
+void tally_outq_push(struct tally_instance *o, struct tally_batch *b)
 {
 	struct tally_outq *q = &o->q;
 
@@ -195,7 +195,7 @@ static void pipe_run(struct tally_pipeline *p, size_t from,
 	}
 	for (size_t i = 0; i < p->noutputs; i++) {
 		p->outputs[i]->records_in += tally_batch_count(b);
-		outq_push(p->outputs[i], tally_batch_ref(b));
+		tally_outq_push(p->outputs[i], tally_batch_ref(b));
 	}
 	tally_batch_unref(b);
 }
@@ -350,6 +350,20 @@ static void input_worker_done(evutil_socket_t fd, short what, void *arg)
 	in->wresult = NULL;
 	in->wbusy = false;
 	pthread_mutex_unlock(&in->wlock);
+	if (in->retired) {
+		/* replaced by a reload while this read ran: free it now */
+		struct tally_core *core = in->core;
+
+		tally_batch_unref(b);
+		for (size_t i = 0; i < core->nzombies; i++) {
+			if (core->zombies[i] == in)
+				core->zombies[i] =
+					core->zombies[--core->nzombies];
+		}
+		in->retired = false;
+		tally_inst_free(in);
+		return;
+	}
 	if (b && !in->core->stopping)
 		tally_emit(in, b);
 	else
@@ -372,13 +386,8 @@ static void core_trim_heap(void)
 		malloc_trim(0);
 }
 
-static void input_tick(evutil_socket_t fd, short what, void *arg)
+void tally_input_read_now(struct tally_instance *in)
 {
-	struct tally_instance *in = arg;
-	struct timeval tv = next_aligned(in->interval, &in->mark);
-
-	evtimer_add(in->timer, &tv);
-	core_trim_heap();
 	if (!(in->plugin->input->flags & TALLY_INPUT_BLOCKING)) {
 		input_read_once(in);
 		return;
@@ -399,6 +408,16 @@ static void input_tick(evutil_socket_t fd, short what, void *arg)
 	pthread_mutex_unlock(&in->wlock);
 }
 
+static void input_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_instance *in = arg;
+	struct timeval tv = next_aligned(in->interval, &in->mark);
+
+	evtimer_add(in->timer, &tv);
+	core_trim_heap();
+	tally_input_read_now(in);
+}
+
 int tally_instance_check(struct tally_instance *inst)
 {
 	const struct tally_plugin *p = inst->plugin;
@@ -410,11 +429,12 @@ int tally_instance_check(struct tally_instance *inst)
 	return check ? check(inst, inst->state) : 0;
 }
 
-/* Building the graph */
+/* Instances */
 
-static struct tally_instance *inst_new(struct tally_core *core,
-				       struct tally_conf_decl *d,
-				       const char *pipe_name)
+struct tally_instance *tally_inst_new(struct tally_core *core,
+				      struct tally_conf *conf,
+				      struct tally_conf_decl *d,
+				      const char *pipe_name)
 {
 	struct tally_instance *inst = calloc(1, sizeof(*inst));
 	size_t len;
@@ -423,6 +443,7 @@ static struct tally_instance *inst_new(struct tally_core *core,
 		return NULL;
 	inst->plugin = d->plugin;
 	inst->core = core;
+	inst->decl = d;
 	inst->name = strdup(d->name);
 	len = strlen(d->plugin->name) + strlen(d->name) +
 	      (pipe_name ? strlen(pipe_name) + 1 : 0) + 3;
@@ -437,110 +458,26 @@ static struct tally_instance *inst_new(struct tally_core *core,
 			 d->name, pipe_name);
 	else
 		snprintf(inst->label, len, "%s[%s]", d->plugin->name, d->name);
-	inst->interval = d->interval > 0 ? d->interval : core->conf->interval;
+	inst->interval = d->interval > 0 ? d->interval : conf->interval;
 	inst->cfile = d->file;
 	inst->cline = d->line;
-	if (tally_conf_fill_state(core->conf, d, inst->state) < 0)
+	if (tally_conf_fill_state(conf, d, inst->state) < 0)
 		goto out_free;
+	if (d->kind == TALLY_KIND_OUTPUT) {
+		inst->q.cap = (size_t)d->queue_size;
+		inst->q.ring = calloc(inst->q.cap, sizeof(*inst->q.ring));
+		inst->q.backoff = RETRY_MIN;
+		inst->q.deliver = event_new(core->base, -1, 0, outq_deliver,
+					    inst);
+		inst->q.retry = evtimer_new(core->base, outq_retry, inst);
+		if (!inst->q.ring || !inst->q.deliver || !inst->q.retry)
+			goto out_free;
+	}
 	return inst;
 out_free:
-	tally_options_free(d->plugin->options, inst->state);
-	free(inst->state);
-	free(inst->label);
-	free(inst->name);
-	free(inst);
+	tally_inst_free(inst);
 	errno = ENOMEM;
 	return NULL;
-}
-
-static int core_add(struct tally_core *core, struct tally_instance *inst)
-{
-	struct tally_instance **v;
-
-	v = realloc(core->insts, (core->ninsts + 1) * sizeof(*v));
-	if (!v)
-		return -1;
-	core->insts = v;
-	core->insts[core->ninsts++] = inst;
-	return 0;
-}
-
-static struct tally_instance *core_find(struct tally_core *core,
-					const struct tally_conf_decl *d)
-{
-	for (size_t i = 0; i < core->ninsts; i++) {
-		if (core->insts[i]->plugin->kind != TALLY_KIND_FILTER &&
-		    !strcmp(core->insts[i]->name, d->name))
-			return core->insts[i];
-	}
-	return NULL;
-}
-
-static int core_build(struct tally_core *core)
-{
-	struct tally_conf *c = core->conf;
-
-	/* inputs and outputs: one instance each, shared by pipelines */
-	for (size_t i = 0; i < c->ndecls; i++) {
-		struct tally_conf_decl *d = &c->decls[i];
-		struct tally_instance *inst;
-
-		if (d->kind == TALLY_KIND_FILTER || !d->used)
-			continue;
-		inst = inst_new(core, d, NULL);
-		if (!inst || core_add(core, inst) < 0)
-			return -1;
-		if (d->kind == TALLY_KIND_OUTPUT) {
-			inst->q.cap = (size_t)d->queue_size;
-			inst->q.ring = calloc(inst->q.cap, sizeof(*inst->q.ring));
-			inst->q.backoff = RETRY_MIN;
-			inst->q.deliver = event_new(core->base, -1, 0,
-						    outq_deliver, inst);
-			inst->q.retry = evtimer_new(core->base, outq_retry,
-						    inst);
-			if (!inst->q.ring || !inst->q.deliver || !inst->q.retry)
-				return -1;
-		}
-	}
-	core->pipes = calloc(c->npipes ? c->npipes : 1, sizeof(*core->pipes));
-	if (!core->pipes)
-		return -1;
-	core->npipes = c->npipes;
-	for (size_t i = 0; i < c->npipes; i++) {
-		struct tally_conf_pipe *cp = &c->pipes[i];
-		struct tally_pipeline *p = &core->pipes[i];
-
-		p->name = cp->name;
-		p->filters = calloc(cp->nthrough + 1, sizeof(*p->filters));
-		p->outputs = calloc(cp->nto + 1, sizeof(*p->outputs));
-		if (!p->filters || !p->outputs)
-			return -1;
-		/* each pipeline gets its own instance of every filter */
-		for (size_t j = 0; j < cp->nthrough; j++) {
-			struct tally_instance *f;
-
-			f = inst_new(core, cp->through[j], cp->name);
-			if (!f || core_add(core, f) < 0)
-				return -1;
-			f->pipe = p;
-			f->pos = j;
-			p->filters[p->nfilters++] = f;
-		}
-		for (size_t j = 0; j < cp->nto; j++)
-			p->outputs[p->noutputs++] = core_find(core, cp->to[j]);
-		for (size_t j = 0; j < cp->nfrom; j++) {
-			struct tally_instance *in = core_find(core,
-							      cp->from[j]);
-			struct tally_pipeline **v;
-
-			v = realloc(in->pipes, (in->npipes + 1) * sizeof(*v));
-			if (!v)
-				return -1;
-			in->pipes = v;
-			in->pipes[in->npipes++] = p;
-		}
-	}
-	return 0;
 }
 
 /*
@@ -589,7 +526,7 @@ struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
 	event_config_free(cfg);
 	if (!core->base)
 		goto out_free;
-	if (core_build(core) < 0) {
+	if (tally_graph_build(core) < 0) {
 		tally_log(NULL, LOG_ERR, "cannot build pipelines: %s",
 			  strerror(errno));
 		goto out_free;
@@ -671,6 +608,23 @@ static void core_deadline(evutil_socket_t fd, short what, void *arg)
 	core_finish(core);
 }
 
+void tally_inst_halt(struct tally_instance *inst)
+{
+	const struct tally_plugin *p = inst->plugin;
+
+	if (inst->timer)
+		evtimer_del(inst->timer);
+	if (p->kind == TALLY_KIND_INPUT && inst->started) {
+		inst->started = false;
+		if (p->input->stop)
+			p->input->stop(inst, inst->state);
+	}
+	/* a filter's last tick, so that aggregated data is not lost */
+	if (p->kind == TALLY_KIND_FILTER && inst->initialized &&
+	    p->filter->tick)
+		filter_tick_once(inst);
+}
+
 static void core_stop(struct tally_core *core)
 {
 	struct timeval dl = tv_of(core->conf->shutdown_timeout);
@@ -678,26 +632,12 @@ static void core_stop(struct tally_core *core)
 	if (core->stopping)
 		return;
 	core->stopping = true;
-	for (size_t i = 0; i < core->ninsts; i++) {
-		struct tally_instance *in = core->insts[i];
-
-		if (in->plugin->kind != TALLY_KIND_INPUT)
-			continue;
-		if (in->timer)
-			evtimer_del(in->timer);
-		if (in->started && in->plugin->input->stop)
-			in->plugin->input->stop(in, in->state);
-	}
-	/* filters: a last tick so aggregated data is not lost */
-	for (size_t i = 0; i < core->ninsts; i++) {
-		struct tally_instance *f = core->insts[i];
-
-		if (f->plugin->kind != TALLY_KIND_FILTER || !f->initialized)
-			continue;
-		if (f->timer)
-			evtimer_del(f->timer);
-		if (f->plugin->filter->tick)
-			filter_tick_once(f);
+	/* inputs first: what they still emit goes through the filters */
+	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_FILTER; kind++) {
+		for (size_t i = 0; i < core->ninsts; i++) {
+			if ((int)core->insts[i]->plugin->kind == kind)
+				tally_inst_halt(core->insts[i]);
+		}
 	}
 	core->deadline = evtimer_new(core->base, core_deadline, core);
 	if (core->deadline)
@@ -723,9 +663,11 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (sig == SIGHUP) {
-		tally_log(NULL, LOG_WARNING,
-			  "SIGHUP: configuration reload is not supported yet; "
-			  "restart tallyd to apply changes");
+		if (core->stopping || !core->conf_path)
+			return;
+		tally_log(NULL, LOG_INFO, "SIGHUP: reloading %s",
+			  core->conf_path);
+		tally_core_reload(core);
 		return;
 	}
 	if (core->child) {
@@ -743,32 +685,92 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 	core_stop(core);
 }
 
+int tally_inst_init(struct tally_instance *inst)
+{
+	const struct tally_plugin *p = inst->plugin;
+	int (*init)(struct tally_instance *, void *) =
+		p->kind == TALLY_KIND_INPUT    ? p->input->init
+		: p->kind == TALLY_KIND_FILTER ? p->filter->init
+					       : p->output->init;
+
+	inst->setup = true;
+	if (tally_instance_check(inst) < 0) {
+		inst->setup = false;
+		errno = EINVAL;
+		return -1;
+	}
+	if (init && init(inst, inst->state) < 0) {
+		tally_log(inst, LOG_ERR, "init failed: %s", strerror(errno));
+		inst->setup = false;
+		return -1;
+	}
+	inst->setup = false;
+	inst->initialized = true;
+	return 0;
+}
+
+int tally_inst_start(struct tally_instance *inst)
+{
+	struct tally_core *core = inst->core;
+	const struct tally_plugin *p = inst->plugin;
+	struct timeval tv;
+
+	if (p->kind == TALLY_KIND_FILTER && p->filter->tick && !core->once) {
+		inst->timer = evtimer_new(core->base, filter_tick, inst);
+		if (!inst->timer)
+			return -1;
+		tv = next_aligned(inst->interval, &inst->mark);
+		evtimer_add(inst->timer, &tv);
+	}
+	if (p->kind != TALLY_KIND_INPUT)
+		return 0;
+	if (p->input->start && !core->once) {
+		if (p->input->start(inst, inst->state, core->base) < 0) {
+			tally_log(inst, LOG_ERR, "start failed: %s",
+				  strerror(errno));
+			return -1;
+		}
+		inst->started = true;
+	}
+	if (!p->input->read)
+		return 0;
+	if (core->once) {
+		/* scripts and tests: one synchronous read each */
+		input_read_once(inst);
+		return 0;
+	}
+	if (p->input->flags & TALLY_INPUT_BLOCKING) {
+		pthread_mutex_init(&inst->wlock, NULL);
+		pthread_cond_init(&inst->wcond, NULL);
+		inst->wdone = event_new(core->base, -1, 0, input_worker_done,
+					inst);
+		if (!inst->wdone ||
+		    pthread_create(&inst->worker, NULL, input_worker, inst)) {
+			errno = EAGAIN;
+			return -1;
+		}
+		inst->worker_running = true;
+	}
+	inst->timer = evtimer_new(core->base, input_tick, inst);
+	if (!inst->timer)
+		return -1;
+	/*
+	 * The first read right away, then on wall-clock marks: a scrape just
+	 * after start must not find an empty page for a whole interval.
+	 */
+	tv = tv_of(0);
+	evtimer_add(inst->timer, &tv);
+	return 0;
+}
+
 int tally_core_start(struct tally_core *core)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
 
 	/* init everything first: a failure must not leave half a daemon */
 	for (size_t i = 0; i < core->ninsts; i++) {
-		struct tally_instance *inst = core->insts[i];
-		int (*init)(struct tally_instance *, void *) =
-			inst->plugin->kind == TALLY_KIND_INPUT
-				? inst->plugin->input->init
-			: inst->plugin->kind == TALLY_KIND_FILTER
-				? inst->plugin->filter->init
-				: inst->plugin->output->init;
-
-		inst->setup = true;
-		if (tally_instance_check(inst) < 0) {
-			errno = EINVAL;
+		if (tally_inst_init(core->insts[i]) < 0)
 			return -1;
-		}
-		if (init && init(inst, inst->state) < 0) {
-			tally_log(inst, LOG_ERR, "init failed: %s",
-				  strerror(errno));
-			return -1;
-		}
-		inst->setup = false;
-		inst->initialized = true;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	for (size_t i = 0; i < 4; i++) {
@@ -778,58 +780,8 @@ int tally_core_start(struct tally_core *core)
 			return -1;
 	}
 	for (size_t i = 0; i < core->ninsts; i++) {
-		struct tally_instance *inst = core->insts[i];
-		const struct tally_plugin *p = inst->plugin;
-		struct timeval tv;
-
-		if (p->kind == TALLY_KIND_FILTER && p->filter->tick &&
-		    !core->once) {
-			inst->timer = evtimer_new(core->base, filter_tick, inst);
-			if (!inst->timer)
-				return -1;
-			tv = next_aligned(inst->interval, &inst->mark);
-			evtimer_add(inst->timer, &tv);
-		}
-		if (p->kind != TALLY_KIND_INPUT)
-			continue;
-		if (p->input->start && !core->once) {
-			if (p->input->start(inst, inst->state, core->base) < 0) {
-				tally_log(inst, LOG_ERR, "start failed: %s",
-					  strerror(errno));
-				return -1;
-			}
-			inst->started = true;
-		}
-		if (!p->input->read)
-			continue;
-		if (core->once) {
-			/* scripts and tests: one synchronous read each */
-			input_read_once(inst);
-			continue;
-		}
-		if (p->input->flags & TALLY_INPUT_BLOCKING) {
-			pthread_mutex_init(&inst->wlock, NULL);
-			pthread_cond_init(&inst->wcond, NULL);
-			inst->wdone = event_new(core->base, -1, 0,
-						input_worker_done, inst);
-			if (!inst->wdone ||
-			    pthread_create(&inst->worker, NULL, input_worker,
-					   inst)) {
-				errno = EAGAIN;
-				return -1;
-			}
-			inst->worker_running = true;
-		}
-		inst->timer = evtimer_new(core->base, input_tick, inst);
-		if (!inst->timer)
+		if (tally_inst_start(core->insts[i]) < 0)
 			return -1;
-		/*
-		 * The first read right away, then on wall-clock marks: a
-		 * scrape just after start must not find an empty page for a
-		 * whole interval.
-		 */
-		tv = tv_of(0);
-		evtimer_add(inst->timer, &tv);
 	}
 	if (core->once)
 		core_stop(core);
@@ -858,7 +810,7 @@ int tally_core_run(struct tally_core *core)
 	return event_base_dispatch(core->base) < 0 ? -1 : 0;
 }
 
-static void inst_free(struct tally_instance *inst)
+void tally_inst_free(struct tally_instance *inst)
 {
 	const struct tally_plugin *p = inst->plugin;
 	void (*fini)(struct tally_instance *, void *) =
@@ -867,11 +819,33 @@ static void inst_free(struct tally_instance *inst)
 					       : p->output->fini;
 
 	if (inst->worker_running) {
+		bool busy;
+
 		pthread_mutex_lock(&inst->wlock);
 		inst->wstop = true;
+		busy = inst->wbusy;
 		pthread_cond_signal(&inst->wcond);
 		pthread_mutex_unlock(&inst->wlock);
+		if (busy && !inst->core->stopping) {
+			/*
+			 * A reload replaced an input whose read is stuck (a
+			 * hung NFS server): do not stall the loop on it; the
+			 * read's completion frees it (input_worker_done).
+			 */
+			struct tally_core *core = inst->core;
+			struct tally_instance **v;
+
+			v = realloc(core->zombies,
+				    (core->nzombies + 1) * sizeof(*v));
+			if (v) {
+				core->zombies = v;
+				core->zombies[core->nzombies++] = inst;
+				inst->retired = true;
+				return;
+			}
+		}
 		pthread_join(inst->worker, NULL);
+		inst->worker_running = false;
 		tally_batch_unref(inst->wresult);
 	}
 	if (inst->initialized && fini)
@@ -890,7 +864,8 @@ static void inst_free(struct tally_instance *inst)
 		if (inst->q.retry)
 			event_free(inst->q.retry);
 	}
-	tally_options_free(p->options, inst->state);
+	if (inst->state)
+		tally_options_free(p->options, inst->state);
 	free(inst->state);
 	free(inst->pipes);
 	free(inst->label);
@@ -903,17 +878,26 @@ void tally_core_free(struct tally_core *core)
 {
 	if (!core)
 		return;
+	/* at exit, joins wait for running reads (no zombies) */
+	core->stopping = true;
 	/* outputs last: inputs and filters may still hold their batches */
 	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_OUTPUT; kind++) {
 		for (size_t i = 0; i < core->ninsts; i++) {
 			if (core->insts[i] &&
 			    (int)core->insts[i]->plugin->kind == kind) {
-				inst_free(core->insts[i]);
+				tally_inst_free(core->insts[i]);
 				core->insts[i] = NULL;
 			}
 		}
 	}
 	free(core->insts);
+	while (core->nzombies) {
+		struct tally_instance *z = core->zombies[--core->nzombies];
+
+		z->retired = false;
+		tally_inst_free(z);
+	}
+	free(core->zombies);
 	for (size_t i = 0; i < core->npipes; i++) {
 		free(core->pipes[i].filters);
 		free(core->pipes[i].outputs);

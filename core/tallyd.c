@@ -184,7 +184,7 @@ int main(int argc, char **argv)
 	const char *config = NULL, *describe = NULL, *env;
 	char **command;
 	int ready_fd = -1;
-	char cfgbuf[PATH_MAX];
+	char cfgbuf[PATH_MAX], cfgabs[PATH_MAX];
 	struct tally_loader *ld;
 	struct tally_conf *conf = NULL;
 	struct tally_core *core = NULL;
@@ -326,6 +326,11 @@ int main(int argc, char **argv)
 	core = tally_core_new(conf, once);
 	if (!core)
 		goto out;
+	/* SIGHUP reads it again, after a detach has changed directory */
+	if (realpath(config, cfgabs)) {
+		core->conf_path = cfgabs;
+		core->ld = ld;
+	}
 	if (tally_core_start(core) < 0)
 		goto out;
 	tally_log(NULL, LOG_INFO, "started: %zu instances, %zu pipelines",
@@ -354,6 +359,8 @@ int main(int argc, char **argv)
 	if (!foreground)
 		tallyd_pidfile(false);
 out:
+	if (core)
+		conf = core->conf; /* a reload may have replaced it */
 	tally_core_free(core);
 	tally_conf_free(conf);
 	tally_loader_free(ld);

@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/graph.c - the running graph made from a configuration, at start and
+ * again on SIGHUP
+ *
+ * A reload keeps what did not change. An input or output whose declaration
+ * reads the same in the new configuration goes on running with its state:
+ * open spans, Prometheus series and listeners, an output's queue, timers
+ * on their marks. A pipeline whose filters read the same keeps its filter
+ * instances (and what they aggregated). Everything else is stopped,
+ * flushed and replaced, and batches still queued for a replaced output
+ * are handed to its successor of the same name. So a reload that adds a
+ * pipeline costs the running ones nothing, and scrapes of an unchanged
+ * prometheus output see no gap.
+ *
+ * The new configuration is validated whole (tally_conf_load runs the
+ * plugins' checks) before anything is touched; an invalid one leaves the
+ * daemon as it was. What no check can foresee (a port taken since) fails
+ * in init, after the replaced instances are gone: the old configuration
+ * is then applied again the same way, so the daemon ends up running it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tally/log.h>
+
+#include "core-internal.h"
+
+/* A graph under construction: its instances, then its pipelines. */
+struct graph {
+	struct tally_instance **insts;
+	size_t ninsts;
+	struct tally_pipeline *pipes;
+	size_t npipes;
+};
+
+/* Batches taken from a replaced output, for its successor. */
+struct handover {
+	char *name;
+	struct tally_batch **v;
+	size_t n;
+};
+
+struct handovers {
+	struct handover *v;
+	size_t n;
+};
+
+static int graph_add(struct graph *g, struct tally_instance *inst)
+{
+	struct tally_instance **v;
+
+	v = realloc(g->insts, (g->ninsts + 1) * sizeof(*v));
+	if (!v)
+		return -1;
+	g->insts = v;
+	g->insts[g->ninsts++] = inst;
+	return 0;
+}
+
+static struct tally_instance *graph_find(const struct graph *g,
+					 const char *name)
+{
+	for (size_t i = 0; i < g->ninsts; i++) {
+		if (g->insts[i]->plugin->kind != TALLY_KIND_FILTER &&
+		    !strcmp(g->insts[i]->name, name))
+			return g->insts[i];
+	}
+	return NULL;
+}
+
+static void graph_free_pipes(struct tally_pipeline *pipes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(pipes[i].filters);
+		free(pipes[i].outputs);
+	}
+	free(pipes);
+}
+
+/* The running input or output @d can keep being, or NULL. */
+static struct tally_instance *graph_reusable(struct tally_core *core,
+					     struct tally_conf *conf,
+					     struct tally_conf_decl *d)
+{
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *inst = core->insts[i];
+
+		if (inst->plugin->kind != TALLY_KIND_FILTER &&
+		    !strcmp(inst->name, d->name) &&
+		    tally_conf_decl_same(core->conf, inst->decl, conf, d))
+			return inst;
+	}
+	return NULL;
+}
+
+/* The running pipeline named like @cp whose filters read the same. */
+static struct tally_pipeline *graph_same_pipe(struct tally_core *core,
+					      struct tally_conf *conf,
+					      const struct tally_conf_pipe *cp)
+{
+	for (size_t i = 0; i < core->npipes; i++) {
+		struct tally_pipeline *p = &core->pipes[i];
+
+		if (strcmp(p->name, cp->name) || p->nfilters != cp->nthrough)
+			continue;
+		for (size_t j = 0; j < cp->nthrough; j++) {
+			if (!tally_conf_decl_same(core->conf,
+						  p->filters[j]->decl, conf,
+						  cp->through[j]))
+				return NULL;
+		}
+		return p;
+	}
+	return NULL;
+}
+
+/*
+ * Plan the graph of @conf into @g: running instances that can stay are
+ * marked keep and reused, the others are made (not initialized yet).
+ * Nothing running is changed. On failure, what was made is freed.
+ */
+static int graph_plan(struct tally_core *core, struct tally_conf *conf,
+		      struct graph *g)
+{
+	for (size_t i = 0; i < core->ninsts; i++)
+		core->insts[i]->keep = false;
+	/* inputs and outputs: one instance each, shared by pipelines */
+	for (size_t i = 0; i < conf->ndecls; i++) {
+		struct tally_conf_decl *d = &conf->decls[i];
+		struct tally_instance *inst;
+
+		if (d->kind == TALLY_KIND_FILTER || !d->used)
+			continue;
+		inst = graph_reusable(core, conf, d);
+		if (inst)
+			inst->keep = true;
+		else
+			inst = tally_inst_new(core, conf, d, NULL);
+		if (!inst)
+			goto out_fail;
+		if (graph_add(g, inst) < 0) {
+			if (!inst->keep)
+				tally_inst_free(inst);
+			goto out_fail;
+		}
+	}
+	g->pipes = calloc(conf->npipes ? conf->npipes : 1, sizeof(*g->pipes));
+	if (!g->pipes)
+		goto out_fail;
+	g->npipes = conf->npipes;
+	for (size_t i = 0; i < conf->npipes; i++) {
+		struct tally_conf_pipe *cp = &conf->pipes[i];
+		struct tally_pipeline *p = &g->pipes[i];
+		struct tally_pipeline *same = graph_same_pipe(core, conf, cp);
+
+		p->name = cp->name;
+		p->filters = calloc(cp->nthrough + 1, sizeof(*p->filters));
+		p->outputs = calloc(cp->nto + 1, sizeof(*p->outputs));
+		if (!p->filters || !p->outputs)
+			goto out_fail;
+		/* each pipeline has its own instance of every filter */
+		for (size_t j = 0; j < cp->nthrough; j++) {
+			struct tally_instance *f;
+
+			if (same) {
+				f = same->filters[j];
+				f->keep = true;
+			} else {
+				f = tally_inst_new(core, conf, cp->through[j],
+						   cp->name);
+			}
+			if (!f)
+				goto out_fail;
+			if (graph_add(g, f) < 0) {
+				if (!f->keep)
+					tally_inst_free(f);
+				goto out_fail;
+			}
+			p->filters[p->nfilters++] = f;
+		}
+		for (size_t j = 0; j < cp->nto; j++)
+			p->outputs[p->noutputs++] =
+				graph_find(g, cp->to[j]->name);
+	}
+	return 0;
+out_fail:
+	for (size_t i = 0; i < g->ninsts; i++) {
+		if (!g->insts[i]->keep)
+			tally_inst_free(g->insts[i]);
+	}
+	for (size_t i = 0; i < core->ninsts; i++)
+		core->insts[i]->keep = false;
+	free(g->insts);
+	graph_free_pipes(g->pipes, g->npipes);
+	memset(g, 0, sizeof(*g));
+	errno = ENOMEM;
+	return -1;
+}
+
+/* Wire @g's inputs to its pipelines and its filters to their places. */
+static int graph_link(struct graph *g, struct tally_conf *conf)
+{
+	for (size_t i = 0; i < g->ninsts; i++) {
+		struct tally_instance *in = g->insts[i];
+
+		if (in->plugin->kind != TALLY_KIND_INPUT)
+			continue;
+		free(in->pipes);
+		in->pipes = NULL;
+		in->npipes = 0;
+	}
+	for (size_t i = 0; i < g->npipes; i++) {
+		struct tally_conf_pipe *cp = &conf->pipes[i];
+		struct tally_pipeline *p = &g->pipes[i];
+
+		for (size_t j = 0; j < p->nfilters; j++) {
+			p->filters[j]->pipe = p;
+			p->filters[j]->pos = j;
+		}
+		for (size_t j = 0; j < cp->nfrom; j++) {
+			struct tally_instance *in;
+			struct tally_pipeline **v;
+
+			in = graph_find(g, cp->from[j]->name);
+			v = realloc(in->pipes, (in->npipes + 1) * sizeof(*v));
+			if (!v)
+				return -1;
+			in->pipes = v;
+			in->pipes[in->npipes++] = p;
+		}
+	}
+	return 0;
+}
+
+int tally_graph_build(struct tally_core *core)
+{
+	struct graph g = { 0 };
+
+	if (graph_plan(core, core->conf, &g) < 0)
+		return -1;
+	core->insts = g.insts;
+	core->ninsts = g.ninsts;
+	core->pipes = g.pipes;
+	core->npipes = g.npipes;
+	return graph_link(&g, core->conf);
+}
+
+/* Reload */
+
+/* Take what is queued for output @o, to hand over to its successor. */
+static void handover_take(struct handovers *h, struct tally_instance *o)
+{
+	struct handover *v;
+	struct tally_batch **b = NULL;
+	size_t n = o->q.len;
+
+	if (!n)
+		return;
+	v = realloc(h->v, (h->n + 1) * sizeof(*v));
+	if (v) {
+		h->v = v;
+		b = malloc(n * sizeof(*b));
+	}
+	if (!b) {
+		/* freeing @o drops and counts them below */
+		return;
+	}
+	for (size_t k = 0; k < n; k++)
+		b[k] = o->q.ring[(o->q.head + k) % o->q.cap];
+	o->q.len = 0;
+	h->v[h->n++] = (struct handover){ .name = strdup(o->name),
+					  .v = b,
+					  .n = n };
+}
+
+/*
+ * Give each output the batches of its predecessor, ahead of anything new.
+ * The batches of outputs with no successor are kept for a later call, or
+ * with @last, dropped and counted.
+ */
+static void handover_give(struct tally_core *core, struct handovers *h,
+			  bool last)
+{
+	size_t left = 0;
+
+	for (size_t i = 0; i < h->n; i++) {
+		struct handover *ho = &h->v[i];
+		struct tally_instance *o = NULL;
+
+		for (size_t j = 0; ho->name && j < core->ninsts; j++) {
+			if (core->insts[j]->plugin->kind == TALLY_KIND_OUTPUT &&
+			    !strcmp(core->insts[j]->name, ho->name))
+				o = core->insts[j];
+		}
+		if (!o && !last) {
+			h->v[left++] = *ho;
+			continue;
+		}
+		for (size_t k = 0; k < ho->n; k++) {
+			if (o) {
+				tally_outq_push(o, ho->v[k]);
+				continue;
+			}
+			tally_count_drop(NULL, "reload",
+					 tally_batch_count(ho->v[k]));
+			tally_batch_unref(ho->v[k]);
+		}
+		if (!o)
+			tally_log(NULL, LOG_WARNING,
+				  "reload: output %s is gone: %zu queued "
+				  "batches dropped",
+				  ho->name ? ho->name : "?", ho->n);
+		free(ho->v);
+		free(ho->name);
+	}
+	h->n = left;
+	if (!left) {
+		free(h->v);
+		h->v = NULL;
+	}
+}
+
+/*
+ * Stop and free the running instances the plan did not keep: inputs
+ * first (what they still emit runs through the old pipelines), then
+ * filters (their last tick), then outputs, whose queues are taken over.
+ */
+static void graph_retire(struct tally_core *core, struct handovers *h)
+{
+	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_FILTER; kind++) {
+		for (size_t i = 0; i < core->ninsts; i++) {
+			struct tally_instance *inst = core->insts[i];
+
+			if ((int)inst->plugin->kind == kind && !inst->keep)
+				tally_inst_halt(inst);
+		}
+	}
+	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_OUTPUT; kind++) {
+		for (size_t i = 0; i < core->ninsts; i++) {
+			struct tally_instance *inst = core->insts[i];
+
+			if (!inst || (int)inst->plugin->kind != kind ||
+			    inst->keep)
+				continue;
+			if (kind == TALLY_KIND_OUTPUT)
+				handover_take(h, inst);
+			tally_inst_free(inst);
+			core->insts[i] = NULL;
+		}
+	}
+}
+
+/* Whether input @in feeds an output made by this reload. */
+static bool feeds_new_output(const struct tally_instance *in)
+{
+	for (size_t i = 0; i < in->npipes; i++) {
+		for (size_t j = 0; j < in->pipes[i]->noutputs; j++) {
+			if (!in->pipes[i]->outputs[j]->keep)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Make @conf the running graph. On an init or start failure the instances
+ * it made are freed and only the kept ones remain running, with no
+ * pipelines: the caller applies a configuration again.
+ */
+static int graph_apply(struct tally_core *core, struct tally_conf *conf,
+		       struct handovers *h)
+{
+	struct graph g = { 0 };
+	size_t made = 0;
+	int ret = 0;
+
+	if (graph_plan(core, conf, &g) < 0) {
+		tally_log(NULL, LOG_ERR, "reload: %s", strerror(errno));
+		return -1;
+	}
+	graph_retire(core, h);
+	free(core->insts);
+	graph_free_pipes(core->pipes, core->npipes);
+	core->insts = g.insts;
+	core->ninsts = g.ninsts;
+	core->pipes = g.pipes;
+	core->npipes = g.npipes;
+	if (graph_link(&g, conf) < 0)
+		goto out_undo;
+	for (size_t i = 0; i < g.ninsts; i++) {
+		if (!g.insts[i]->keep && tally_inst_init(g.insts[i]) < 0)
+			goto out_undo;
+	}
+	/* queued before the reload, so delivered before what comes next */
+	handover_give(core, h, false);
+	for (size_t i = 0; i < g.ninsts; i++) {
+		struct tally_instance *inst = g.insts[i];
+
+		if (inst->keep)
+			continue;
+		made++;
+		if (tally_inst_start(inst) < 0)
+			goto out_undo;
+	}
+	/* what a new output would wait a whole interval for: read it now */
+	for (size_t i = 0; i < g.ninsts; i++) {
+		struct tally_instance *in = g.insts[i];
+
+		if (in->keep && in->plugin->kind == TALLY_KIND_INPUT &&
+		    in->plugin->input->read && feeds_new_output(in))
+			tally_input_read_now(in);
+	}
+	/* the kept ones now belong to @conf */
+	for (size_t i = 0; i < g.ninsts; i++) {
+		struct tally_instance *inst = g.insts[i];
+		struct tally_conf_decl *d = NULL;
+
+		if (!inst->keep)
+			continue;
+		if (inst->plugin->kind == TALLY_KIND_FILTER) {
+			d = conf->pipes[inst->pipe - g.pipes].through[inst->pos];
+		} else {
+			for (size_t k = 0; k < conf->ndecls && !d; k++) {
+				if (conf->decls[k].kind != TALLY_KIND_FILTER &&
+				    !strcmp(conf->decls[k].name, inst->name))
+					d = &conf->decls[k];
+			}
+		}
+		inst->decl = d;
+		inst->cfile = d->file;
+		inst->cline = d->line;
+	}
+	tally_log(NULL, LOG_INFO,
+		  "configuration applied: %zu instances (%zu new), %zu "
+		  "pipelines",
+		  g.ninsts, made, g.npipes);
+	return 0;
+out_undo:
+	ret = -1;
+	/*
+	 * Stop what was made and keep the kept ones, still wired to what is
+	 * left of the pipelines, so that the next apply can retire them as
+	 * usual (a filter's last tick reaches the kept outputs).
+	 */
+	for (size_t i = 0; i < g.ninsts; i++) {
+		if (!g.insts[i]->keep)
+			tally_inst_halt(g.insts[i]);
+	}
+	for (size_t i = 0; i < g.npipes; i++) {
+		struct tally_pipeline *p = &g.pipes[i];
+		size_t nf = 0, no = 0;
+
+		for (size_t j = 0; j < p->nfilters; j++) {
+			if (!p->filters[j]->keep)
+				continue;
+			p->filters[j]->pos = nf;
+			p->filters[nf++] = p->filters[j];
+		}
+		for (size_t j = 0; j < p->noutputs; j++) {
+			if (p->outputs[j]->keep)
+				p->outputs[no++] = p->outputs[j];
+		}
+		p->nfilters = nf;
+		p->noutputs = no;
+	}
+	made = 0;
+	for (size_t i = 0; i < g.ninsts; i++) {
+		struct tally_instance *inst = g.insts[i];
+
+		if (inst->keep) {
+			g.insts[made++] = inst;
+			continue;
+		}
+		if (inst->plugin->kind == TALLY_KIND_OUTPUT)
+			handover_take(h, inst);
+		tally_inst_free(inst);
+	}
+	core->ninsts = made;
+	return ret;
+}
+
+static void reload_log_level(const struct tally_conf *conf)
+{
+	tally_log_set_level(conf->log_level
+				    ? tally_log_level_parse(conf->log_level)
+				    : LOG_INFO);
+}
+
+int tally_core_reload(struct tally_core *core)
+{
+	struct tally_conf *conf, *old = core->conf;
+	struct handovers h = { 0 };
+	int ret;
+
+	conf = tally_conf_load(core->conf_path, core->ld);
+	if (!conf || conf->errors) {
+		unsigned n = conf ? conf->errors : 1;
+
+		tally_log(NULL, LOG_ERR,
+			  "reload: %s: %u error%s (logged above): still "
+			  "running the configuration loaded before",
+			  core->conf_path, n, n == 1 ? "" : "s");
+		tally_conf_free(conf);
+		tally_count_event(NULL, "reload_failures", 1);
+		return -1;
+	}
+	reload_log_level(conf);
+	if (graph_apply(core, conf, &h) == 0) {
+		core->conf = conf;
+		tally_conf_free(old);
+		handover_give(core, &h, true);
+		tally_count_event(NULL, "reloads", 1);
+		return 0;
+	}
+	tally_log(NULL, LOG_ERR,
+		  "reload: the new configuration failed to start (logged "
+		  "above): going back to the one loaded before");
+	tally_count_event(NULL, "reload_failures", 1);
+	reload_log_level(old);
+	ret = graph_apply(core, old, &h);
+	/* only now: what is left of the failed graph used its strings */
+	tally_conf_free(conf);
+	if (ret < 0) {
+		/* the old one failed now too: nothing sane is left to run */
+		tally_log(NULL, LOG_CRIT,
+			  "reload: the configuration loaded before failed to "
+			  "start again: stopping");
+		kill(getpid(), SIGTERM);
+	}
+	handover_give(core, &h, true);
+	return -1;
+}

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,6 +30,29 @@
 
 static void *ctx, *pull;
 static char endpoint[128];
+
+/*
+ * The directory of the ipc sockets, removed at exit, bail_out() included:
+ * libzmq leaves the socket files behind, so a plain rmdir() failed and
+ * every run left a directory in /tmp. Only the process that made it
+ * removes it (children _exit(), but one calling exit() must not).
+ */
+static char sockdir[] = "/tmp/tally-trace-fork-XXXXXX";
+static pid_t sockdir_owner;
+
+static void sockdir_remove(void)
+{
+	static const char *const socks[] = { "t.sock" };
+	char path[sizeof(sockdir) + 32];
+
+	if (getpid() != sockdir_owner)
+		return;
+	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", sockdir, socks[i]);
+		unlink(path);
+	}
+	rmdir(sockdir);
+}
 
 struct msg {
 	int type;
@@ -83,6 +107,19 @@ static int child_body(struct tally_trace *tr, uint64_t inherited)
 	return fails;
 }
 
+/* waitpid with a 30 s limit (then SIGKILL): a test must fail, not hang */
+static bool wait_child(pid_t pid, int *status)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return true;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, status, 0);
+	return false;
+}
+
 static void test_child(void)
 {
 	struct tally_trace *tr = tally_trace_open(endpoint, "fork");
@@ -92,11 +129,21 @@ static void test_child(void)
 	pid_t child;
 
 	outer = tally_trace_begin(tr, "parent-outer");
+	/*
+	 * Fork once the begin has arrived, when libzmq's I/O threads are
+	 * idle: one caught sending holds the allocator's lock in the child
+	 * under ASan (see test_fork_under_load for forks while busy).
+	 */
+	if (recv_msg(&m[n], 5000))
+		n++;
 	child = fork();
 	if (child == 0)
 		_exit(child_body(tr, outer));
 	ok(child > 0, "fork");
-	waitpid(child, &status, 0);
+	if (!wait_child(child, &status)) {
+		diag("the child hung: killed");
+		status = -1;
+	}
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	   "child: no inherited spans, begin/end work (status %d)",
 	   WEXITSTATUS(status));
@@ -189,7 +236,7 @@ static void test_fork_under_load(void)
 	for (int i = 0; i < NCHILD; i++) {
 		int status;
 
-		if (kids[i] < 0 || waitpid(kids[i], &status, 0) < 0 ||
+		if (kids[i] < 0 || !wait_child(kids[i], &status) ||
 		    !WIFEXITED(status) || WEXITSTATUS(status))
 			fails++;
 	}
@@ -213,13 +260,14 @@ static void test_fork_under_load(void)
 
 int main(void)
 {
-	char dir[] = "/tmp/tally-trace-fork-XXXXXX";
 	int hwm = 0;
 
 	plan(NO_PLAN);
-	if (!mkdtemp(dir))
+	if (!mkdtemp(sockdir))
 		bail_out("mkdtemp: %s", strerror(errno));
-	snprintf(endpoint, sizeof(endpoint), "ipc://%s/t.sock", dir);
+	sockdir_owner = getpid();
+	atexit(sockdir_remove);
+	snprintf(endpoint, sizeof(endpoint), "ipc://%s/t.sock", sockdir);
 	ctx = zmq_ctx_new();
 	pull = zmq_socket(ctx, ZMQ_PULL);
 	zmq_setsockopt(pull, ZMQ_RCVHWM, &hwm, sizeof(hwm));
@@ -239,6 +287,5 @@ int main(void)
 
 	zmq_close(pull);
 	zmq_ctx_term(ctx);
-	rmdir(dir);
 	return done_testing();
 }

@@ -816,8 +816,8 @@ out_fail:
 
 /*
  * Whether two settings say the same thing: same type and value, the same
- * members in the same order (with the same names, for groups). Where they
- * come from (file, line) does not matter. Different types are different
+ * elements in the same order (lists and arrays) or the same members in any
+ * order (groups). Where they come from (file, line) does not matter. Different types are different
  * even when the values compare equal ("10" and "10L"): a reload then
  * replaces an instance it could have kept, which is safe.
  */
@@ -852,15 +852,14 @@ static bool conf_setting_same(const config_setting_t *a,
 			return false;
 		for (int i = 0; i < n; i++) {
 			const config_setting_t *ea, *eb;
-			const char *na, *nb;
 
+			/* a group's members by name, in any order */
 			ea = config_setting_get_elem(a, i);
-			eb = config_setting_get_elem(b, i);
-			na = config_setting_name(ea);
-			nb = config_setting_name(eb);
-			if ((na || nb) && (!na || !nb || strcmp(na, nb)))
-				return false;
-			if (!conf_setting_same(ea, eb))
+			eb = t == CONFIG_TYPE_GROUP
+				     ? config_setting_get_member(
+					       b, config_setting_name(ea))
+				     : config_setting_get_elem(b, i);
+			if (!eb || !conf_setting_same(ea, eb))
 				return false;
 		}
 		return true;

@@ -46,7 +46,12 @@ t_unit_batch_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 t_unit_options_t_SOURCES = t/unit/options.c
 t_unit_options_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_options_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
-TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t
+check_PROGRAMS += t/unit/conf-same.t
+t_unit_conf_same_t_SOURCES = t/unit/conf-same.c
+t_unit_conf_same_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_conf_same_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
+	t/unit/conf-same.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \

@@ -3,7 +3,7 @@
 #
 #	SOCKDIR    a directory for ipc sockets; the trash directory when its
 #	           path is short enough for sun_path (108 bytes), else a
-#	           private one under /tmp removed at the end
+#	           private one under /tmp removed at exit (pass or fail)
 #	EP         ipc://$SOCKDIR/trace.sock, the endpoint the tests bind
 #	HOST       this host's name, as gethostname() gives it
 #	TRACE_EMIT the client test program (libtally-trace), t/trace-emit
@@ -13,7 +13,7 @@ if test ${#PWD} -le 60; then
 	SOCKDIR=$PWD
 else
 	SOCKDIR=$(mktemp -d /tmp/tally-t30.XXXXXX) || exit 1
-	cleanup "rm -rf '$SOCKDIR'"
+	tally_rm_at_exit "$SOCKDIR"
 fi
 EP="ipc://$SOCKDIR/trace.sock"
 HOST=$(uname -n)

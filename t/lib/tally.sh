@@ -230,8 +230,26 @@ tally_stop_all_() {
 	return 0
 }
 cleanup tally_stop_all_
+
+# tally_rm_at_exit PATH - remove PATH (a file or directory outside the
+# trash directory, e.g. a socket directory under /tmp; no whitespace in
+# it) when the test script exits, passed or failed, after the daemons are
+# stopped. sharness's `cleanup` runs only when every test passed, so what
+# it was to remove stayed behind after every failure.
+TALLY_RM_AT_EXIT=
+tally_rm_at_exit() {
+	TALLY_RM_AT_EXIT="$TALLY_RM_AT_EXIT $1"
+}
+
+tally_rm_all_() {
+	for tally_ra_p in $TALLY_RM_AT_EXIT; do
+		rm -rf "$tally_ra_p"
+	done
+	TALLY_RM_AT_EXIT=
+}
+
 # sharness's own EXIT trap is 'die', which reads $?: keep it intact.
-trap 'tally_exit_=$?; tally_stop_all_; (exit $tally_exit_); die' EXIT
+trap 'tally_exit_=$?; tally_stop_all_; tally_rm_all_; (exit $tally_exit_); die' EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 

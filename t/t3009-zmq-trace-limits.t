@@ -121,9 +121,37 @@ test_expect_success 'stop tallyd: every message accounted for' '
 '
 
 # SIGTERM while senders keep flooding: the stop-time drain gives up after
-# its 3 s deadline (it used to last as long as the flood). 4 threads of
-# the C client send faster than the input reads; the records are dropped
-# by a filter so that writing them out does not add to the time.
+# its 3 s deadline (it used to last as long as the flood). Two client
+# processes of 2 threads each send faster than the input reads; the
+# records are dropped by a filter so that writing them out does not add
+# to the time.
+#
+# The drain also ends, legitimately, once the socket is quiet for 50 ms:
+# on a loaded machine the senders (one process with one I/O thread, as
+# this test had) were sometimes descheduled that long, and the drain
+# ended early without the deadline's warning (1 run in 6 with two busy
+# CPUs). Two sender processes make that rare; a stop that ended quiet is
+# tried again, up to 3 times. Every stop must end within 5 s, and one
+# must have reached the deadline.
+flood_stop() {
+	start_tallyd flood.conf &&
+	{ "$TRACE_EMIT" -T 2 -n 200000000 "$EP" flood >flood1.emit & } &&
+	f1=$! &&
+	{ "$TRACE_EMIT" -T 2 -n 200000000 "$EP" flood >flood2.emit & } &&
+	f2=$! &&
+	sleep 2 &&
+	t0=$(date +%s%N) &&
+	stop_tallyd
+	rc=$?
+	t1=$(date +%s%N)
+	kill $f1 $f2
+	wait $f1 $f2
+	ms=$(( (t1 - t0) / 1000000 )) &&
+	tally_diag "stopped in $ms ms under a flood" &&
+	test $rc = 0 &&
+	test $ms -lt 5000
+}
+
 test_expect_success 'shutdown under a flood ends within the drain deadline' '
 	cat >flood.conf <<-EOF &&
 	global = { log_level = "info"; };
@@ -132,21 +160,14 @@ test_expect_success 'shutdown under a flood ends within the drain deadline' '
 	outputs = { null = { plugin = "capture"; path = "/dev/null"; }; };
 	pipelines = { p = { from = ["tr"]; through = ["drop"]; to = ["null"]; }; };
 	EOF
-	start_tallyd flood.conf &&
-	{ "$TRACE_EMIT" -T 4 -n 200000000 "$EP" flood >flood.emit & } &&
-	f=$! &&
-	sleep 2 &&
-	t0=$(date +%s%N) &&
-	stop_tallyd
-	rc=$?
-	t1=$(date +%s%N)
-	kill $f
-	wait $f
-	ms=$(( (t1 - t0) / 1000000 )) &&
-	tally_diag "stopped in $ms ms under a flood" &&
-	test $rc = 0 &&
-	test $ms -lt 5000 &&
-	grep "zmq_trace\[tr\]: stop: messages still arriving after 3000 ms of draining: the rest is discarded" tallyd.log
+	for try in 1 2 3; do
+		flood_stop || return 1
+		grep "zmq_trace\[tr\]: stop: messages still arriving after 3000 ms of draining: the rest is discarded" tallyd.log &&
+		return 0
+		tally_diag "try $try: the drain ended quiet before the deadline"
+	done &&
+	tally_diag "no stop reached the deadline: the flood never held" &&
+	false
 '
 
 test_done

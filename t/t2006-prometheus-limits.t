@@ -66,6 +66,12 @@ cpu_ticks() {
 	sed "s/.*) //" "/proc/$1/stat" | awk "{ print \$12 + \$13 }"
 }
 
+# sockets PID - how many sockets PID has open. Counting every fd raced
+# with the self input, which opens and closes /proc files at its reads.
+sockets() {
+	ls -l "/proc/$1/fd" | grep -c "socket:"
+}
+
 # hold N SECONDS - open N idle TCP connections to $port, keep them
 # SECONDS, print how many connected, close them
 hold() {
@@ -105,7 +111,7 @@ test_expect_success 'fd exhaustion: no busy loop, counted, recovers' '
 	start_tallyd --wait "port_listening $port" fd.conf &&
 	prlimit --pid $TALLYD_PID --nofile=40:40 &&
 	hold_bg 60 4 &&
-	sleep 1 &&
+	wait_for "test -s held" &&
 	c0=$(cpu_ticks $TALLYD_PID) &&
 	sleep 2 &&
 	c1=$(cpu_ticks $TALLYD_PID) &&
@@ -133,15 +139,20 @@ test_expect_success 'max_connections: at most that many accepted, the rest wait'
 	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
 	EOF
 	start_tallyd --wait "port_listening $port" cap.conf &&
-	fd0=$(ls /proc/$TALLYD_PID/fd | wc -l) &&
-	hold_bg 12 3 &&
-	sleep 1.5 &&
-	fd1=$(ls /proc/$TALLYD_PID/fd | wc -l) &&
+	fd0=$(sockets $TALLYD_PID) &&
+	# all 12 connected (the kernel queues what tallyd does not accept),
+	# 5 accepted, and half a second for a 6th that must not come
+	hold_bg 12 5 &&
+	wait_for "test -s held" &&
+	wait_for "test \$(sockets $TALLYD_PID) -ge $((fd0 + 5))" &&
+	sleep 0.5 &&
+	fd1=$(sockets $TALLYD_PID) &&
 	c0=$(cpu_ticks $TALLYD_PID) &&
 	sleep 1 &&
 	c1=$(cpu_ticks $TALLYD_PID) &&
 	wait $holder &&
-	echo "fds: $fd0 before, $fd1 with 12 clients; CPU ticks $((c1 - c0))" &&
+	test "$(cat held)" = 12 &&
+	echo "sockets: $fd0 before, $fd1 with 12 clients; CPU ticks $((c1 - c0))" &&
 	test $((fd1 - fd0)) = 5 &&
 	test $((c1 - c0)) -le 30 &&
 	grep "5 connections open (max_connections)" tallyd.log &&

@@ -39,7 +39,7 @@ test_expect_success 'context manager, decorators, begin/end, end_name' '
 	print(t.stats())
 	t.close()
 	EOF
-	start_recv "ipc://$PWD/t.sock" got --count 16 --idle 200 &&
+	start_recv "ipc://$PWD/t.sock" got --count 14 --idle 200 &&
 	PMIX_RANK=2 "$PYTHON3" spans.py "ipc://$PWD/t.sock" >out &&
 	wait_recv &&
 	pid=$(sed -n "s/^pid=//p" out) &&

@@ -122,7 +122,9 @@ test_expect_success 'bursts at irregular gaps: every message arrives, none waits
 	s.close()
 	ctx.term()
 	EOF
-	wait_for "test \$(wc -l <spans.out) = \$(cat sent)" 2 &&
+	# a message left unread until a later one comes stays unread here
+	# (no later one comes): 5 s is only the patience of a loaded machine
+	wait_for "test \$(wc -l <spans.out) = \$(cat sent)" 5 &&
 	stop_tallyd
 '
 

@@ -307,13 +307,17 @@ s = socket.socket()
 s.bind((\"127.0.0.1\", $port))
 s.listen()
 print(\"ready\", flush=True)
-time.sleep(5)
+time.sleep(60)
 " >holder.out &
 	holder=$! &&
+	# the holder keeps the port until killed (it gave up after 5 s, which
+	# a slow tallyd start could outlast), also when the test fails
 	wait_for "grep -q ready holder.out" &&
 	sed "s|listen = .*|listen = \"127.0.0.1:$port\"; }; };|" bad.conf >busy.conf &&
-	test_must_fail tallyd -c busy.conf --foreground --once 2>err3 &&
-	kill $holder &&
+	test_must_fail tallyd -c busy.conf --foreground --once 2>err3
+	rc=$?
+	kill $holder
+	test $rc = 0 &&
 	grep "cannot bind" err3
 '
 

@@ -12,12 +12,14 @@ test_expect_success 'setup' '
 	EOF
 '
 
+# The command runs 1 s: the next test wants two reads (0.05 s apart) from
+# while it ran, and 0.3 s left little for a slow start on a busy machine.
 test_expect_success 'the command gets the endpoint; tallyd exits with its status' '
 	unset TALLY_TRACE_ENDPOINT SLURM_JOB_ID FLUX_JOB_ID PBS_JOBID LSB_JOBID &&
 	XDG_RUNTIME_DIR=$PWD/xdg &&
 	export XDG_RUNTIME_DIR &&
 	test_expect_code 3 tallyd --user -c u.conf -- \
-		sh -c "echo \$TALLY_TRACE_ENDPOINT >ep; sleep 0.3; exit 3" &&
+		sh -c "echo \$TALLY_TRACE_ENDPOINT >ep; sleep 1; exit 3" &&
 	echo "ipc://$PWD/xdg/tally/trace.sock" >ep.expect &&
 	test_cmp ep.expect ep &&
 	test "$(stat -c %a xdg/tally)" = 700

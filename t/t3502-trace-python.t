@@ -198,8 +198,12 @@ test_expect_success 'drops while no collector listens are carried to it' '
 	    t.end(t.begin("early"))
 	st = t.stats()
 	assert st["events"] == 1000 and st["dropped"] >= 980, st
-	# now a collector appears; drops ride on the next message through
-	r = subprocess.Popen(recv)
+	# now a collector appears; drops ride on the next message through.
+	# It waits for all that was queued and the 2 late events: with only
+	# its 500 ms of idle it stopped before the late ones on a loaded
+	# machine (this script sleeps 0.5 s, plus polling, before them)
+	queued = st["events"] - st["dropped"]
+	r = subprocess.Popen(recv + ["--count", str(queued + 2)])
 	while not os.path.exists("ready"):
 	    time.sleep(0.05)
 	time.sleep(0.5)

@@ -875,8 +875,10 @@ bool tally_conf_decl_same(const struct tally_conf *ca,
 	double ia = a->interval > 0 ? a->interval : ca->interval;
 	double ib = b->interval > 0 ? b->interval : cb->interval;
 
+	/* outputs run on their inputs' batches: an interval is not theirs */
 	return a->kind == b->kind && a->plugin == b->plugin &&
-	       !strcmp(a->name, b->name) && ia == ib &&
+	       !strcmp(a->name, b->name) &&
+	       (a->kind == TALLY_KIND_OUTPUT || ia == ib) &&
 	       a->queue_size == b->queue_size &&
 	       conf_setting_same(a->setting, b->setting);
 }

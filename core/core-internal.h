@@ -209,6 +209,7 @@ struct tally_core {
 	bool stopping;
 	bool finished;
 	bool once;
+	bool failed;		/* stopping because of an error: exit 1 */
 	struct event *sigs[4];
 	pid_t child;		/* --user -- CMD: the command, or 0 */
 	int child_status;	/* its exit status, as a shell reports it */
@@ -223,6 +224,8 @@ int tally_core_start(struct tally_core *core);
  * stays (the reasons are logged).
  */
 int tally_core_reload(struct tally_core *core);
+/* stop inputs, drain, flush outputs within the deadline, end the loop */
+void tally_core_stop(struct tally_core *core);
 int tally_core_run(struct tally_core *core);
 /* --user -- CMD: run @argv once the collector is up; stop when it exits */
 int tally_core_spawn(struct tally_core *core, char *const *argv);

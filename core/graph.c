@@ -22,10 +22,8 @@
 #include "config.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <tally/log.h>
 
@@ -304,6 +302,7 @@ static void handover_give(struct tally_core *core, struct handovers *h,
 		}
 		for (size_t k = 0; k < ho->n; k++) {
 			if (o) {
+				o->records_in += tally_batch_count(ho->v[k]);
 				tally_outq_push(o, ho->v[k]);
 				continue;
 			}
@@ -374,7 +373,7 @@ static bool feeds_new_output(const struct tally_instance *in)
  * pipelines: the caller applies a configuration again.
  */
 static int graph_apply(struct tally_core *core, struct tally_conf *conf,
-		       struct handovers *h)
+		       struct handovers *h, const char *what)
 {
 	struct graph g = { 0 };
 	size_t made = 0;
@@ -437,9 +436,10 @@ static int graph_apply(struct tally_core *core, struct tally_conf *conf,
 		inst->cline = d->line;
 	}
 	tally_log(NULL, LOG_INFO,
-		  "configuration applied: %zu instances (%zu new), %zu "
-		  "pipelines",
-		  g.ninsts, made, g.npipes);
+		  "configuration %s: %zu instance%s (%zu new), %zu "
+		  "pipeline%s",
+		  what, g.ninsts, g.ninsts == 1 ? "" : "s", made, g.npipes,
+		  g.npipes == 1 ? "" : "s");
 	return 0;
 out_undo:
 	ret = -1;
@@ -511,7 +511,7 @@ int tally_core_reload(struct tally_core *core)
 		return -1;
 	}
 	reload_log_level(conf);
-	if (graph_apply(core, conf, &h) == 0) {
+	if (graph_apply(core, conf, &h, "applied") == 0) {
 		core->conf = conf;
 		tally_conf_free(old);
 		handover_give(core, &h, true);
@@ -523,7 +523,7 @@ int tally_core_reload(struct tally_core *core)
 		  "above): going back to the one loaded before");
 	tally_count_event(NULL, "reload_failures", 1);
 	reload_log_level(old);
-	ret = graph_apply(core, old, &h);
+	ret = graph_apply(core, old, &h, "restored");
 	/* only now: what is left of the failed graph used its strings */
 	tally_conf_free(conf);
 	if (ret < 0) {
@@ -531,7 +531,8 @@ int tally_core_reload(struct tally_core *core)
 		tally_log(NULL, LOG_CRIT,
 			  "reload: the configuration loaded before failed to "
 			  "start again: stopping");
-		kill(getpid(), SIGTERM);
+		core->failed = true;
+		tally_core_stop(core);
 	}
 	handover_give(core, &h, true);
 	return -1;

@@ -625,7 +625,7 @@ void tally_inst_halt(struct tally_instance *inst)
 		filter_tick_once(inst);
 }
 
-static void core_stop(struct tally_core *core)
+void tally_core_stop(struct tally_core *core)
 {
 	struct timeval dl = tv_of(core->conf->shutdown_timeout);
 
@@ -659,12 +659,21 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 					     : 128 + WTERMSIG(status);
 		tally_log(NULL, LOG_INFO, "command exited with status %d: "
 			  "stopping", core->child_status);
-		core_stop(core);
+		tally_core_stop(core);
 		return;
 	}
 	if (sig == SIGHUP) {
-		if (core->stopping || !core->conf_path)
+		if (core->stopping) {
+			tally_log(NULL, LOG_INFO, "SIGHUP: ignored, stopping");
 			return;
+		}
+		if (!core->conf_path) {
+			tally_log(NULL, LOG_WARNING,
+				  "SIGHUP: cannot reload: the configuration's "
+				  "path could not be resolved at start");
+			tally_count_event(NULL, "reload_failures", 1);
+			return;
+		}
 		tally_log(NULL, LOG_INFO, "SIGHUP: reloading %s",
 			  core->conf_path);
 		tally_core_reload(core);
@@ -682,7 +691,7 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	tally_log(NULL, LOG_INFO, "%s: stopping",
 		  sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	core_stop(core);
+	tally_core_stop(core);
 }
 
 int tally_inst_init(struct tally_instance *inst)
@@ -783,8 +792,13 @@ int tally_core_start(struct tally_core *core)
 		if (tally_inst_start(core->insts[i]) < 0)
 			return -1;
 	}
+	/* zeros from the start, so that rate() over them has a series */
+	if (core->conf_path) {
+		tally_count_event(NULL, "reloads", 0);
+		tally_count_event(NULL, "reload_failures", 0);
+	}
 	if (core->once)
-		core_stop(core);
+		tally_core_stop(core);
 	return 0;
 }
 

@@ -187,11 +187,21 @@ double tally_batch_interval(const struct tally_batch *b)
 void tally_batch_set_source(struct tally_batch *b, const char *source,
 			    double interval)
 {
-	/* the instance name outlives every batch it emits */
-	if (!b->source || !*b->source) {
-		b->source = source;
-		b->interval = interval;
-	}
+	size_t len;
+	char *copy;
+
+	if (b->source && *b->source)
+		return;
+	/*
+	 * A copy in the batch's arena: a reload may free the instance while
+	 * its batches still wait in an output's queue.
+	 */
+	len = strlen(source);
+	copy = tally_batch_alloc(b, len + 1);
+	if (copy)
+		memcpy(copy, source, len + 1);
+	b->source = copy ? copy : "";
+	b->interval = interval;
 }
 
 void *tally_batch_alloc(struct tally_batch *b, size_t size)

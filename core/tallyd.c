@@ -184,7 +184,7 @@ int main(int argc, char **argv)
 	const char *config = NULL, *describe = NULL, *env;
 	char **command;
 	int ready_fd = -1;
-	char cfgbuf[PATH_MAX], cfgabs[PATH_MAX];
+	char cfgbuf[PATH_MAX], cfgabs[PATH_MAX] = "";
 	struct tally_loader *ld;
 	struct tally_conf *conf = NULL;
 	struct tally_core *core = NULL;
@@ -312,6 +312,9 @@ int main(int argc, char **argv)
 				: TALLY_LOG_STDERR,
 			conf->log_level ? tally_log_level_parse(conf->log_level)
 					: LOG_INFO);
+	/* SIGHUP reads it again, after a detach has changed directory */
+	if (!realpath(config, cfgabs))
+		cfgabs[0] = '\0';
 	if (command) {
 		/* the job's collector lives and dies with the job's command */
 		foreground = true;
@@ -326,15 +329,15 @@ int main(int argc, char **argv)
 	core = tally_core_new(conf, once);
 	if (!core)
 		goto out;
-	/* SIGHUP reads it again, after a detach has changed directory */
-	if (realpath(config, cfgabs)) {
+	if (*cfgabs) {
 		core->conf_path = cfgabs;
 		core->ld = ld;
 	}
 	if (tally_core_start(core) < 0)
 		goto out;
-	tally_log(NULL, LOG_INFO, "started: %zu instances, %zu pipelines",
-		  core->ninsts, core->npipes);
+	tally_log(NULL, LOG_INFO, "started: %zu instance%s, %zu pipeline%s",
+		  core->ninsts, core->ninsts == 1 ? "" : "s", core->npipes,
+		  core->npipes == 1 ? "" : "s");
 	if (ready_fd >= 0) {
 		/* up: release the waiting parent, then leave the terminal */
 		tallyd_ready(ready_fd, conf);
@@ -355,7 +358,7 @@ int main(int argc, char **argv)
 	if (tally_core_run(core) < 0)
 		goto out;
 	tally_log(NULL, LOG_INFO, "stopped");
-	ret = command ? core->child_status : 0;
+	ret = core->failed ? 1 : command ? core->child_status : 0;
 	if (!foreground)
 		tallyd_pidfile(false);
 out:

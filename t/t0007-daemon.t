@@ -34,4 +34,25 @@ test_expect_success 'a daemon that starts: exit 0 once up, pid file, SIGTERM sto
 	! test -e run/tallyd.pid
 '
 
+# A detached daemon works from /: the relative path it was given must
+# still name its configuration when SIGHUP reads it again.
+test_expect_success 'a daemon started with a relative -c reloads on SIGHUP' '
+	mkdir -p rel &&
+	cat >rel/r.conf <<-EOF &&
+	global = { log = "syslog"; };
+	inputs = { a = { plugin = "counter"; interval = 0.05; }; };
+	outputs = { o = { plugin = "capture"; path = "$PWD/rel.out"; }; };
+	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	EOF
+	(cd rel && tallyd -c r.conf) &&
+	pid=$(cat run/tallyd.pid) &&
+	wait_for "test -s rel.out" &&
+	sed -i "s/plugin = \"counter\";/plugin = \"counter\"; count = 2;/" \
+		rel/r.conf &&
+	kill -HUP $pid &&
+	wait_for "grep -q \"i=.1.\" rel.out" &&
+	kill -TERM $pid &&
+	wait_for "! kill -0 $pid 2>/dev/null"
+'
+
 test_done

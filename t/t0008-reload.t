@@ -180,6 +180,78 @@ test_expect_success 'stop after the reloads: nothing lost on the way out' '
 	! grep -i "warning\|crit" tallyd.log
 '
 
+# Batches queued for an output carry the name of the input that made
+# them: replacing the input (and the output) must not leave them pointing
+# at freed memory.
+test_expect_success 'queued batches of a replaced input keep their source' '
+	cat >src.conf <<-EOF &&
+	global = { interval = 0.1; log_level = "info"; };
+	inputs = { c = { plugin = "counter"; }; };
+	outputs = { x = { plugin = "capture"; path = "x.out"; source = true;
+	                  stall = true; }; };
+	pipelines = { p = { from = ["c"]; to = ["x"]; }; };
+	EOF
+	start_tallyd "$PWD/src.conf" &&
+	sleep 0.5 &&
+	sed -i -e "s/plugin = \"counter\";/plugin = \"counter\"; count = 2;/" \
+		-e "s/stall = true;/stall = false;/" src.conf &&
+	kill -HUP $TALLYD_PID &&
+	wait_for "grep -q \"i=.1.\" x.out" &&
+	stop_tallyd &&
+	head -n 1 x.out >first &&
+	echo "c: gauge test_counter_value{i=\"0\"} 1" >first.expect &&
+	test_cmp first.expect first &&
+	! grep -v "^c: gauge test_counter_value{i=\"[01]\"} [0-9]*$" x.out
+'
+
+# Changing global.interval replaces the inputs and filters that run at
+# it, never an output: the capture file is not truncated, prometheus
+# keeps its socket (it does not log "serving" again).
+test_expect_success 'global.interval changes inputs, not outputs' '
+	port=$(free_port) &&
+	cat >iv.conf <<-EOF &&
+	global = { interval = 0.1; log_level = "info"; };
+	inputs = { c = { plugin = "counter"; }; };
+	outputs = {
+		x = { plugin = "capture"; path = "iv.out"; };
+		prom = { plugin = "prometheus"; listen = "127.0.0.1:$port"; };
+	};
+	pipelines = { p = { from = ["c"]; to = ["x", "prom"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port && test -s iv.out" \
+		"$PWD/iv.conf" &&
+	sed -i "s/interval = 0.1;/interval = 0.2;/" iv.conf &&
+	kill -HUP $TALLYD_PID &&
+	wait_for "grep -q \"configuration applied: 3 instances (1 new)\" tallyd.log" &&
+	n=$(grep -c . iv.out) &&
+	wait_for "test \$(grep -c . iv.out) -gt $((n + 1))" &&
+	stop_tallyd &&
+	test $(grep -c "serving /metrics" tallyd.log) = 1 &&
+	# the old counter from 1, then the new one from 1: not truncated
+	awk "NR == 1 && \$3 != 1 { exit 1 }" iv.out &&
+	test $(grep -c "} 1\$" iv.out) = 2
+'
+
+# The rollback itself fails (the old configuration's directory is gone):
+# tallyd stops with exit status 1, without pretending it got a SIGTERM.
+test_expect_success 'a rollback that fails too stops tallyd with status 1' '
+	mkdir -p sub &&
+	cat >rb.conf <<-EOF &&
+	global = { interval = 0.1; log_level = "info"; };
+	inputs = { c = { plugin = "counter"; }; };
+	outputs = { x = { plugin = "capture"; path = "sub/x.out"; }; };
+	pipelines = { p = { from = ["c"]; to = ["x"]; }; };
+	EOF
+	start_tallyd --wait "test -s sub/x.out" "$PWD/rb.conf" &&
+	rm -rf sub &&
+	sed -i "s|sub/x.out|nonexist/x.out|" rb.conf &&
+	kill -HUP $TALLYD_PID &&
+	wait_for "! kill -0 $TALLYD_PID 2>/dev/null" &&
+	test_expect_code 1 stop_tallyd &&
+	grep "crit: reload: the configuration loaded before failed to start again: stopping" tallyd.log &&
+	! grep SIGTERM tallyd.log
+'
+
 # A blocking input stuck in a 4 s read is replaced: the reload does not
 # wait for the read (it frees the old instance when the read returns),
 # and the new instance reads on its own.

@@ -142,7 +142,7 @@ TALLYD_PIDS=
 # Sets TALLYD_PID and TALLYD_LOG. Fails, printing the log as a diagnostic,
 # if tallyd exits or COND stays false for TALLY_WAIT_TIMEOUT seconds.
 #	start_tallyd --wait "port_listening $port" prom.conf
-TALLYD_READY_RE=${TALLYD_READY_RE:-"started: [0-9]+ instances"}
+TALLYD_READY_RE=${TALLYD_READY_RE:-"started: [0-9]+ instances?"}
 start_tallyd() {
 	tally_st_wait="grep -Eq \"\$TALLYD_READY_RE\" \"\$TALLYD_LOG\""
 	TALLYD_LOG=tallyd.log

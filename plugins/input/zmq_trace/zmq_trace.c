@@ -266,7 +266,8 @@ static void zmq_trace_message(struct zmq_trace *zt, const void *data,
 }
 
 /*
- * Read up to @max frames without blocking into one batch and emit it.
+ * Read up to @max frames without blocking into one batch and emit it (with
+ * @flush; else the batch grows over calls until the caller flushes).
  *
  * An event is one single-frame message (doc/wire-format.md). A multi-part
  * message is dropped whole, as "multipart", its frames read and discarded
@@ -274,7 +275,8 @@ static void zmq_trace_message(struct zmq_trace *zt, const void *data,
  *
  * Return: the number of frames read.
  */
-static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max)
+static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max,
+				bool flush)
 {
 	int64_t now = tally_monotonic_ns();
 	unsigned n = 0, msgs = 0;
@@ -309,7 +311,8 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max)
 	zt->drains++;
 	tally_count_event(zt->inst, "messages_received", msgs);
 	tally_count_event(zt->inst, "drains", 1);
-	zmq_trace_flush(zt);
+	if (flush)
+		zmq_trace_flush(zt);
 	return n;
 }
 
@@ -330,7 +333,7 @@ static void zmq_trace_run(struct zmq_trace *zt)
 	unsigned max = (unsigned)zt->max_messages_per_wakeup;
 	unsigned n;
 
-	n = zmq_trace_drain(zt, max);
+	n = zmq_trace_drain(zt, max, true);
 	if (n == max) {
 		/*
 		 * More may be queued: drain again, but only after the loop
@@ -897,6 +900,7 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 		tally_monotonic_ns() + ZMQ_TRACE_STOP_MAX_MS * 1000000ll;
 	zmq_pollitem_t item = { .events = ZMQ_POLLIN };
 	uint64_t closed;
+	unsigned n;
 
 	if (!zt->zsock)
 		return;
@@ -920,8 +924,16 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 				  ZMQ_TRACE_STOP_MAX_MS);
 			break;
 		}
-		if (zmq_trace_drain(zt, ZMQ_TRACE_STOP_STEP) ==
-		    ZMQ_TRACE_STOP_STEP)
+		/*
+		 * One batch per step, not per drain: the loop, and so every
+		 * output, waits until the stop is over, and a trickle read
+		 * in many small drains would overflow their queues.
+		 */
+		n = zmq_trace_drain(zt, ZMQ_TRACE_STOP_STEP, false);
+		if (zt->batch &&
+		    tally_batch_count(zt->batch) >= ZMQ_TRACE_STOP_STEP)
+			zmq_trace_flush(zt);
+		if (n == ZMQ_TRACE_STOP_STEP)
 			continue;
 		if (zmq_poll(&item, 1,
 			     left < ZMQ_TRACE_STOP_QUIET_MS

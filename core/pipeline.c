@@ -377,13 +377,37 @@ static void input_worker_done(evutil_socket_t fd, short what, void *arg)
  * kernel on a tick that is running anyway, when there is enough of it.
  */
 #define TRIM_THRESHOLD	(512u << 10)
+#define TRIM_PERIOD_NS	1000000000	/* at most one look a second */
+
+/*
+ * Free bytes after the last trim. malloc_trim() gives the pages inside
+ * free chunks back with madvise(), but the chunks stay free: fordblks does
+ * not go down. Comparing it with the threshold alone retrimmed the same
+ * pages on every tick once the heap was fragmented, and both mallinfo2()
+ * and malloc_trim() walk the whole heap: with 3000 inputs ticking at one
+ * mark that was 3000 walks and a storm of madvise() each interval, the
+ * loop's whole time. Only what was freed since counts, and the heap is
+ * looked at once per burst of ticks, not once per input.
+ */
+static size_t trim_base;
+static int64_t trim_last_ns;
 
 static void core_trim_heap(void)
 {
-	struct mallinfo2 mi = mallinfo2();
+	int64_t now = tally_monotonic_ns();
+	struct mallinfo2 mi;
 
-	if (mi.fordblks > TRIM_THRESHOLD)
-		malloc_trim(0);
+	if (trim_last_ns && now - trim_last_ns < TRIM_PERIOD_NS)
+		return;
+	trim_last_ns = now;
+	mi = mallinfo2();
+	/* reused free memory is dirty again once freed: count it anew */
+	if (mi.fordblks < trim_base)
+		trim_base = mi.fordblks;
+	if (mi.fordblks - trim_base <= TRIM_THRESHOLD)
+		return;
+	malloc_trim(0);
+	trim_base = mallinfo2().fordblks;
 }
 
 void tally_input_read_now(struct tally_instance *in)

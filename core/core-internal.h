@@ -249,6 +249,30 @@ void tally_inst_free(struct tally_instance *inst);
 void tally_input_read_now(struct tally_instance *in);
 void tally_outq_push(struct tally_instance *o, struct tally_batch *b);
 
+/*
+ * pipeline.c: giving freed heap back to the kernel from input ticks.
+ * @free_bytes reports malloc's free bytes (mallinfo2().fordblks) and @trim
+ * gives them back (malloc_trim(0)); both walk the whole heap. The ops are
+ * there so that a unit test can count how often the walks happen.
+ */
+struct tally_heap_ops {
+	size_t (*free_bytes)(void);
+	void (*trim)(void);
+};
+
+struct tally_heap_trim {
+	size_t base;		/* free bytes after the last trim */
+	int64_t last_ns;	/* CLOCK_MONOTONIC ns of the last look, 0: none */
+};
+
+/*
+ * A tick's chance to trim, at @now_ns (CLOCK_MONOTONIC): looks at the heap
+ * at most once a second, trims when more than 512 KiB were freed since the
+ * last trim. Loop thread only.
+ */
+void tally_heap_trim_tick(struct tally_heap_trim *t,
+			  const struct tally_heap_ops *ops, int64_t now_ns);
+
 /* graph.c: building the running graph from a configuration */
 int tally_graph_build(struct tally_core *core);
 

@@ -50,8 +50,12 @@ check_PROGRAMS += t/unit/conf-same.t
 t_unit_conf_same_t_SOURCES = t/unit/conf-same.c
 t_unit_conf_same_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_conf_same_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+check_PROGRAMS += t/unit/heap-trim.t
+t_unit_heap_trim_t_SOURCES = t/unit/heap-trim.c
+t_unit_heap_trim_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_heap_trim_t_LDADD = t/unit/libtap.la core/libtally.la
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
-	t/unit/conf-same.t
+	t/unit/conf-same.t t/unit/heap-trim.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \

@@ -380,34 +380,55 @@ static void input_worker_done(evutil_socket_t fd, short what, void *arg)
 #define TRIM_PERIOD_NS	1000000000	/* at most one look a second */
 
 /*
- * Free bytes after the last trim. malloc_trim() gives the pages inside
- * free chunks back with madvise(), but the chunks stay free: fordblks does
- * not go down. Comparing it with the threshold alone retrimmed the same
- * pages on every tick once the heap was fragmented, and both mallinfo2()
- * and malloc_trim() walk the whole heap: with 3000 inputs ticking at one
- * mark that was 3000 walks and a storm of madvise() each interval, the
- * loop's whole time. Only what was freed since counts, and the heap is
- * looked at once per burst of ticks, not once per input.
+ * malloc_trim() gives the pages inside free chunks back with madvise(),
+ * but the chunks stay free: fordblks does not go down. Comparing it with
+ * the threshold alone retrimmed the same pages on every tick once the heap
+ * was fragmented, and both mallinfo2() and malloc_trim() walk the whole
+ * heap: with 3000 inputs ticking at one mark that was 3000 walks and a
+ * storm of madvise() each interval, the loop's whole time. So only what was
+ * freed since the last trim counts, and the heap is looked at once per
+ * burst of ticks, not once per input.
  */
-static size_t trim_base;
-static int64_t trim_last_ns;
+void tally_heap_trim_tick(struct tally_heap_trim *t,
+			  const struct tally_heap_ops *ops, int64_t now_ns)
+{
+	size_t free_bytes;
+
+	if (t->last_ns && now_ns - t->last_ns < TRIM_PERIOD_NS)
+		return;
+	t->last_ns = now_ns;
+	free_bytes = ops->free_bytes();
+	/* reused free memory is dirty again once freed: count it anew */
+	if (free_bytes < t->base)
+		t->base = free_bytes;
+	if (free_bytes - t->base <= TRIM_THRESHOLD)
+		return;
+	ops->trim();
+	t->base = ops->free_bytes();
+}
+
+static size_t heap_free_bytes(void)
+{
+	return mallinfo2().fordblks;
+}
+
+static void heap_trim(void)
+{
+	malloc_trim(0);
+}
+
+static const struct tally_heap_ops heap_ops = {
+	.free_bytes = heap_free_bytes,
+	.trim = heap_trim,
+};
+
+/* the heap is the process's: one state, whatever the number of cores */
+static struct tally_heap_trim heap_trim_state;
 
 static void core_trim_heap(void)
 {
-	int64_t now = tally_monotonic_ns();
-	struct mallinfo2 mi;
-
-	if (trim_last_ns && now - trim_last_ns < TRIM_PERIOD_NS)
-		return;
-	trim_last_ns = now;
-	mi = mallinfo2();
-	/* reused free memory is dirty again once freed: count it anew */
-	if (mi.fordblks < trim_base)
-		trim_base = mi.fordblks;
-	if (mi.fordblks - trim_base <= TRIM_THRESHOLD)
-		return;
-	malloc_trim(0);
-	trim_base = mallinfo2().fordblks;
+	tally_heap_trim_tick(&heap_trim_state, &heap_ops,
+			     tally_monotonic_ns());
 }
 
 void tally_input_read_now(struct tally_instance *in)

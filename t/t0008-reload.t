@@ -108,7 +108,9 @@ test_expect_success 'an unchanged prometheus output serves through reloads' '
 	: >scrapes &&
 	(
 		i=0
-		while test $i -lt 400 && ! test -f stop-scraping; do
+		# until the reloads are over and at least 10 scrapes are in
+		while test $i -lt 1000 && { ! test -f stop-scraping ||
+			test $(grep -c . scrapes) -lt 10; }; do
 			if curl -sf --max-time 5 -o m \
 				"http://127.0.0.1:$port/metrics" &&
 			   grep -q "^test_counter_value{i=\"0\"} [0-9]" m; then

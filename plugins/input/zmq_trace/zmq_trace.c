@@ -935,10 +935,12 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 			zmq_trace_flush(zt);
 		if (n == ZMQ_TRACE_STOP_STEP)
 			continue;
+		/* quiet only if it stayed so for the whole wait */
 		if (zmq_poll(&item, 1,
 			     left < ZMQ_TRACE_STOP_QUIET_MS
 				     ? (long)left
-				     : ZMQ_TRACE_STOP_QUIET_MS) <= 0)
+				     : ZMQ_TRACE_STOP_QUIET_MS) <= 0 &&
+		    left >= ZMQ_TRACE_STOP_QUIET_MS)
 			break;
 	}
 	closed = zmq_trace_state_check(zt->state, tally_monotonic_ns(),

@@ -34,6 +34,9 @@
 #include "core-internal.h"
 
 #define RETRY_MIN	0.1	/* seconds, first retry of a busy output */
+#define CORE_PRIO_OUTPUT	0	/* output deliveries */
+#define CORE_PRIO_DEFAULT	1	/* everything else (libevent: n / 2) */
+#define CORE_DISPATCH_BURST	16	/* callbacks between looks for them */
 #define RETRY_MAX	5.0	/* seconds, retry backoff cap */
 
 static struct tally_core *current_core;
@@ -84,10 +87,15 @@ static void outq_schedule(struct tally_instance *o)
 		event_active(o->q.deliver, 0, 0);
 }
 
+static void outq_deliver(evutil_socket_t fd, short what, void *arg);
+
 void tally_outq_push(struct tally_instance *o, struct tally_batch *b)
 {
 	struct tally_outq *q = &o->q;
 
+	/* --once reads every input before the loop runs: write as we go */
+	if (q->len == q->cap && !q->busy && o->core->once)
+		outq_deliver(-1, 0, o);
 	if (q->len == q->cap) {
 		/* full: the oldest data is the least useful, drop it */
 		struct tally_batch *old = q->ring[q->head];
@@ -514,6 +522,8 @@ struct tally_instance *tally_inst_new(struct tally_core *core,
 		inst->q.backoff = RETRY_MIN;
 		inst->q.deliver = event_new(core->base, -1, 0, outq_deliver,
 					    inst);
+		if (inst->q.deliver)
+			event_priority_set(inst->q.deliver, CORE_PRIO_OUTPUT);
 		inst->q.retry = evtimer_new(core->base, outq_retry, inst);
 		if (!inst->q.ring || !inst->q.deliver || !inst->q.retry)
 			goto out_free;
@@ -567,9 +577,18 @@ struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
 	if (!cfg)
 		goto out_free;
 	event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+	/*
+	 * Output deliveries run at a higher priority than everything else,
+	 * and the loop looks for them after every few other callbacks: when
+	 * a thousand inputs tick on the same mark, their batches must reach
+	 * the outputs between the ticks, not overflow the queues while all
+	 * the ticks run first.
+	 */
+	event_config_set_max_dispatch_interval(cfg, NULL, CORE_DISPATCH_BURST,
+					       CORE_PRIO_DEFAULT);
 	core->base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
-	if (!core->base)
+	if (!core->base || event_base_priority_init(core->base, 2) < 0)
 		goto out_free;
 	if (tally_graph_build(core) < 0) {
 		tally_log(NULL, LOG_ERR, "cannot build pipelines: %s",

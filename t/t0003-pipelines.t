@@ -147,4 +147,40 @@ test_expect_success 'SIGTERM drains queued batches into a live output' '
 	grep "stopped" tallyd.log
 '
 
+# many_conf N INTERVAL - N counter inputs (one gauge each) -> capture
+# many.out, default queue_size (1024 batches)
+many_conf() {
+	"$PYTHON3" - "$1" "$2" >many.conf <<-\EOF
+	import sys
+	n, iv = int(sys.argv[1]), sys.argv[2]
+	print("global = { interval = %s; log_level = \"info\"; };" % iv)
+	print("inputs = {")
+	for i in range(n):
+	    print("  c%d = { plugin = \"counter\"; name = \"m%d\"; };" % (i, i))
+	print("};")
+	print("outputs = { x = { plugin = \"capture\"; path = \"many.out\"; }; };")
+	print("pipelines = { p = { from = [%s]; to = [\"x\"]; }; };" %
+	      ", ".join("\"c%d\"" % i for i in range(n)))
+	EOF
+}
+
+# 1500 inputs tick on the same mark, each a batch for one output whose
+# queue holds 1024: deliveries must run between the ticks (and, with
+# --once, as the reads go), not overflow the queue.
+test_expect_success 'more inputs on one mark than the queue holds: no drop (--once)' '
+	many_conf 1500 1 &&
+	tallyd --once -c many.conf 2>err &&
+	! grep "queue full" err &&
+	test $(grep -c "^gauge m[0-9]*{i=.0.} 1$" many.out) = 1500
+'
+
+test_expect_success 'more inputs on one mark than the queue holds: no drop (daemon)' '
+	many_conf 1500 0.5 &&
+	start_tallyd many.conf &&
+	wait_for "test \$(grep -c \" 2\$\" many.out) = 1500" &&
+	stop_tallyd &&
+	! grep "queue full" tallyd.log &&
+	test $(grep -c "^gauge m[0-9]*{i=.0.} 1$" many.out) = 1500
+'
+
 test_done

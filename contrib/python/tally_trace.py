@@ -384,11 +384,14 @@ class Tracer:
 
     def _collector_up(self, wait_ms):
         """Is a collector listening? A fresh socket's first connect either
-        succeeds or fails and schedules a retry: watch for either."""
+        succeeds or fails and schedules a retry: watch for either. No
+        answer in time (an overloaded machine) counts as yes: a live
+        collector judged absent would lose the queued events uncounted,
+        the other mistake costs at most the linger."""
         s = self._ctx.socket(zmq.PUSH)
         mon = s.get_monitor_socket(zmq.EVENT_CONNECTED |
                                    zmq.EVENT_CONNECT_RETRIED)
-        up = False
+        up = True
         try:
             s.connect(self.endpoint)
             deadline = time.monotonic() + wait_ms / 1000.0

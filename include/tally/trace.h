@@ -175,8 +175,10 @@ const char *tally_trace_id(const struct tally_trace *tr);
  *
  * If a collector is connected, queued events are delivered for at most the
  * linger time (TALLY_TRACE_LINGER_MS, default 2 s); drops not yet reported
- * are carried by re-sending the last dropped event. With no collector,
- * close returns at once and queued events are discarded. Spans still open
+ * are carried by re-sending the last dropped event. When the endpoint
+ * refuses the connection (no collector), close returns at once and queued
+ * events are discarded; one that does not answer within 200 ms counts as
+ * a collector (close waits at most the linger). Spans still open
  * are not ended: the collector closes them as abandoned.
  *
  * No other call on @tr may run concurrently with or after close. Events

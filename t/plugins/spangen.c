@@ -226,7 +226,7 @@ static const struct tally_option spangen_options[] = {
 		       "what each read emits: shapes, generations or spans"),
 	TALLY_OPT_INT("count", struct spangen, count, "10", 0, 1000000,
 		      "series per read in generations mode"),
-	TALLY_OPT_INT("limit", struct spangen, limit, "0", 0, INT64_MAX,
+	TALLY_OPT_INT("limit", struct spangen, limit, "0", 0, 1e15,
 		      "reads that emit anything; 0 = every read"),
 	TALLY_OPT_INT("ranks", struct spangen, ranks, "2", 1, 100000,
 		      "span sources (ranks 0 .. ranks-1) in spans mode"),

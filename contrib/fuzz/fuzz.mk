@@ -16,7 +16,8 @@ CONFIG_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/config_fuzz.c \
 	$(top_srcdir)/core/config.c $(top_srcdir)/core/options.c \
 	$(top_srcdir)/core/loader.c $(top_srcdir)/core/log.c \
 	$(top_srcdir)/core/labels.c $(top_srcdir)/core/record.c \
-	$(top_srcdir)/core/pipeline.c $(top_srcdir)/core/mode.c
+	$(top_srcdir)/core/pipeline.c $(top_srcdir)/core/graph.c \
+	$(top_srcdir)/core/mode.c
 contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC)
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCONFIG_CFLAGS) \

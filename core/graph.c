@@ -520,7 +520,8 @@ int tally_core_reload(struct tally_core *core)
 	}
 	tally_log(NULL, LOG_ERR,
 		  "reload: the new configuration failed to start (logged "
-		  "above): going back to the one loaded before");
+		  "above): going back to the one loaded before (errors it "
+		  "logs now name lines of the files as they were then)");
 	tally_count_event(NULL, "reload_failures", 1);
 	reload_log_level(old);
 	ret = graph_apply(core, old, &h, "restored");

@@ -6,12 +6,15 @@
  * "1..N" once, "ok N - desc" / "not ok N - desc", "ok N # skip reason",
  * "# ..." diagnostics and "Bail out! reason".
  */
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tap.h"
 
@@ -290,4 +293,40 @@ void bail_out(const char *fmt, ...)
 	printf("Bail out! %s\n", reason);
 	fflush(stdout);
 	exit(255);
+}
+
+static char tap_dir[256];
+static pid_t tap_dir_owner;
+
+static void tap_tmpdir_remove(void)
+{
+	char path[sizeof(tap_dir) + 256];
+	struct dirent *e;
+	DIR *d;
+
+	if (getpid() != tap_dir_owner)
+		return;
+	d = opendir(tap_dir);
+	while (d && (e = readdir(d))) {
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", tap_dir,
+				 e->d_name);
+			unlink(path);
+		}
+	}
+	if (d)
+		closedir(d);
+	rmdir(tap_dir);
+}
+
+const char *tap_tmpdir(const char *prefix)
+{
+	if (tap_dir[0])
+		return tap_dir;
+	snprintf(tap_dir, sizeof(tap_dir), "/tmp/%s-XXXXXX", prefix);
+	if (!mkdtemp(tap_dir))
+		bail_out("mkdtemp %s: %s", tap_dir, strerror(errno));
+	tap_dir_owner = getpid();
+	atexit(tap_tmpdir_remove);
+	return tap_dir;
 }

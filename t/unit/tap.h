@@ -137,6 +137,18 @@ int done_testing(void);
 void bail_out(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 
+/**
+ * tap_tmpdir() - a scratch directory /tmp/PREFIX-XXXXXX for this test
+ * @prefix: e.g. "tally-trace-api"
+ *
+ * Removed at exit, with the files in it (one level: libzmq leaves its ipc
+ * socket files behind), bail_out() included; only by the process that
+ * made it, so a forked child calling exit() leaves it alone. One per
+ * process: a second call returns the first directory.
+ * Return: the path (static storage); bails out if it cannot be made.
+ */
+const char *tap_tmpdir(const char *prefix);
+
 /* Implementation of the macros above; call those instead. */
 int tap_ok_(const char *file, int line, int cond, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -43,28 +43,7 @@ struct msg {
 static void *ctx, *pull;
 static char endpoint[128];
 
-/*
- * The directory of the ipc sockets, removed at exit, bail_out() included:
- * libzmq leaves the socket files behind, so a plain rmdir() failed and
- * every run left a directory in /tmp. Only the process that made it
- * removes it (children _exit(), but one calling exit() must not).
- */
-static char sockdir[] = "/tmp/tally-trace-api-XXXXXX";
-static pid_t sockdir_owner;
-
-static void sockdir_remove(void)
-{
-	static const char *const socks[] = { "t.sock", "stalled.sock" };
-	char path[sizeof(sockdir) + 32];
-
-	if (getpid() != sockdir_owner)
-		return;
-	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", sockdir, socks[i]);
-		unlink(path);
-	}
-	rmdir(sockdir);
-}
+static const char *sockdir;	/* tap_tmpdir(): removed at exit */
 
 /* Decode per doc/wire-format.md; false if the message is not valid. */
 static bool decode(const uint8_t *b, size_t n, struct msg *m)
@@ -435,10 +414,7 @@ static void test_stalled_close(const char *dir)
 int main(void)
 {
 	plan(NO_PLAN);
-	if (!mkdtemp(sockdir))
-		bail_out("mkdtemp: %s", strerror(errno));
-	sockdir_owner = getpid();
-	atexit(sockdir_remove);
+	sockdir = tap_tmpdir("tally-trace-api");
 	snprintf(endpoint, sizeof(endpoint), "ipc://%s/t.sock", sockdir);
 	ctx = zmq_ctx_new();
 	pull = zmq_socket(ctx, ZMQ_PULL);

@@ -31,28 +31,7 @@
 static void *ctx, *pull;
 static char endpoint[128];
 
-/*
- * The directory of the ipc sockets, removed at exit, bail_out() included:
- * libzmq leaves the socket files behind, so a plain rmdir() failed and
- * every run left a directory in /tmp. Only the process that made it
- * removes it (children _exit(), but one calling exit() must not).
- */
-static char sockdir[] = "/tmp/tally-trace-fork-XXXXXX";
-static pid_t sockdir_owner;
-
-static void sockdir_remove(void)
-{
-	static const char *const socks[] = { "t.sock" };
-	char path[sizeof(sockdir) + 32];
-
-	if (getpid() != sockdir_owner)
-		return;
-	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", sockdir, socks[i]);
-		unlink(path);
-	}
-	rmdir(sockdir);
-}
+static const char *sockdir;	/* tap_tmpdir(): removed at exit */
 
 struct msg {
 	int type;
@@ -263,10 +242,7 @@ int main(void)
 	int hwm = 0;
 
 	plan(NO_PLAN);
-	if (!mkdtemp(sockdir))
-		bail_out("mkdtemp: %s", strerror(errno));
-	sockdir_owner = getpid();
-	atexit(sockdir_remove);
+	sockdir = tap_tmpdir("tally-trace-fork");
 	snprintf(endpoint, sizeof(endpoint), "ipc://%s/t.sock", sockdir);
 	ctx = zmq_ctx_new();
 	pull = zmq_socket(ctx, ZMQ_PULL);

@@ -151,7 +151,8 @@ struct tally_instance {
 	int cline;
 	bool setup;		/* in check/init: logs carry cfile:cline */
 	struct tally_conf_decl *decl;	/* in the conf it was made from */
-	bool keep;		/* reload: the new graph has it too */
+	/* reload: its declaration in the new conf, if the new graph has it */
+	struct tally_conf_decl *kept_as;
 	bool retired;		/* reload: freed once its worker is done */
 
 	pthread_mutex_t stat_lock;
@@ -248,6 +249,8 @@ void tally_inst_free(struct tally_instance *inst);
 /* read a periodic input now, outside its timer (its marks stay) */
 void tally_input_read_now(struct tally_instance *in);
 void tally_outq_push(struct tally_instance *o, struct tally_batch *b);
+/* records in the batches queued for output @o */
+size_t tally_outq_records(const struct tally_instance *o);
 
 /*
  * pipeline.c: giving freed heap back to the kernel from input ticks.

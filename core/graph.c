@@ -120,14 +120,15 @@ static struct tally_pipeline *graph_same_pipe(struct tally_core *core,
 
 /*
  * Plan the graph of @conf into @g: running instances that can stay are
- * marked keep and reused, the others are made (not initialized yet).
+ * reused (kept_as: their declaration in @conf), the others are made (not
+ * initialized yet).
  * Nothing running is changed. On failure, what was made is freed.
  */
 static int graph_plan(struct tally_core *core, struct tally_conf *conf,
 		      struct graph *g)
 {
 	for (size_t i = 0; i < core->ninsts; i++)
-		core->insts[i]->keep = false;
+		core->insts[i]->kept_as = NULL;
 	/* inputs and outputs: one instance each, shared by pipelines */
 	for (size_t i = 0; i < conf->ndecls; i++) {
 		struct tally_conf_decl *d = &conf->decls[i];
@@ -137,13 +138,13 @@ static int graph_plan(struct tally_core *core, struct tally_conf *conf,
 			continue;
 		inst = graph_reusable(core, conf, d);
 		if (inst)
-			inst->keep = true;
+			inst->kept_as = d;
 		else
 			inst = tally_inst_new(core, conf, d, NULL);
 		if (!inst)
 			goto out_fail;
 		if (graph_add(g, inst) < 0) {
-			if (!inst->keep)
+			if (!inst->kept_as)
 				tally_inst_free(inst);
 			goto out_fail;
 		}
@@ -168,7 +169,7 @@ static int graph_plan(struct tally_core *core, struct tally_conf *conf,
 
 			if (same) {
 				f = same->filters[j];
-				f->keep = true;
+				f->kept_as = cp->through[j];
 			} else {
 				f = tally_inst_new(core, conf, cp->through[j],
 						   cp->name);
@@ -176,7 +177,7 @@ static int graph_plan(struct tally_core *core, struct tally_conf *conf,
 			if (!f)
 				goto out_fail;
 			if (graph_add(g, f) < 0) {
-				if (!f->keep)
+				if (!f->kept_as)
 					tally_inst_free(f);
 				goto out_fail;
 			}
@@ -189,11 +190,11 @@ static int graph_plan(struct tally_core *core, struct tally_conf *conf,
 	return 0;
 out_fail:
 	for (size_t i = 0; i < g->ninsts; i++) {
-		if (!g->insts[i]->keep)
+		if (!g->insts[i]->kept_as)
 			tally_inst_free(g->insts[i]);
 	}
 	for (size_t i = 0; i < core->ninsts; i++)
-		core->insts[i]->keep = false;
+		core->insts[i]->kept_as = NULL;
 	free(g->insts);
 	graph_free_pipes(g->pipes, g->npipes);
 	memset(g, 0, sizeof(*g));
@@ -266,7 +267,8 @@ static void handover_take(struct handovers *h, struct tally_instance *o)
 		b = malloc(n * sizeof(*b));
 	}
 	if (!b) {
-		/* freeing @o drops and counts them below */
+		/* no memory to carry them: freeing @o drops them */
+		tally_count_drop(NULL, "reload", tally_outq_records(o));
 		return;
 	}
 	for (size_t k = 0; k < n; k++)
@@ -336,7 +338,7 @@ static void graph_retire(struct tally_core *core, struct handovers *h)
 		for (size_t i = 0; i < core->ninsts; i++) {
 			struct tally_instance *inst = core->insts[i];
 
-			if ((int)inst->plugin->kind == kind && !inst->keep)
+			if ((int)inst->plugin->kind == kind && !inst->kept_as)
 				tally_inst_halt(inst);
 		}
 	}
@@ -345,7 +347,7 @@ static void graph_retire(struct tally_core *core, struct handovers *h)
 			struct tally_instance *inst = core->insts[i];
 
 			if (!inst || (int)inst->plugin->kind != kind ||
-			    inst->keep)
+			    inst->kept_as)
 				continue;
 			if (kind == TALLY_KIND_OUTPUT)
 				handover_take(h, inst);
@@ -360,7 +362,7 @@ static bool feeds_new_output(const struct tally_instance *in)
 {
 	for (size_t i = 0; i < in->npipes; i++) {
 		for (size_t j = 0; j < in->pipes[i]->noutputs; j++) {
-			if (!in->pipes[i]->outputs[j]->keep)
+			if (!in->pipes[i]->outputs[j]->kept_as)
 				return true;
 		}
 	}
@@ -393,7 +395,7 @@ static int graph_apply(struct tally_core *core, struct tally_conf *conf,
 	if (graph_link(&g, conf) < 0)
 		goto out_undo;
 	for (size_t i = 0; i < g.ninsts; i++) {
-		if (!g.insts[i]->keep && tally_inst_init(g.insts[i]) < 0)
+		if (!g.insts[i]->kept_as && tally_inst_init(g.insts[i]) < 0)
 			goto out_undo;
 	}
 	/* queued before the reload, so delivered before what comes next */
@@ -401,7 +403,7 @@ static int graph_apply(struct tally_core *core, struct tally_conf *conf,
 	for (size_t i = 0; i < g.ninsts; i++) {
 		struct tally_instance *inst = g.insts[i];
 
-		if (inst->keep)
+		if (inst->kept_as)
 			continue;
 		made++;
 		if (tally_inst_start(inst) < 0)
@@ -411,29 +413,19 @@ static int graph_apply(struct tally_core *core, struct tally_conf *conf,
 	for (size_t i = 0; i < g.ninsts; i++) {
 		struct tally_instance *in = g.insts[i];
 
-		if (in->keep && in->plugin->kind == TALLY_KIND_INPUT &&
+		if (in->kept_as && in->plugin->kind == TALLY_KIND_INPUT &&
 		    in->plugin->input->read && feeds_new_output(in))
 			tally_input_read_now(in);
 	}
 	/* the kept ones now belong to @conf */
 	for (size_t i = 0; i < g.ninsts; i++) {
 		struct tally_instance *inst = g.insts[i];
-		struct tally_conf_decl *d = NULL;
 
-		if (!inst->keep)
+		if (!inst->kept_as)
 			continue;
-		if (inst->plugin->kind == TALLY_KIND_FILTER) {
-			d = conf->pipes[inst->pipe - g.pipes].through[inst->pos];
-		} else {
-			for (size_t k = 0; k < conf->ndecls && !d; k++) {
-				if (conf->decls[k].kind != TALLY_KIND_FILTER &&
-				    !strcmp(conf->decls[k].name, inst->name))
-					d = &conf->decls[k];
-			}
-		}
-		inst->decl = d;
-		inst->cfile = d->file;
-		inst->cline = d->line;
+		inst->decl = inst->kept_as;
+		inst->cfile = inst->decl->file;
+		inst->cline = inst->decl->line;
 	}
 	tally_log(NULL, LOG_INFO,
 		  "configuration %s: %zu instance%s (%zu new), %zu "
@@ -449,7 +441,7 @@ out_undo:
 	 * usual (a filter's last tick reaches the kept outputs).
 	 */
 	for (size_t i = 0; i < g.ninsts; i++) {
-		if (!g.insts[i]->keep)
+		if (!g.insts[i]->kept_as)
 			tally_inst_halt(g.insts[i]);
 	}
 	for (size_t i = 0; i < g.npipes; i++) {
@@ -457,13 +449,13 @@ out_undo:
 		size_t nf = 0, no = 0;
 
 		for (size_t j = 0; j < p->nfilters; j++) {
-			if (!p->filters[j]->keep)
+			if (!p->filters[j]->kept_as)
 				continue;
 			p->filters[j]->pos = nf;
 			p->filters[nf++] = p->filters[j];
 		}
 		for (size_t j = 0; j < p->noutputs; j++) {
-			if (p->outputs[j]->keep)
+			if (p->outputs[j]->kept_as)
 				p->outputs[no++] = p->outputs[j];
 		}
 		p->nfilters = nf;
@@ -473,7 +465,7 @@ out_undo:
 	for (size_t i = 0; i < g.ninsts; i++) {
 		struct tally_instance *inst = g.insts[i];
 
-		if (inst->keep) {
+		if (inst->kept_as) {
 			g.insts[made++] = inst;
 			continue;
 		}

@@ -34,10 +34,10 @@
 #include "core-internal.h"
 
 #define RETRY_MIN	0.1	/* seconds, first retry of a busy output */
+#define RETRY_MAX	5.0	/* seconds, retry backoff cap */
 #define CORE_PRIO_OUTPUT	0	/* output deliveries */
 #define CORE_PRIO_DEFAULT	1	/* everything else (libevent: n / 2) */
 #define CORE_DISPATCH_BURST	16	/* callbacks between looks for them */
-#define RETRY_MAX	5.0	/* seconds, retry backoff cap */
 
 static struct tally_core *current_core;
 
@@ -88,6 +88,15 @@ static void outq_schedule(struct tally_instance *o)
 }
 
 static void outq_deliver(evutil_socket_t fd, short what, void *arg);
+
+size_t tally_outq_records(const struct tally_instance *o)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < o->q.len; k++)
+		n += tally_batch_count(o->q.ring[(o->q.head + k) % o->q.cap]);
+	return n;
+}
 
 void tally_outq_push(struct tally_instance *o, struct tally_batch *b)
 {
@@ -471,13 +480,16 @@ static void input_tick(evutil_socket_t fd, short what, void *arg)
 	tally_input_read_now(in);
 }
 
+/* Plugin @p's operation @op (check, init, fini), whatever its kind. */
+#define PLUGIN_OP(p, op)                                            \
+	((p)->kind == TALLY_KIND_INPUT	  ? (p)->input->op  \
+	 : (p)->kind == TALLY_KIND_FILTER ? (p)->filter->op \
+					  : (p)->output->op)
+
 int tally_instance_check(struct tally_instance *inst)
 {
-	const struct tally_plugin *p = inst->plugin;
 	int (*check)(struct tally_instance *, void *) =
-		p->kind == TALLY_KIND_INPUT    ? p->input->check
-		: p->kind == TALLY_KIND_FILTER ? p->filter->check
-					       : p->output->check;
+		PLUGIN_OP(inst->plugin, check);
 
 	return check ? check(inst, inst->state) : 0;
 }
@@ -650,7 +662,6 @@ static void core_drain_check(evutil_socket_t fd, short what, void *arg)
 static void core_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct tally_core *core = arg;
-	size_t left = 0;
 
 	if (core->finished)
 		return;
@@ -659,10 +670,7 @@ static void core_deadline(evutil_socket_t fd, short what, void *arg)
 		struct tally_instance *o = core->insts[i];
 
 		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->q.len) {
-			for (size_t k = 0; k < o->q.len; k++)
-				left += tally_batch_count(
-					o->q.ring[(o->q.head + k) % o->q.cap]);
-			tally_count_drop(o, "shutdown", left);
+			tally_count_drop(o, "shutdown", tally_outq_records(o));
 			tally_log(o, LOG_WARNING,
 				  "shutdown deadline: %zu queued batches not "
 				  "delivered",
@@ -760,26 +768,22 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 
 int tally_inst_init(struct tally_instance *inst)
 {
-	const struct tally_plugin *p = inst->plugin;
 	int (*init)(struct tally_instance *, void *) =
-		p->kind == TALLY_KIND_INPUT    ? p->input->init
-		: p->kind == TALLY_KIND_FILTER ? p->filter->init
-					       : p->output->init;
+		PLUGIN_OP(inst->plugin, init);
+	int ret = 0;
 
+	/* set-up: what check and init log carries the file:line */
 	inst->setup = true;
 	if (tally_instance_check(inst) < 0) {
-		inst->setup = false;
 		errno = EINVAL;
-		return -1;
-	}
-	if (init && init(inst, inst->state) < 0) {
+		ret = -1;
+	} else if (init && init(inst, inst->state) < 0) {
 		tally_log(inst, LOG_ERR, "init failed: %s", strerror(errno));
-		inst->setup = false;
-		return -1;
+		ret = -1;
 	}
 	inst->setup = false;
-	inst->initialized = true;
-	return 0;
+	inst->initialized = ret == 0;
+	return ret;
 }
 
 int tally_inst_start(struct tally_instance *inst)
@@ -891,10 +895,7 @@ int tally_core_run(struct tally_core *core)
 void tally_inst_free(struct tally_instance *inst)
 {
 	const struct tally_plugin *p = inst->plugin;
-	void (*fini)(struct tally_instance *, void *) =
-		p->kind == TALLY_KIND_INPUT    ? p->input->fini
-		: p->kind == TALLY_KIND_FILTER ? p->filter->fini
-					       : p->output->fini;
+	void (*fini)(struct tally_instance *, void *) = PLUGIN_OP(p, fini);
 
 	if (inst->worker_running) {
 		bool busy;

@@ -23,9 +23,6 @@
 struct event;
 struct event_base;
 
-/* hashing (labels.c) */
-uint64_t tally_hash_bytes(uint64_t h, const void *data, size_t len);
-
 /* logging (log.c) */
 enum tally_log_target { TALLY_LOG_STDERR, TALLY_LOG_SYSLOG };
 void tally_log_setup(enum tally_log_target target, int level);

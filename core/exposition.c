@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <tally/exposition.h>
+#include <tally/utf8.h>
 
 /* snprintf-style sink: counts everything, stores what fits. */
 struct expo_out {
@@ -41,40 +42,13 @@ static size_t out_end(struct expo_out *o)
 
 /*
  * Length of the well-formed UTF-8 sequence at @p (1 to 4), or 0 when the
- * bytes there are not one (RFC 3629: no overlongs, no surrogates, nothing
- * above U+10FFFF). A NUL ends the string, so it never counts as a
- * continuation byte.
+ * bytes there are not one. A NUL ends the string: never read past it.
  */
 static size_t utf8_seq_len(const unsigned char *p)
 {
-	unsigned char c = p[0];
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n;
+	int n = tally_utf8_seq(p, strnlen((const char *)p, 4));
 
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return 0;
-	return n;
+	return n > 0 ? (size_t)n : 0;
 }
 
 static bool is_alpha_(unsigned char c)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tally/hash.h>
 #include <tally/labels.h>
 
 #include "core-internal.h"
@@ -29,20 +30,17 @@ struct tally_labels {
 	atomic_uint refs;
 	bool immortal;
 	uint32_t n;
-	uint64_t hash;
-	struct tally_labels *next; /* hash chain */
+	struct tally_hnode node; /* in labels_table; node.hash is the hash */
 	struct tally_label pairs[];
 	/* followed by the key and value strings */
 };
 
 static pthread_mutex_t labels_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tally_labels **labels_table;
-static size_t labels_nbuckets;
-static size_t labels_count;
+static struct tally_htable labels_table;
 
 static struct tally_labels labels_empty_set = {
 	.immortal = true,
-	.hash = 0xcbf29ce484222325ull,
+	.node.hash = TALLY_HASH_SEED,
 };
 
 static int label_cmp(const void *a, const void *b)
@@ -52,27 +50,14 @@ static int label_cmp(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-uint64_t tally_hash_bytes(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	/* FNV-1a: short keys, good enough spread, no dependency */
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static uint64_t labels_hash(const struct tally_label *pairs, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = TALLY_HASH_SEED;
 
 	for (size_t i = 0; i < n; i++) {
-		/* include the NULs so ("ab","c") differs from ("a","bc") */
-		h = tally_hash_bytes(h, pairs[i].key, strlen(pairs[i].key) + 1);
-		h = tally_hash_bytes(h, pairs[i].value,
-				     strlen(pairs[i].value) + 1);
+		/* the NULs are hashed: ("ab","c") differs from ("a","bc") */
+		h = tally_hash_str(h, pairs[i].key);
+		h = tally_hash_str(h, pairs[i].value);
 	}
 	return h;
 }
@@ -90,28 +75,6 @@ static bool labels_equal(const struct tally_labels *ls,
 	return true;
 }
 
-/* Called with labels_lock held. Failure to grow is harmless: chains lengthen. */
-static void labels_grow(void)
-{
-	size_t nb = labels_nbuckets ? labels_nbuckets * 2 : 256;
-	struct tally_labels **t = calloc(nb, sizeof(*t));
-
-	if (!t)
-		return;
-	for (size_t i = 0; i < labels_nbuckets; i++) {
-		struct tally_labels *ls = labels_table[i], *next;
-
-		for (; ls; ls = next) {
-			next = ls->next;
-			ls->next = t[ls->hash & (nb - 1)];
-			t[ls->hash & (nb - 1)] = ls;
-		}
-	}
-	free(labels_table);
-	labels_table = t;
-	labels_nbuckets = nb;
-}
-
 static struct tally_labels *labels_alloc(const struct tally_label *pairs,
 					 size_t n, uint64_t hash)
 {
@@ -127,8 +90,7 @@ static struct tally_labels *labels_alloc(const struct tally_label *pairs,
 	atomic_init(&ls->refs, 1);
 	ls->immortal = false;
 	ls->n = (uint32_t)n;
-	ls->hash = hash;
-	ls->next = NULL;
+	ls->node.hash = hash;
 	p = (char *)&ls->pairs[n];
 	for (size_t i = 0; i < n; i++) {
 		size_t kl = strlen(pairs[i].key) + 1;
@@ -147,25 +109,23 @@ static struct tally_labels *labels_intern(const struct tally_label *pairs,
 					  size_t n)
 {
 	uint64_t hash;
-	struct tally_labels *ls, *found = NULL;
-	size_t b;
+	struct tally_labels *found = NULL;
+	struct tally_hnode *p;
 
 	if (n == 0)
 		return &labels_empty_set;
 	hash = labels_hash(pairs, n);
 	pthread_mutex_lock(&labels_lock);
-	if (labels_count >= labels_nbuckets)
-		labels_grow();
-	if (!labels_nbuckets) {
+	if (tally_htable_reserve(&labels_table)) {
 		pthread_mutex_unlock(&labels_lock);
-		errno = ENOMEM;
 		return NULL;
 	}
-	b = hash & (labels_nbuckets - 1);
-	for (ls = labels_table[b]; ls; ls = ls->next) {
+	tally_htable_for_each_hash(&labels_table, hash, p) {
+		struct tally_labels *ls =
+			tally_container_of(p, struct tally_labels, node);
 		unsigned r;
 
-		if (ls->hash != hash || !labels_equal(ls, pairs, n))
+		if (!labels_equal(ls, pairs, n))
 			continue;
 		/* take a reference only if the set is not dying */
 		r = atomic_load(&ls->refs);
@@ -178,11 +138,8 @@ static struct tally_labels *labels_intern(const struct tally_label *pairs,
 	}
 	if (!found) {
 		found = labels_alloc(pairs, n, hash);
-		if (found) {
-			found->next = labels_table[b];
-			labels_table[b] = found;
-			labels_count++;
-		}
+		if (found)
+			tally_htable_insert(&labels_table, &found->node);
 	}
 	pthread_mutex_unlock(&labels_lock);
 	if (!found)
@@ -286,21 +243,12 @@ struct tally_labels *tally_labels_ref(struct tally_labels *ls)
 
 void tally_labels_unref(struct tally_labels *ls)
 {
-	struct tally_labels **pp;
-
 	if (!ls || ls->immortal)
 		return;
 	if (atomic_fetch_sub_explicit(&ls->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	pthread_mutex_lock(&labels_lock);
-	pp = &labels_table[ls->hash & (labels_nbuckets - 1)];
-	for (; *pp; pp = &(*pp)->next) {
-		if (*pp == ls) {
-			*pp = ls->next;
-			labels_count--;
-			break;
-		}
-	}
+	tally_htable_remove(&labels_table, &ls->node);
 	pthread_mutex_unlock(&labels_lock);
 	free(ls);
 }
@@ -340,5 +288,5 @@ const char *tally_labels_get(const struct tally_labels *ls, const char *key)
 
 uint64_t tally_labels_hash(const struct tally_labels *ls)
 {
-	return ls ? ls->hash : labels_empty_set.hash;
+	return ls ? ls->node.hash : labels_empty_set.node.hash;
 }

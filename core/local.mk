@@ -3,7 +3,9 @@
 lib_LTLIBRARIES += core/libtally.la
 core_libtally_la_SOURCES = \
 	core/core-internal.h \
+	core/hash.c \
 	core/labels.c \
+	core/utf8.c \
 	core/record.c \
 	core/log.c \
 	core/options.c \
@@ -24,6 +26,8 @@ pkginclude_HEADERS += \
 	include/tally/config.h \
 	include/tally/record.h \
 	include/tally/labels.h \
+	include/tally/hash.h \
+	include/tally/utf8.h \
 	include/tally/log.h \
 	include/tally/stats.h \
 	include/tally/io.h \
@@ -50,12 +54,17 @@ check_PROGRAMS += t/unit/conf-same.t
 t_unit_conf_same_t_SOURCES = t/unit/conf-same.c
 t_unit_conf_same_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_conf_same_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+check_PROGRAMS += t/unit/hash.t t/unit/utf8.t
+t_unit_hash_t_SOURCES = t/unit/hash.c
+t_unit_hash_t_LDADD = t/unit/libtap.la core/libtally.la
+t_unit_utf8_t_SOURCES = t/unit/utf8.c
+t_unit_utf8_t_LDADD = t/unit/libtap.la core/libtally.la
 check_PROGRAMS += t/unit/heap-trim.t
 t_unit_heap_trim_t_SOURCES = t/unit/heap-trim.c
 t_unit_heap_trim_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_heap_trim_t_LDADD = t/unit/libtap.la core/libtally.la
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
-	t/unit/conf-same.t t/unit/heap-trim.t
+	t/unit/conf-same.t t/unit/heap-trim.t t/unit/hash.t t/unit/utf8.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \

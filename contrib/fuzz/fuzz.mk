@@ -16,6 +16,7 @@ CONFIG_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/config_fuzz.c \
 	$(top_srcdir)/core/config.c $(top_srcdir)/core/options.c \
 	$(top_srcdir)/core/loader.c $(top_srcdir)/core/log.c \
 	$(top_srcdir)/core/labels.c $(top_srcdir)/core/record.c \
+	$(top_srcdir)/core/hash.c $(top_srcdir)/core/utf8.c \
 	$(top_srcdir)/core/pipeline.c $(top_srcdir)/core/graph.c \
 	$(top_srcdir)/core/mode.c
 contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC)

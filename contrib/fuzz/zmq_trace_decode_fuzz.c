@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tally/utf8.h>
+
 #include "../../plugins/input/zmq_trace/decode.h"
 #include "../../plugins/input/zmq_trace/state.h"
 
@@ -35,8 +37,7 @@ static int fuzz_span(void *ctx, const struct tally_span *sp, int64_t ts)
 	(void)ts;
 	if (!sp->trace || !sp->name || !sp->src.host || !sp->span_id ||
 	    (sp->phase != TALLY_SPAN_BEGIN && sp->phase != TALLY_SPAN_END) ||
-	    !zmq_trace_utf8_valid((const uint8_t *)sp->name,
-				  strlen(sp->name)) ||
+	    !tally_utf8_valid(sp->name, strlen(sp->name)) ||
 	    (sp->phase == TALLY_SPAN_BEGIN && sp->flags))
 		abort();
 	return 0;

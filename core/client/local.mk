@@ -6,7 +6,7 @@ lib_LTLIBRARIES += core/client/libtally-trace.la
 core_client_libtally_trace_la_SOURCES = \
 	core/client/trace.c \
 	core/client/discover.c \
-	core/client/utf8.c \
+	core/utf8.c \
 	core/client/trace-internal.h
 core_client_libtally_trace_la_CFLAGS = $(AM_CFLAGS) $(LIBZMQ_CFLAGS)
 core_client_libtally_trace_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
@@ -23,7 +23,7 @@ EXTRA_DIST += doc/wire-format.md core/client/tally-trace.pc.in
 # exports only tally_trace_*.
 check_PROGRAMS += t/unit/trace-wire.t
 t_unit_trace_wire_t_SOURCES = t/unit/trace-wire.c core/client/discover.c \
-	core/client/utf8.c
+	core/utf8.c
 t_unit_trace_wire_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/client \
 	-DTOP_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_trace_wire_t_LDADD = t/unit/libtap.la

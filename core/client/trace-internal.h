@@ -13,11 +13,12 @@
 #include <string.h>
 
 #include "tally/wire.h"
+#include "tally/utf8.h"
 
 /*
  * struct tt_source - what every message of one sending thread repeats
  * @trace, @host: not NUL-terminated, valid UTF-8, each at most
- *                TALLY_WIRE_MAX_STR bytes (tt_utf8_clip() first)
+ *                TALLY_WIRE_MAX_STR bytes (tally_utf8_clip() first)
  */
 struct tt_source {
 	uint32_t pid;
@@ -77,28 +78,9 @@ static inline size_t tt_msg_fill(uint8_t *m, const struct tt_source *s,
 }
 
 /*
- * tt_utf8_clip() - longest prefix of @s of at most @max bytes that does not
- * cut a UTF-8 sequence (the wire carries lengths up to TALLY_WIRE_MAX_STR
- * and receivers drop invalid UTF-8)
- * Return: the prefix length (@len if it fits).
+ * UTF-8 clipping and repair: tally/utf8.h (core/utf8.c is built into this
+ * library too, hidden: libtally-trace exports only tally_trace_*).
  */
-size_t tt_utf8_clip(const char *s, size_t len, size_t max);
-
-/*
- * tt_utf8_valid() - whether @s[0..@len) is well-formed UTF-8 (RFC 3629: no
- * overlong forms, surrogates or code points above U+10FFFF). NUL bytes
- * count as valid: callers pass C strings, which hold none.
- */
-int tt_utf8_valid(const char *s, size_t len);
-
-/*
- * tt_utf8_fix() - copy @s[0..@len) to @out, each maximal subpart of an
- * ill-formed sequence replaced by U+FFFD (as Python's
- * bytes.decode("utf-8", "replace")), and stop before the first character
- * that would not fit in @max bytes
- * Return: the bytes written to @out (not NUL-terminated).
- */
-size_t tt_utf8_fix(const char *s, size_t len, char *out, size_t max);
 
 /*
  * tt_env_rank() - the launcher rank: the first of PMIX_RANK,

@@ -512,11 +512,11 @@ static inline bool tt_ascii(const char *s, size_t len)
 static const char *tt_name_slow(struct tt_thread *t, const char *name,
 				size_t len, size_t *out_len)
 {
-	if (tt_utf8_valid(name, len)) {
-		*out_len = tt_utf8_clip(name, len, TALLY_WIRE_MAX_STR);
+	if (tally_utf8_valid(name, len)) {
+		*out_len = tally_utf8_clip(name, len, TALLY_WIRE_MAX_STR);
 		return name;
 	}
-	*out_len = tt_utf8_fix(name, len, t->fixed, sizeof(t->fixed));
+	*out_len = tally_utf8_fix(name, len, t->fixed, sizeof(t->fixed));
 	return t->fixed;
 }
 
@@ -664,11 +664,11 @@ static size_t tt_wire_str(const char *s, char *out)
 {
 	size_t len = strlen(s);
 
-	if (tt_utf8_valid(s, len)) {
-		len = tt_utf8_clip(s, len, TALLY_WIRE_MAX_STR);
+	if (tally_utf8_valid(s, len)) {
+		len = tally_utf8_clip(s, len, TALLY_WIRE_MAX_STR);
 		memcpy(out, s, len);
 	} else {
-		len = tt_utf8_fix(s, len, out, TALLY_WIRE_MAX_STR);
+		len = tally_utf8_fix(s, len, out, TALLY_WIRE_MAX_STR);
 	}
 	out[len] = '\0';
 	return len;

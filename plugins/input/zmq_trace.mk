@@ -18,7 +18,7 @@ plugins_input_zmq_trace_la_LIBADD = core/libtally.la $(LIBEVENT_LIBS) \
 # doc/wire-format.md) and the state machine, pure code without the daemon.
 check_PROGRAMS += t/unit/zmq_trace_decode.t t/unit/zmq_trace_state.t
 t_unit_zmq_trace_decode_t_SOURCES = t/unit/zmq_trace_decode.c \
-	plugins/input/zmq_trace/decode.c
+	plugins/input/zmq_trace/decode.c core/utf8.c
 t_unit_zmq_trace_decode_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DTOP_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_zmq_trace_decode_t_LDADD = t/unit/libtap.la
@@ -31,7 +31,8 @@ TESTS += t/unit/zmq_trace_decode.t t/unit/zmq_trace_state.t
 FUZZ_TARGETS += contrib/fuzz/zmq_trace_decode_fuzz
 ZMQ_TRACE_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/zmq_trace_decode_fuzz.c \
 	$(top_srcdir)/plugins/input/zmq_trace/decode.c \
-	$(top_srcdir)/plugins/input/zmq_trace/state.c
+	$(top_srcdir)/plugins/input/zmq_trace/state.c \
+	$(top_srcdir)/core/utf8.c
 contrib/fuzz/zmq_trace_decode_fuzz: $(ZMQ_TRACE_FUZZ_SRC)
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(ZMQ_TRACE_FUZZ_SRC)

@@ -186,7 +186,7 @@ static void test_utf8_clip(void)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
-		cmp_ok(tt_utf8_clip(s, 10, cases[i].max), "==", cases[i].want,
+		cmp_ok(tally_utf8_clip(s, 10, cases[i].max), "==", cases[i].want,
 		       "clip 10 bytes of UTF-8 to %zu: %zu", cases[i].max,
 		       cases[i].want);
 }
@@ -224,10 +224,10 @@ static void test_utf8_fix(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
 		size_t len = strlen(cases[i].in);
 
-		n = tt_utf8_fix(cases[i].in, len, out, sizeof(out) - 1);
+		n = tally_utf8_fix(cases[i].in, len, out, sizeof(out) - 1);
 		out[n] = '\0';
 		is(out, cases[i].want, "fix case %zu", i);
-		ok(tt_utf8_valid(cases[i].in, len) ==
+		ok(tally_utf8_valid(cases[i].in, len) ==
 			   !strcmp(cases[i].in, cases[i].want),
 		   "valid case %zu: %s", i,
 		   strcmp(cases[i].in, cases[i].want) ? "no" : "yes");
@@ -235,14 +235,14 @@ static void test_utf8_fix(void)
 	/* at the 1024-byte limit a U+FFFD goes in whole or not at all */
 	memset(big, 'a', sizeof(big));
 	big[1023] = '\xff';
-	n = tt_utf8_fix(big, 1024, fixed, sizeof(fixed));
+	n = tally_utf8_fix(big, 1024, fixed, sizeof(fixed));
 	cmp_ok(n, "==", 1023, "1023 bytes + U+FFFD: the U+FFFD does not fit");
 	big[1023] = 'a';
 	big[1021] = '\xff';
-	n = tt_utf8_fix(big, 1022, fixed, sizeof(fixed));
+	n = tally_utf8_fix(big, 1022, fixed, sizeof(fixed));
 	ok(n == 1024 && !memcmp(fixed + 1021, FFFD, 3),
 	   "1021 bytes + U+FFFD: exactly 1024");
-	cmp_ok(tt_utf8_fix(big, 1022, fixed, 0), "==", 0, "nothing fits in 0");
+	cmp_ok(tally_utf8_fix(big, 1022, fixed, 0), "==", 0, "nothing fits in 0");
 }
 
 static const char *const all_vars[] = {

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include <tally/utf8.h>
+
 #include "decode.h"
 
 static const char *const zmq_trace_reasons[ZMQ_TRACE_ERR_COUNT] = {
@@ -29,68 +31,6 @@ const char *zmq_trace_err_reason(enum zmq_trace_err err)
 	if ((unsigned)err >= ZMQ_TRACE_ERR_COUNT)
 		return "other";
 	return zmq_trace_reasons[err];
-}
-
-int zmq_trace_utf8_valid(const uint8_t *s, size_t len)
-{
-	const uint64_t high = 0x8080808080808080ull;
-	const uint64_t ones = 0x0101010101010101ull;
-	size_t i = 0;
-
-	while (i < len) {
-		/* Names and ids are mostly ASCII: 8 bytes per step while no
-		 * byte has its high bit set and none is 0. */
-		while (len - i >= 8) {
-			uint64_t v;
-
-			memcpy(&v, s + i, 8);
-			if ((v & high) || ((v - ones) & ~v & high))
-				break;
-			i += 8;
-		}
-		if (i >= len)
-			break;
-		uint8_t c = s[i];
-		uint8_t lo = 0x80, hi = 0xbf;
-		size_t n;
-
-		if (c >= 0x01 && c <= 0x7f) {
-			i++;
-			continue;
-		}
-		/* Lead byte ranges and the second byte's range, RFC 3629 §4. */
-		if (c >= 0xc2 && c <= 0xdf) {
-			n = 1;
-		} else if (c == 0xe0) {
-			n = 2;
-			lo = 0xa0; /* no overlong 3-byte forms */
-		} else if (c == 0xed) {
-			n = 2;
-			hi = 0x9f; /* no surrogates */
-		} else if (c >= 0xe1 && c <= 0xef) {
-			n = 2;
-		} else if (c == 0xf0) {
-			n = 3;
-			lo = 0x90; /* no overlong 4-byte forms */
-		} else if (c >= 0xf1 && c <= 0xf3) {
-			n = 3;
-		} else if (c == 0xf4) {
-			n = 3;
-			hi = 0x8f; /* nothing above U+10FFFF */
-		} else {
-			return 0; /* NUL, continuation byte, 0xc0/0xc1, 0xf5..
-				   */
-		}
-		if (len - i <= n)
-			return 0;
-		if (s[i + 1] < lo || s[i + 1] > hi)
-			return 0;
-		for (size_t k = 2; k <= n; k++)
-			if ((s[i + k] & 0xc0) != 0x80)
-				return 0;
-		i += n + 1;
-	}
-	return 1;
 }
 
 /* Copy a string field into ev->buf at @off as a C string. */
@@ -157,9 +97,9 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 
 	str = msg + TALLY_WIRE_HDR_SIZE;
 	/* Valid fields concatenate to valid UTF-8, not the other way round. */
-	if (!zmq_trace_utf8_valid(str, tl) ||
-	    !zmq_trace_utf8_valid(str + tl, nl) ||
-	    !zmq_trace_utf8_valid(str + tl + nl, hl))
+	if (!tally_utf8_valid(str, tl) ||
+	    !tally_utf8_valid(str + tl, nl) ||
+	    !tally_utf8_valid(str + tl + nl, hl))
 		return ZMQ_TRACE_ERR_BAD_UTF8;
 
 	ev->trace = zmq_trace_put_str(ev, 0, str, tl);
@@ -320,7 +260,7 @@ static enum zmq_trace_err zmq_trace_json_string(struct zmq_trace_json *j,
 		memcpy(o + n, tmp, k);
 		n += k;
 	}
-	if (!zmq_trace_utf8_valid(o, n))
+	if (!tally_utf8_valid(o, n))
 		return ZMQ_TRACE_ERR_BAD_UTF8;
 	o[n] = '\0';
 	*outlen = (uint16_t)n;

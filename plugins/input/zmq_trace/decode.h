@@ -118,12 +118,4 @@ enum zmq_trace_err zmq_trace_decode_json(const uint8_t *msg, size_t len,
  */
 const char *zmq_trace_err_reason(enum zmq_trace_err err);
 
-/**
- * zmq_trace_utf8_valid() - whether @s[0..@len) is UTF-8 without NUL
- *
- * Rejects overlong forms, surrogates (U+D800..DFFF) and code points above
- * U+10FFFF (RFC 3629), and the NUL byte (strings become C strings).
- */
-int zmq_trace_utf8_valid(const uint8_t *s, size_t len);
-
 #endif /* ZMQ_TRACE_DECODE_H */

@@ -41,7 +41,7 @@ int tally_htable_reserve(struct tally_htable *t)
 	nb = calloc(nsize, sizeof(*nb));
 	if (!nb) {
 		if (t->b)
-			return 0;	/* chains get longer; still correct */
+			return 0; /* chains get longer; still correct */
 		errno = ENOMEM;
 		return -1;
 	}

@@ -6,3 +6,11 @@ dist_tallyconf_DATA = \
 	conf.d/20-traces.conf \
 	conf.d/30-self.conf \
 	conf.d/50-prometheus.conf
+
+# The built-in configuration of a user collector that finds none
+# (tallyd --user, tallyd(8)) is this conf.d, compiled into tallyd.
+core/builtin-conf.h: $(top_srcdir)/core/builtin-conf.sh $(dist_tallyconf_DATA)
+	$(AM_V_GEN)$(MKDIR_P) core && $(SHELL) $^ >$@.tmp && mv $@.tmp $@
+core/tallyd-tallyd.$(OBJEXT): core/builtin-conf.h
+CLEANFILES += core/builtin-conf.h
+EXTRA_DIST += core/builtin-conf.sh

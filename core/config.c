@@ -236,7 +236,12 @@ struct conf_global {
 	char *include_dir;
 	char *log;
 	char *log_level;
+	char *output_dir;
+	int user_ports;
 };
+
+static const char *const conf_user_ports[] = { "ephemeral", "configured",
+					       NULL };
 
 static const struct tally_option global_options[] = {
 	TALLY_OPT_DOUBLE("interval", struct conf_global, interval, "10", 0.001,
@@ -252,14 +257,25 @@ static const struct tally_option global_options[] = {
 			 "\"stderr\" or \"syslog\""),
 	TALLY_OPT_STRING("log_level", struct conf_global, log_level, NULL,
 			 "error, warning, notice, info or debug"),
+	TALLY_OPT_STRING("output_dir", struct conf_global, output_dir, NULL,
+			 "directory of the files outputs keep (relative: to "
+			 "where tallyd started); default: tally-JOBID (user "
+			 "mode), " TALLY_STATEDIR " (system)"),
+	TALLY_OPT_ENUM("user_ports", struct conf_global, user_ports,
+		       "ephemeral", conf_user_ports,
+		       "user mode: listeners bind ports the kernel chooses "
+		       "(ephemeral, listed in RUNDIR/listen) or the "
+		       "configured ones"),
 	TALLY_OPT_END,
 };
+
+#define NGLOBAL (sizeof(global_options) / sizeof(global_options[0]))
 
 /* Each key at most once over all files; values checked by the table. */
 static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 {
-	const config_setting_t *seen[8] = { 0 };
-	const char *seen_file[8] = { 0 };
+	const config_setting_t *seen[NGLOBAL] = { 0 };
+	const char *seen_file[NGLOBAL] = { 0 };
 	struct conf_global g = { 0 };
 
 	tally_options_defaults(global_options, &g, "global");
@@ -323,8 +339,11 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 		tally_loader_add_path(ld, g.plugin_path.v[i]);
 	c->log = g.log;
 	c->log_level = g.log_level;
+	c->output_dir = g.output_dir;
+	c->user_ports_configured = g.user_ports == 1;
 	g.log = NULL;
 	g.log_level = NULL;
+	g.output_dir = NULL;
 	tally_options_free(global_options, &g);
 }
 
@@ -905,5 +924,6 @@ void tally_conf_free(struct tally_conf *c)
 	free(c->paths);
 	free(c->log);
 	free(c->log_level);
+	free(c->output_dir);
 	free(c);
 }

@@ -26,6 +26,12 @@ struct event_base;
 /* logging (log.c) */
 enum tally_log_target { TALLY_LOG_STDERR, TALLY_LOG_SYSLOG };
 void tally_log_setup(enum tally_log_target target, int level);
+/*
+ * Whether syslog() reaches a daemon: a connect to _PATH_LOG (/dev/log) as
+ * glibc's openlog() does it. Without one, syslog() drops every line
+ * silently.
+ */
+bool tally_log_syslog_available(void);
 int tally_log_level_parse(const char *s);
 /* SIGHUP: a new global.log_level (the target stays what it was) */
 void tally_log_set_level(int level);
@@ -96,6 +102,8 @@ struct tally_conf {
 	double shutdown_timeout;
 	char *log;
 	char *log_level;
+	char *output_dir;		/* global.output_dir, as written */
+	bool user_ports_configured;	/* global.user_ports = "configured" */
 	struct tally_conf_decl *decls;
 	size_t ndecls;
 	struct tally_conf_pipe *pipes;
@@ -151,6 +159,8 @@ struct tally_instance {
 	/* reload: its declaration in the new conf, if the new graph has it */
 	struct tally_conf_decl *kept_as;
 	bool retired;		/* reload: freed once its worker is done */
+	unsigned generation;	/* core->generation when it was made */
+	bool left_out;		/* --user -- CMD: failed to start */
 
 	pthread_mutex_t stat_lock;
 	struct tally_stats_drop drops[TALLY_STATS_MAX_DROPS];
@@ -208,8 +218,14 @@ struct tally_core {
 	bool finished;
 	bool once;
 	bool failed;		/* stopping because of an error: exit 1 */
-	struct event *sigs[4];
+	/* --user -- CMD: an instance that fails to start is left out */
+	bool wrapping;
+	size_t nleft_out;	/* instances left out that way */
+	unsigned generation;	/* SIGHUPs seen: what a reload kept is older */
+	struct event *sigs[7];
+	struct event *request;	/* SIGUSR1: outputs' end op, on demand */
 	pid_t child;		/* --user -- CMD: the command, or 0 */
+	bool child_exited;	/* ... and it has exited */
 	int child_status;	/* its exit status, as a shell reports it */
 	struct event *deadline;
 };
@@ -225,7 +241,10 @@ int tally_core_reload(struct tally_core *core);
 /* stop inputs, drain, flush outputs within the deadline, end the loop */
 void tally_core_stop(struct tally_core *core);
 int tally_core_run(struct tally_core *core);
-/* --user -- CMD: run @argv once the collector is up; stop when it exits */
+/*
+ * --user -- CMD: run @argv once the collector is up, with the variables
+ * instances exported (tally_instance_export_env()); stop when it exits.
+ */
 int tally_core_spawn(struct tally_core *core, char *const *argv);
 void tally_core_free(struct tally_core *core);
 struct tally_core *tally_core_current(void);
@@ -281,6 +300,34 @@ void tally_batch_set_source(struct tally_batch *b, const char *source,
 			    double interval);
 
 /* modes (mode.c) */
+/*
+ * Decide the mode's directories, at start, before any fork or chdir:
+ * records the working directory, against which tally_output_dir()
+ * resolves.
+ */
 int tally_mode_setup(bool user);
+/*
+ * Take global.output_dir and global.user_ports from the configuration
+ * tallyd starts with (a reload does not change them). 0, or -1 (ENOMEM).
+ */
+int tally_mode_configure(const struct tally_conf *conf);
+/* create the runtime directory (mode 0700 in user mode); 0 or -1, logged */
+int tally_runtime_dir_create(void);
+/* the wrapped command's trace id: the job id, else "tallyd-PID" */
+const char *tally_mode_trace_id(char *buf, size_t size);
+/*
+ * The environment of a wrapped command: environ with every exported
+ * variable set (replacing inherited ones) and TALLY_TRACE_ID set unless
+ * inherited. An array of "NAME=VALUE" to free with tally_mode_env_free(),
+ * or NULL with errno = ENOMEM.
+ */
+char **tally_mode_env(void);
+void tally_mode_env_free(char **env);
+/* an instance is freed: forget what it published (listen file, env) */
+void tally_mode_forget(struct tally_instance *inst);
+/* at exit: remove RUNDIR/listen */
+void tally_mode_cleanup(void);
+/* whether tally_output_path() created or used the output directory */
+bool tally_output_dir_used(void);
 
 #endif /* TALLY_CORE_INTERNAL_H */

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/io.c - reading kernel text files whole, into a reused buffer
+ * core/io.c - reading kernel text files whole, into a reused buffer;
+ * writing files whole, through a rename
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -95,4 +98,46 @@ int tally_open_file(int dirfd, const char *rel)
 		return -1;
 	}
 	return fd;
+}
+
+int tally_write_file(const char *path, const void *data, size_t len)
+{
+	char tmp[PATH_MAX];
+	const char *p = data;
+	int fd, e;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >=
+	    (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -1;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto out_close;
+		p += n;
+		len -= (size_t)n;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		goto out_close;
+	}
+	if (rename(tmp, path) < 0) {
+		fd = -1;
+		goto out_close;
+	}
+	return 0;
+out_close:
+	e = errno;
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	errno = e;
+	return -1;
 }

@@ -31,6 +31,7 @@ pkginclude_HEADERS += \
 	include/tally/log.h \
 	include/tally/stats.h \
 	include/tally/io.h \
+	include/tally/mode.h \
 	include/tally/wire.h
 
 sbin_PROGRAMS += core/tallyd

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +60,25 @@ void tally_log_setup(enum tally_log_target target, int level)
 	log_target = target;
 	log_level = level;
 	pthread_mutex_unlock(&log_lock);
+}
+
+bool tally_log_syslog_available(void)
+{
+	static const int types[] = { SOCK_DGRAM, SOCK_STREAM };
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	bool ok = false;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", _PATH_LOG);
+	/* what glibc's openlog() tries, in its order */
+	for (size_t i = 0; i < 2 && !ok; i++) {
+		int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			continue;
+		ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+		close(fd);
+	}
+	return ok;
 }
 
 void tally_log_set_level(int level)

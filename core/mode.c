@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core/mode.c - system or user collector: runtime directory and job id
+ * core/mode.c - system or user collector: its directories, the port rule
+ * of its listeners, what a wrapped command is told (tally/mode.h)
  *
  * A user collector runs inside a batch job next to (maybe) the node's system
- * collector, so everything it creates lives in a per-user, per-job directory
- * that nobody else can write: the two never clash.
+ * collector and other jobs' collectors, so everything it creates lives in a
+ * per-user, per-job directory that nobody else can write, and every port it
+ * listens on is one the kernel picked: the collectors never clash. What
+ * they did bind is written to RUNDIR/listen, and what the job's command
+ * needs (the trace endpoint) is published here by the plugin that bound
+ * it, so the core knows no plugin's sockets.
  */
 #include "config.h"
 
@@ -16,11 +21,44 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <tally/io.h>
+
 #include "core-internal.h"
+
+#ifndef TALLY_STATEDIR
+#define TALLY_STATEDIR "/var/lib/tally"
+#endif
+
+extern char **environ;
 
 static bool mode_user;
 static char mode_rundir[PATH_MAX] = "/run/tally";
 static const char *mode_jobid;
+/* where tallyd was started: relative output paths are taken from there */
+static char mode_startdir[PATH_MAX];
+/* global.output_dir and global.user_ports, as the start found them */
+static char *mode_output_dir;
+static bool mode_ports_configured;
+static char mode_outdir[PATH_MAX];
+static bool mode_outdir_long; /* it did not fit mode_outdir */
+static bool mode_outdir_used;
+
+/*
+ * What instances published: listeners (RUNDIR/listen) and variables for
+ * the wrapped command. A handful of entries, looked through in order.
+ */
+enum pub_kind { PUB_LISTEN, PUB_ENV };
+
+struct pub {
+	struct tally_instance *inst;
+	enum pub_kind kind;
+	char *name; /* PUB_ENV: the variable; PUB_LISTEN: the instance */
+	char *value;
+};
+
+static struct pub *pubs;
+static size_t npubs;
+static bool listen_written; /* RUNDIR/listen is ours to remove */
 
 /* Launcher variables that carry the batch job id, first set wins. */
 static const char *const jobid_vars[] = { "SLURM_JOB_ID", "FLUX_JOB_ID",
@@ -46,7 +84,10 @@ static int mkdirs(const char *path, mode_t mode)
 {
 	char tmp[PATH_MAX];
 
-	snprintf(tmp, sizeof(tmp), "%s", path);
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	for (char *p = tmp + 1; *p; p++) {
 		if (*p != '/')
 			continue;
@@ -91,17 +132,368 @@ int tally_mode_setup(bool user)
 	/* tests and unusual sites can put it anywhere */
 	if (env && *env)
 		snprintf(mode_rundir, sizeof(mode_rundir), "%s", env);
+	/* before a detach moves to /: a deleted one leaves the runtime dir */
+	if (!getcwd(mode_startdir, sizeof(mode_startdir)))
+		snprintf(mode_startdir, sizeof(mode_startdir), "%s",
+			 mode_rundir);
+	return 0;
+}
+
+int tally_mode_configure(const struct tally_conf *conf)
+{
+	char *od = NULL;
+
+	if (conf->output_dir) {
+		od = strdup(conf->output_dir);
+		if (!od)
+			return -1;
+	}
+	free(mode_output_dir);
+	mode_output_dir = od;
+	mode_ports_configured = conf->user_ports_configured;
 	return 0;
 }
 
 /* Create the runtime dir when something needs it (not for --check-config). */
-int tally_runtime_dir_create(void);
 int tally_runtime_dir_create(void)
 {
 	if (mkdirs(mode_rundir, mode_user ? 0700 : 0755) < 0) {
-		tally_log(NULL, LOG_ERR, "cannot create runtime directory %s: %s",
-			  mode_rundir, strerror(errno));
+		tally_log(NULL, LOG_ERR,
+			  "cannot create runtime directory %s: %s", mode_rundir,
+			  strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+/* Output directory */
+
+const char *tally_output_dir(void)
+{
+	const char *od = mode_output_dir;
+	size_t n = sizeof(mode_outdir);
+	int len;
+
+	if (od && *od == '/')
+		len = snprintf(mode_outdir, n, "%s", od);
+	else if (od)
+		len = snprintf(mode_outdir, n, "%s/%s", mode_startdir, od);
+	else if (!mode_user)
+		len = snprintf(mode_outdir, n, "%s", TALLY_STATEDIR);
+	else if (mode_jobid)
+		len = snprintf(mode_outdir, n, "%s/tally-%s", mode_startdir,
+			       mode_jobid);
+	else /* the pid of the collector, also after a detach */
+		len = snprintf(mode_outdir, n, "%s/tally-%ld", mode_startdir,
+			       (long)getpid());
+	/* too long for any system call: make that the one to fail */
+	mode_outdir_long = len >= (int)n;
+	return mode_outdir;
+}
+
+char *tally_output_path(struct tally_instance *inst, const char *path)
+{
+	const char *dir;
+	size_t len;
+	char *out;
+
+	if (!path || !*path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (*path == '/')
+		return strdup(path);
+	dir = tally_output_dir();
+	len = strlen(dir) + strlen(path) + 2;
+	if (mode_outdir_long || len > PATH_MAX) {
+		tally_log(inst, LOG_ERR, "%s/%s: path too long", dir, path);
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	if (mkdirs(dir, 0777) < 0) {
+		int e = errno;
+
+		tally_log(inst, LOG_ERR,
+			  "cannot create the output directory %s: %s (set "
+			  "global.output_dir)",
+			  dir, strerror(e));
+		errno = e;
+		return NULL;
+	}
+	out = malloc(len);
+	if (!out)
+		return NULL;
+	snprintf(out, len, "%s/%s", dir, path);
+	mode_outdir_used = true;
+	return out;
+}
+
+bool tally_output_dir_used(void)
+{
+	return mode_outdir_used;
+}
+
+/* Publications */
+
+static struct pub *pub_add(struct tally_instance *inst, enum pub_kind kind,
+			   const char *name, const char *value)
+{
+	struct pub *v, *p;
+	char *n = strdup(name), *val = strdup(value);
+
+	v = n && val ? realloc(pubs, (npubs + 1) * sizeof(*v)) : NULL;
+	if (!v) {
+		free(n);
+		free(val);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pubs = v;
+	p = &pubs[npubs++];
+	*p = (struct pub){
+		.inst = inst, .kind = kind, .name = n, .value = val
+	};
+	return p;
+}
+
+/* Write RUNDIR/listen from the entries, whole. */
+static int listen_write(void)
+{
+	char path[PATH_MAX];
+	size_t n = 0, len = 0;
+	char *text;
+	FILE *f;
+	int e;
+
+	if (snprintf(path, sizeof(path), "%s/listen", mode_rundir) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		goto out_err;
+	}
+	for (size_t i = 0; i < npubs; i++)
+		n += pubs[i].kind == PUB_LISTEN;
+	if (!n) {
+		if (listen_written)
+			unlink(path);
+		listen_written = false;
+		return 0;
+	}
+	f = open_memstream(&text, &len);
+	if (!f)
+		goto out_err;
+	for (size_t i = 0; i < npubs; i++) {
+		if (pubs[i].kind == PUB_LISTEN)
+			fprintf(f, "%s %s\n", pubs[i].name, pubs[i].value);
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		errno = ENOMEM;
+		goto out_err;
+	}
+	e = tally_write_file(path, text, len);
+	free(text);
+	if (e < 0)
+		goto out_err;
+	listen_written = true;
+	return 0;
+out_err:
+	e = errno;
+	tally_log(NULL, LOG_WARNING, "cannot write %s: %s", path, strerror(e));
+	errno = e;
+	return -1;
+}
+
+unsigned tally_listen_port(struct tally_instance *inst, unsigned port)
+{
+	if (!mode_user || !port || mode_ports_configured)
+		return port;
+	tally_log(inst, LOG_INFO,
+		  "port %u: a user collector listens on a port the kernel "
+		  "chooses, so that it never clashes with the node's "
+		  "collector or another job's (global.user_ports = "
+		  "\"configured\" binds %u); the address is in %s/listen",
+		  port, port, mode_rundir);
+	return 0;
+}
+
+int tally_listen_publish(struct tally_instance *inst, const char *addr)
+{
+	struct tally_core *core = inst->core;
+
+	if (!addr) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!pub_add(inst, PUB_LISTEN, inst->name, addr))
+		return -1;
+	/* --once creates no runtime directory: nobody could connect */
+	if (core && core->once)
+		return 0;
+	return listen_write();
+}
+
+static bool env_name_ok(const char *s)
+{
+	if (!s || !(*s == '_' || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= 'a' && *s <= 'z')))
+		return false;
+	for (s++; *s; s++) {
+		if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
+			return false;
+	}
+	return true;
+}
+
+int tally_instance_export_env(struct tally_instance *inst, const char *name,
+			      const char *value)
+{
+	if (!env_name_ok(name) || !value) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (size_t i = 0; i < npubs; i++) {
+		struct pub *p = &pubs[i];
+		char *v;
+
+		if (p->kind != PUB_ENV || strcmp(p->name, name))
+			continue;
+		if (p->inst != inst) {
+			tally_log(inst, LOG_NOTICE,
+				  "%s=%s not exported: %s exports %s=%s", name,
+				  value, p->inst->label, name, p->value);
+			errno = EEXIST;
+			return -1;
+		}
+		v = strdup(value);
+		if (!v)
+			return -1;
+		free(p->value);
+		p->value = v;
+		return 0;
+	}
+	return pub_add(inst, PUB_ENV, name, value) ? 0 : -1;
+}
+
+void tally_mode_forget(struct tally_instance *inst)
+{
+	size_t k = 0;
+	bool listen = false;
+
+	for (size_t i = 0; i < npubs; i++) {
+		if (pubs[i].inst != inst) {
+			pubs[k++] = pubs[i];
+			continue;
+		}
+		listen |= pubs[i].kind == PUB_LISTEN;
+		free(pubs[i].name);
+		free(pubs[i].value);
+	}
+	npubs = k;
+	if (listen && listen_written)
+		listen_write();
+	if (!npubs) {
+		free(pubs);
+		pubs = NULL;
+	}
+}
+
+void tally_mode_cleanup(void)
+{
+	char path[PATH_MAX];
+
+	if (listen_written && snprintf(path, sizeof(path), "%s/listen",
+				       mode_rundir) < (int)sizeof(path))
+		unlink(path);
+	listen_written = false;
+	free(mode_output_dir);
+	mode_output_dir = NULL;
+}
+
+/* The wrapped command's environment */
+
+const char *tally_mode_trace_id(char *buf, size_t size)
+{
+	if (mode_jobid)
+		return mode_jobid;
+	snprintf(buf, size, "tallyd-%ld", (long)getpid());
+	return buf;
+}
+
+/* Whether "NAME=..." entry @e names @name. */
+static bool env_is(const char *e, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(e, name, n) && e[n] == '=';
+}
+
+/* Whether an exported variable replaces environ's entry @e. */
+static bool env_replaced(const char *e)
+{
+	for (size_t i = 0; i < npubs; i++) {
+		if (pubs[i].kind == PUB_ENV && env_is(e, pubs[i].name))
+			return true;
+	}
+	return false;
+}
+
+static char *env_pair(const char *name, const char *value)
+{
+	size_t len = strlen(name) + strlen(value) + 2;
+	char *s = malloc(len);
+
+	if (s)
+		snprintf(s, len, "%s=%s", name, value);
+	return s;
+}
+
+char **tally_mode_env(void)
+{
+	const char *tid = getenv("TALLY_TRACE_ID");
+	bool set_tid = !tid || !*tid;
+	char idbuf[32];
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + npubs + 2, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (env_replaced(environ[i]) ||
+		    (set_tid && env_is(environ[i], "TALLY_TRACE_ID")))
+			continue;
+		if (!(env[k++] = strdup(environ[i])))
+			goto out_free;
+	}
+	for (size_t i = 0; i < npubs; i++) {
+		if (pubs[i].kind == PUB_ENV &&
+		    !(env[k++] = env_pair(pubs[i].name, pubs[i].value)))
+			goto out_free;
+	}
+	/*
+	 * One trace for the whole command: without it, ranks started outside
+	 * a batch system would each default to their own "pid-N". A trace id
+	 * the user set is theirs to keep.
+	 */
+	if (set_tid &&
+	    !(env[k++] = env_pair("TALLY_TRACE_ID",
+				  tally_mode_trace_id(idbuf, sizeof(idbuf)))))
+		goto out_free;
+	return env;
+out_free:
+	tally_mode_env_free(env);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void tally_mode_env_free(char **env)
+{
+	if (!env)
+		return;
+	for (size_t i = 0; env[i]; i++)
+		free(env[i]);
+	free(env);
 }

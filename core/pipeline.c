@@ -526,6 +526,7 @@ struct tally_instance *tally_inst_new(struct tally_core *core,
 	inst->interval = d->interval > 0 ? d->interval : conf->interval;
 	inst->cfile = d->file;
 	inst->cline = d->line;
+	inst->generation = core->generation;
 	if (tally_conf_fill_state(conf, d, inst->state) < 0)
 		goto out_free;
 	if (d->kind == TALLY_KIND_OUTPUT) {
@@ -627,11 +628,51 @@ static bool queues_empty(struct tally_core *core)
 	return true;
 }
 
+/* Every output's end op (tally/plugin.h), failures logged. */
+static void core_outputs_end(struct tally_core *core, enum tally_end why)
+{
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *o = core->insts[i];
+
+		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->initialized &&
+		    o->plugin->output->end &&
+		    o->plugin->output->end(o, o->state, why) < 0)
+			tally_log(o, LOG_WARNING, "%s failed: %s",
+				  why == TALLY_END_COMMAND
+					  ? "writing the final files"
+					  : "SIGUSR1: writing the files",
+				  strerror(errno));
+	}
+}
+
+/* SIGUSR1, once the batches queued before it are delivered. */
+static void core_request(evutil_socket_t fd, short what, void *arg)
+{
+	core_outputs_end(arg, TALLY_END_REQUEST);
+}
+
+/* SIGHUP: outputs the reload kept (made before @gen) reopen their files. */
+static void core_outputs_reopen(struct tally_core *core, unsigned gen)
+{
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *o = core->insts[i];
+
+		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->initialized &&
+		    o->generation < gen && o->plugin->output->reopen &&
+		    o->plugin->output->reopen(o, o->state) < 0)
+			tally_log(o, LOG_WARNING, "SIGHUP: reopen failed: %s",
+				  strerror(errno));
+	}
+}
+
 static void core_finish(struct tally_core *core)
 {
 	if (core->finished)
 		return;
 	core->finished = true;
+	/* the wrapped command's end: final files, with everything it sent */
+	if (core->child_exited)
+		core_outputs_end(core, TALLY_END_COMMAND);
 	for (size_t i = 0; i < core->ninsts; i++) {
 		struct tally_instance *o = core->insts[i];
 
@@ -726,6 +767,7 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 		if (!core->child || waitpid(core->child, &status, WNOHANG) <= 0)
 			return;
 		core->child = 0;
+		core->child_exited = true;
 		core->child_status = WIFEXITED(status)
 					     ? WEXITSTATUS(status)
 					     : 128 + WTERMSIG(status);
@@ -735,6 +777,9 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (sig == SIGHUP) {
+		/* instances made from now on need not reopen anything */
+		unsigned gen = ++core->generation;
+
 		if (core->stopping) {
 			tally_log(NULL, LOG_INFO, "SIGHUP: ignored, stopping");
 			return;
@@ -744,11 +789,13 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 				  "SIGHUP: cannot reload: the configuration's "
 				  "path could not be resolved at start");
 			tally_count_event(NULL, "reload_failures", 1);
-			return;
+		} else {
+			tally_log(NULL, LOG_INFO, "SIGHUP: reloading %s",
+				  core->conf_path);
+			tally_core_reload(core);
 		}
-		tally_log(NULL, LOG_INFO, "SIGHUP: reloading %s",
-			  core->conf_path);
-		tally_core_reload(core);
+		/* what goes on running reopens its files (logrotate) */
+		core_outputs_reopen(core, gen);
 		return;
 	}
 	if (core->child) {
@@ -757,8 +804,15 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 		 * on and stop when it exits (SIGCHLD), with its status.
 		 */
 		tally_log(NULL, LOG_INFO, "%s: passed on to the command",
-			  sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			  strsignal((int)sig));
 		kill(core->child, (int)sig);
+		return;
+	}
+	if (sig == SIGUSR1) {
+		tally_log(NULL, LOG_INFO,
+			  "SIGUSR1: outputs write their files into %s",
+			  tally_output_dir());
+		event_active(core->request, 0, 0);
 		return;
 	}
 	tally_log(NULL, LOG_INFO, "%s: stopping",
@@ -840,26 +894,98 @@ int tally_inst_start(struct tally_instance *inst)
 	return 0;
 }
 
+/*
+ * --user -- CMD: the job's command runs even when part of its collector
+ * does not (a port taken, a socket in use). What failed to start is left
+ * out, said so on stderr whatever global.log says: outputs leave their
+ * pipelines, and a pipeline that lost a filter is left out whole (records
+ * must not skip a filter). The rest runs.
+ */
+static void core_leave_out(struct tally_core *core)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < core->npipes; i++) {
+		struct tally_pipeline *p = &core->pipes[i];
+		const char *lost = NULL;
+		size_t no = 0;
+
+		for (size_t j = 0; j < p->nfilters; j++) {
+			if (p->filters[j]->left_out)
+				lost = p->filters[j]->label;
+		}
+		if (lost) {
+			tally_log_conf(LOG_WARNING, NULL, 0,
+				       "pipeline %s left out: its filter %s "
+				       "did not start",
+				       p->name, lost);
+			for (size_t j = 0; j < p->nfilters; j++)
+				p->filters[j]->left_out = true;
+			p->nfilters = 0;
+			p->noutputs = 0;
+			continue;
+		}
+		for (size_t j = 0; j < p->noutputs; j++) {
+			if (!p->outputs[j]->left_out)
+				p->outputs[no++] = p->outputs[j];
+		}
+		p->noutputs = no;
+	}
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *inst = core->insts[i];
+
+		if (!inst->left_out) {
+			core->insts[k++] = inst;
+			continue;
+		}
+		tally_log_conf(LOG_WARNING, inst->cfile, inst->cline,
+			       "%s left out: the command runs without it",
+			       inst->label);
+		core->nleft_out++;
+		tally_inst_free(inst);
+	}
+	core->ninsts = k;
+	if (core->nleft_out)
+		tally_count_event(NULL, "instances_left_out", core->nleft_out);
+}
+
 int tally_core_start(struct tally_core *core)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD,
+				    SIGUSR1, SIGQUIT, SIGUSR2 };
+	/* QUIT and USR2 only to pass on: a daemon keeps their defaults */
+	size_t nsigs = core->wrapping ? 7 : 5;
 
 	/* init everything first: a failure must not leave half a daemon */
 	for (size_t i = 0; i < core->ninsts; i++) {
-		if (tally_inst_init(core->insts[i]) < 0)
-			return -1;
+		if (tally_inst_init(core->insts[i]) < 0) {
+			if (!core->wrapping)
+				return -1;
+			core->insts[i]->left_out = true;
+		}
 	}
 	signal(SIGPIPE, SIG_IGN);
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < nsigs; i++) {
 		core->sigs[i] = evsignal_new(core->base, sigs[i], core_signal,
 					     core);
 		if (!core->sigs[i] || evsignal_add(core->sigs[i], NULL) < 0)
 			return -1;
 	}
+	core->request = event_new(core->base, -1, 0, core_request, core);
+	if (!core->request)
+		return -1;
 	for (size_t i = 0; i < core->ninsts; i++) {
-		if (tally_inst_start(core->insts[i]) < 0)
+		struct tally_instance *inst = core->insts[i];
+
+		if (inst->left_out || tally_inst_start(inst) == 0)
+			continue;
+		if (!core->wrapping)
 			return -1;
+		tally_inst_halt(inst);
+		inst->left_out = true;
 	}
+	if (core->wrapping)
+		core_leave_out(core);
 	/* zeros from the start, so that rate() over them has a series */
 	if (core->conf_path) {
 		tally_count_event(NULL, "reloads", 0);
@@ -872,17 +998,25 @@ int tally_core_start(struct tally_core *core)
 
 int tally_core_spawn(struct tally_core *core, char *const *argv)
 {
-	pid_t pid = fork();
+	char **env = tally_mode_env();
+	pid_t pid;
 
-	if (pid < 0)
+	if (!env)
 		return -1;
+	pid = fork();
+	if (pid < 0) {
+		tally_mode_env_free(env);
+		return -1;
+	}
 	if (pid == 0) {
 		signal(SIGPIPE, SIG_DFL);
+		environ = env;
 		execvp(argv[0], argv);
 		fprintf(stderr, "tallyd: cannot run %s: %s\n", argv[0],
 			strerror(errno));
 		_exit(127);
 	}
+	tally_mode_env_free(env);
 	core->child = pid;
 	return 0;
 }
@@ -929,6 +1063,7 @@ void tally_inst_free(struct tally_instance *inst)
 	}
 	if (inst->initialized && fini)
 		fini(inst, inst->state);
+	tally_mode_forget(inst);
 	if (inst->timer)
 		event_free(inst->timer);
 	if (inst->wdone)
@@ -982,10 +1117,12 @@ void tally_core_free(struct tally_core *core)
 		free(core->pipes[i].outputs);
 	}
 	free(core->pipes);
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 7; i++) {
 		if (core->sigs[i])
 			event_free(core->sigs[i]);
 	}
+	if (core->request)
+		event_free(core->request);
 	if (core->deadline)
 		event_free(core->deadline);
 	if (core->base)

@@ -4,22 +4,27 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <tally/io.h>
+
 #include "core-internal.h"
+#include "core/builtin-conf.h"
 
 #ifndef TALLY_SYSCONFDIR
 #define TALLY_SYSCONFDIR "/etc/tally"
 #endif
-
-int tally_runtime_dir_create(void);
 
 enum {
 	OPT_CHECK = 256,
@@ -56,12 +61,16 @@ static void tallyd_usage(FILE *out)
 		"                         directory of *.conf files\n"
 		"                         (default: %s/tally.conf, else its\n"
 		"                         conf.d; with --user:\n"
-		"                         ~/.config/tally/tally.conf)\n"
+		"                         ~/.config/tally/tally.conf, else\n"
+		"                         %s/user.conf, else\n"
+		"                         its conf.d, else built in)\n"
 		"  -u, --user             run as a user (per-job) collector; "
 		"with -- COMMAND,\n"
 		"                         run COMMAND with "
 		"TALLY_TRACE_ENDPOINT set, then\n"
-		"                         flush and exit with its status\n"
+		"                         write the final files, flush and "
+		"exit with its\n"
+		"                         status\n"
 		"  -f, --foreground       do not detach; log to stderr\n"
 		"      --check-config     validate the configuration and exit\n"
 		"      --once             run every input once, flush every "
@@ -76,7 +85,7 @@ static void tallyd_usage(FILE *out)
 		"Plugin search path: --plugin-dir, TALLY_PLUGIN_PATH, "
 		"global.plugin_path, %s.\n"
 		"See tallyd(8) and tally.conf(5).\n",
-		TALLY_SYSCONFDIR, TALLY_PLUGINDIR);
+		TALLY_SYSCONFDIR, TALLY_SYSCONFDIR, TALLY_PLUGINDIR);
 }
 
 /*
@@ -134,20 +143,42 @@ static void tallyd_pidfile(bool create)
 	fclose(f);
 }
 
+/*
+ * Where logs go: global.log, else stderr in the foreground and syslog once
+ * detached. Without a syslog daemon (no /dev/log: a container, a minimal
+ * node), syslog() would drop every line silently: stay on stderr and say
+ * so there.
+ */
+static enum tally_log_target tallyd_log_start(const struct tally_conf *conf,
+					      bool detached)
+{
+	enum tally_log_target t = TALLY_LOG_STDERR;
+
+	if (conf->log ? !strcmp(conf->log, "syslog") : detached)
+		t = TALLY_LOG_SYSLOG;
+	if (t == TALLY_LOG_SYSLOG && !tally_log_syslog_available()) {
+		tally_log(NULL, LOG_WARNING,
+			  "no syslog daemon at %s: logging to standard error "
+			  "instead",
+			  _PATH_LOG);
+		t = TALLY_LOG_STDERR;
+	}
+	tally_log_setup(t, conf->log_level
+				   ? tally_log_level_parse(conf->log_level)
+				   : LOG_INFO);
+	return t;
+}
+
 static void tallyd_ready(int fd, const struct tally_conf *conf)
 {
 	int null = open("/dev/null", O_RDWR);
 	char ok = 0;
+	bool to_stderr = tallyd_log_start(conf, true) == TALLY_LOG_STDERR;
 
-	if (!conf->log)
-		tally_log_setup(TALLY_LOG_SYSLOG,
-				conf->log_level
-					? tally_log_level_parse(conf->log_level)
-					: LOG_INFO);
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
-		if (!conf->log || strcmp(conf->log, "stderr"))
+		if (!to_stderr)
 			dup2(null, 2);
 		if (null > 2)
 			close(null);
@@ -159,22 +190,149 @@ static void tallyd_ready(int fd, const struct tally_conf *conf)
 	close(fd);
 }
 
-static const char *default_config(bool user, char *buf, size_t len)
+/*
+ * Write the built-in configuration (the shipped conf.d, compiled in) as
+ * the files of directory @dir, and remove other *.conf files there (an
+ * older tallyd's). 0, or -1 with errno.
+ */
+static int builtin_conf_write(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -1;
+	for (size_t i = 0; tally_builtin_conf[i].name; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", dir,
+			     tally_builtin_conf[i].name) >= (int)sizeof(path)) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		if (tally_write_file(path, tally_builtin_conf[i].text,
+				     strlen(tally_builtin_conf[i].text)) < 0)
+			return -1;
+	}
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		bool ours = false;
+
+		if (n < 5 || strcmp(de->d_name + n - 5, ".conf"))
+			continue;
+		for (size_t i = 0; tally_builtin_conf[i].name && !ours; i++)
+			ours = !strcmp(de->d_name, tally_builtin_conf[i].name);
+		if (!ours)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+	return 0;
+}
+
+/*
+ * A user collector's configuration when -c does not give one: the user's
+ * own, else the site's for user collectors (SYSCONFDIR/user.conf, none is
+ * installed), else the installed conf.d (the port rule keeps it off the
+ * system collector's ports), else the built-in one, the shipped conf.d
+ * compiled in: written to RUNDIR/conf.d, where SIGHUP reads it again and
+ * where a user finds a configuration to start theirs from.
+ * Return: the path, in @buf or static; NULL with errno (logged).
+ */
+static const char *user_config(char *buf, size_t len)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
+	char mine[PATH_MAX];
 
+	if (xdg && *xdg)
+		snprintf(mine, sizeof(mine), "%s/tally/tally.conf", xdg);
+	else
+		snprintf(mine, sizeof(mine), "%s/.config/tally/tally.conf",
+			 home ? home : ".");
+	if (access(mine, F_OK) == 0) {
+		snprintf(buf, len, "%s", mine);
+		return buf;
+	}
+	if (access(TALLY_SYSCONFDIR "/user.conf", F_OK) == 0)
+		return TALLY_SYSCONFDIR "/user.conf";
+	if (access(TALLY_SYSCONFDIR "/conf.d", F_OK) == 0)
+		return TALLY_SYSCONFDIR "/conf.d";
+	snprintf(buf, len, "%s/conf.d", tally_runtime_dir());
+	if (tally_runtime_dir_create() < 0)
+		return NULL;
+	if (builtin_conf_write(buf) < 0) {
+		tally_log(NULL, LOG_ERR,
+			  "cannot write the built-in configuration to %s: %s",
+			  buf, strerror(errno));
+		return NULL;
+	}
+	tally_log(NULL, LOG_NOTICE,
+		  "no %s, %s/user.conf nor %s/conf.d: running the built-in "
+		  "configuration (the shipped conf.d), written to %s to start "
+		  "yours from",
+		  mine, TALLY_SYSCONFDIR, TALLY_SYSCONFDIR, buf);
+	return buf;
+}
+
+static const char *default_config(bool user, char *buf, size_t len)
+{
 	/* no main file: the conf.d directory alone is a configuration */
 	if (!user)
 		return access(TALLY_SYSCONFDIR "/tally.conf", F_OK) == 0
 			       ? TALLY_SYSCONFDIR "/tally.conf"
 			       : TALLY_SYSCONFDIR "/conf.d";
-	if (xdg && *xdg)
-		snprintf(buf, len, "%s/tally/tally.conf", xdg);
-	else
-		snprintf(buf, len, "%s/.config/tally/tally.conf",
-			 home ? home : ".");
-	return buf;
+	return user_config(buf, len);
+}
+
+/*
+ * A telemetry problem never costs a user their job: when the collector
+ * cannot start at all (a configuration error), tallyd --user -- CMD still
+ * runs CMD, as itself, and says so. Return: only on failure, 127.
+ */
+static int tallyd_exec_bare(char **command)
+{
+	fprintf(stderr,
+		"tallyd: error: the collector did not start (see above): "
+		"running %s without it\n",
+		command[0]);
+	execvp(command[0], command);
+	fprintf(stderr, "tallyd: cannot run %s: %s\n", command[0],
+		strerror(errno));
+	return 127;
+}
+
+static volatile pid_t orphan_pid;
+
+static void pass_signal(int sig)
+{
+	if (orphan_pid > 0)
+		kill(orphan_pid, sig);
+}
+
+/*
+ * The collector stopped (a reload that could not go back) while the job's
+ * command runs: wait for the command anyway, passing signals on as
+ * before, and take its status. Return: the status as a shell reports it.
+ */
+static int tallyd_wait_command(pid_t pid)
+{
+	static const int sigs[] = { SIGTERM, SIGINT,  SIGQUIT,
+				    SIGUSR1, SIGUSR2, SIGHUP };
+	struct sigaction sa = { .sa_handler = pass_signal };
+	int status;
+
+	tally_log(NULL, LOG_ERR,
+		  "the collector stopped: waiting for the command without it");
+	orphan_pid = pid;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return 1;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 int main(int argc, char **argv)
@@ -182,7 +340,8 @@ int main(int argc, char **argv)
 	bool user = false, foreground = false, check = false, once = false;
 	bool list = false;
 	const char *config = NULL, *describe = NULL, *env;
-	char **command;
+	char **command = NULL;
+	bool spawned = false;
 	int ready_fd = -1;
 	char cfgbuf[PATH_MAX], cfgabs[PATH_MAX] = "";
 	struct tally_loader *ld;
@@ -274,25 +433,19 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	if (!config)
+	if (!config) {
 		config = default_config(user, cfgbuf, sizeof(cfgbuf));
-	if (config == cfgbuf || !strcmp(config, TALLY_SYSCONFDIR "/conf.d")) {
-		/* a default: say where tallyd looked if there is nothing */
-		if (access(config, F_OK) < 0) {
-			if (user)
-				fprintf(stderr,
-					"tallyd: no configuration: %s does "
-					"not exist (give one with -c "
-					"FILE|DIR)\n",
-					config);
-			else
-				fprintf(stderr,
-					"tallyd: no configuration: neither "
-					"%s/tally.conf nor %s/conf.d exists "
-					"(give one with -c FILE|DIR)\n",
-					TALLY_SYSCONFDIR, TALLY_SYSCONFDIR);
+		if (!config)
 			goto out;
-		}
+	}
+	if (!user && !strcmp(config, TALLY_SYSCONFDIR "/conf.d") &&
+	    access(config, F_OK) < 0) {
+		/* a default: say where tallyd looked if there is nothing */
+		fprintf(stderr,
+			"tallyd: no configuration: neither %s/tally.conf nor "
+			"%s/conf.d exists (give one with -c FILE|DIR)\n",
+			TALLY_SYSCONFDIR, TALLY_SYSCONFDIR);
+		goto out;
 	}
 	conf = tally_conf_load(config, ld);
 	if (!conf) {
@@ -307,11 +460,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	tally_log_setup(conf->log && !strcmp(conf->log, "syslog")
-				? TALLY_LOG_SYSLOG
-				: TALLY_LOG_STDERR,
-			conf->log_level ? tally_log_level_parse(conf->log_level)
-					: LOG_INFO);
+	tallyd_log_start(conf, false);
 	/* SIGHUP reads it again, after a detach has changed directory */
 	if (!realpath(config, cfgabs))
 		cfgabs[0] = '\0';
@@ -326,6 +475,8 @@ int main(int argc, char **argv)
 	}
 	if (!once && tally_runtime_dir_create() < 0)
 		goto out;
+	if (tally_mode_configure(conf) < 0)
+		goto out;
 	core = tally_core_new(conf, once);
 	if (!core)
 		goto out;
@@ -333,6 +484,7 @@ int main(int argc, char **argv)
 		core->conf_path = cfgabs;
 		core->ld = ld;
 	}
+	core->wrapping = command != NULL;
 	if (tally_core_start(core) < 0)
 		goto out;
 	tally_log(NULL, LOG_INFO, "started: %zu instance%s, %zu pipeline%s",
@@ -344,21 +496,40 @@ int main(int argc, char **argv)
 		ready_fd = -1;
 	}
 	if (command) {
-		char ep[PATH_MAX + 16];
-
-		snprintf(ep, sizeof(ep), "ipc://%s/trace.sock",
-			 tally_runtime_dir());
-		setenv("TALLY_TRACE_ENDPOINT", ep, 0);
+		if (core->nleft_out)
+			fprintf(stderr,
+				"tallyd: warning: %zu instance%s of the "
+				"collector did not start (see above): running "
+				"%s with the rest\n",
+				core->nleft_out,
+				core->nleft_out == 1 ? "" : "s", command[0]);
 		if (tally_core_spawn(core, command) < 0) {
 			tally_log(NULL, LOG_ERR, "cannot start %s: %s",
 				  command[0], strerror(errno));
 			goto out;
 		}
+		spawned = true;
 	}
 	if (tally_core_run(core) < 0)
 		goto out;
-	tally_log(NULL, LOG_INFO, "stopped");
-	ret = core->failed ? 1 : command ? core->child_status : 0;
+	if (command && core->child) {
+		pid_t pid = core->child;
+
+		conf = core->conf;
+		tally_core_free(core);
+		core = NULL;
+		ret = tallyd_wait_command(pid);
+		goto out;
+	}
+	if (command && tally_output_dir_used())
+		tally_log(NULL, LOG_NOTICE,
+			  "stopped: the command exited with status %d; the "
+			  "job's final files (metrics page, ...) are in %s",
+			  core->child_status, tally_output_dir());
+	else
+		tally_log(NULL, LOG_INFO, "stopped");
+	/* the job's status is its command's, whatever became of telemetry */
+	ret = command ? core->child_status : core->failed ? 1 : 0;
 	if (!foreground)
 		tallyd_pidfile(false);
 out:
@@ -366,6 +537,9 @@ out:
 		conf = core->conf; /* a reload may have replaced it */
 	tally_core_free(core);
 	tally_conf_free(conf);
+	tally_mode_cleanup();
 	tally_loader_free(ld);
+	if (command && !check && !spawned && ret == 1)
+		ret = tallyd_exec_bare(command);
 	return ret;
 }

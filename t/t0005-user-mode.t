@@ -4,45 +4,101 @@ test_description='tallyd --user -- CMD: a job-private collector around a command
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 
+TRACE_EMIT=$top_builddir/t/trace-emit
+# the runtime dir holds a socket: keep its path short for sun_path
+if test ${#PWD} -le 60; then
+	RT=$PWD/xdg
+else
+	RT=$(mktemp -d /tmp/tally-t0005.XXXXXX) || exit 1
+	tally_rm_at_exit "$RT"
+fi
+XDG_RUNTIME_DIR=$RT
+export XDG_RUNTIME_DIR
+unset TALLY_TRACE_ID
+
 test_expect_success 'setup' '
 	cat >u.conf <<-EOF
-	inputs = { a = { plugin = "counter"; interval = 0.05; }; };
+	inputs = {
+		a = { plugin = "counter"; interval = 0.05; };
+		tr = { plugin = "zmq_trace"; };
+	};
 	outputs = { o = { plugin = "capture"; path = "u.out"; }; };
-	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	pipelines = { p = { from = ["a", "tr"]; to = ["o"]; }; };
 	EOF
 '
 
 # The command runs 1 s: the next test wants two reads (0.05 s apart) from
 # while it ran, and 0.3 s left little for a slow start on a busy machine.
-test_expect_success 'the command gets the endpoint; tallyd exits with its status' '
-	unset TALLY_TRACE_ENDPOINT SLURM_JOB_ID FLUX_JOB_ID PBS_JOBID LSB_JOBID &&
-	XDG_RUNTIME_DIR=$PWD/xdg &&
-	export XDG_RUNTIME_DIR &&
+test_expect_success 'the command gets the endpoint bound, over an inherited one; tallyd exits with its status' '
+	TALLY_TRACE_ENDPOINT=ipc:///elsewhere/trace.sock \
 	test_expect_code 3 tallyd --user -c u.conf -- \
 		sh -c "echo \$TALLY_TRACE_ENDPOINT >ep; sleep 1; exit 3" &&
-	echo "ipc://$PWD/xdg/tally/trace.sock" >ep.expect &&
+	echo "ipc://$RT/tally/trace.sock" >ep.expect &&
 	test_cmp ep.expect ep &&
-	test "$(stat -c %a xdg/tally)" = 700
+	test "$(stat -c %a "$RT/tally")" = 700
 '
 
 test_expect_success 'records collected while the command ran are flushed' '
-	test $(wc -l <u.out) -ge 2 &&
-	tail -n1 u.out | grep "^gauge test_counter_value{i=\"0\"} $(wc -l <u.out)$"
+	grep -c "^gauge test_counter_value" u.out >n &&
+	test $(cat n) -ge 2 &&
+	grep "^gauge test_counter_value{i=\"0\"} $(cat n)$" u.out
 '
 
 test_expect_success 'a job id gives the job its own runtime directory' '
-	XDG_RUNTIME_DIR=$PWD/xdg SLURM_JOB_ID=4242 \
+	SLURM_JOB_ID=4242 \
 		tallyd --user -c u.conf -- sh -c "echo \$TALLY_TRACE_ENDPOINT >ep" &&
-	echo "ipc://$PWD/xdg/tally/job-4242/trace.sock" >ep.expect &&
+	echo "ipc://$RT/tally/job-4242/trace.sock" >ep.expect &&
 	test_cmp ep.expect ep
 '
 
 test_expect_success 'a job collector labels its metrics with the job id' '
-	XDG_RUNTIME_DIR=$PWD/xdg FLUX_JOB_ID=f3x8 \
-		tallyd --user --once -c u.conf &&
+	FLUX_JOB_ID=f3x8 tallyd --user --once -c u.conf &&
 	tail -n1 u.out >last &&
 	echo "gauge test_counter_value{i=\"0\",jobid=\"f3x8\"} 1" >last.expect &&
 	test_cmp last.expect last
+'
+
+# zmq_trace publishes what it bound: for tcp://127.0.0.1:*, the port the
+# kernel chose, which no configuration could have told the command.
+test_expect_success 'a tcp endpoint with a port chosen at bind: the command gets that port, and its traces arrive' '
+	cat >tcp.conf <<-EOF &&
+	inputs = { tr = { plugin = "zmq_trace";
+			  endpoint = "tcp://127.0.0.1:*"; }; };
+	outputs = { o = { plugin = "capture"; path = "tcp.out"; }; };
+	pipelines = { p = { from = ["tr"]; to = ["o"]; }; };
+	EOF
+	tallyd --user -c tcp.conf -- sh -c "
+		echo \$TALLY_TRACE_ENDPOINT >ep &&
+		\"$TRACE_EMIT\" - - begin:solve endid:solve >emit.out
+	" 2>tcp.err &&
+	port=$(sed -n "s|^tcp://127.0.0.1:\([0-9][0-9]*\)$|\1|p" ep) &&
+	test -n "$port" && test "$port" -gt 0 &&
+	grep "zmq_trace\[tr\]: listening on tcp://127.0.0.1:$port$" tcp.err &&
+	grep "^sent=2 dropped=0 " emit.out &&
+	test $(grep -c "^span .* name=solve " tcp.out) = 2
+'
+
+# Ranks started outside a batch system would each default to "pid-N".
+test_expect_success 'the processes of one command share one trace id: tallyd-PID outside a job' '
+	tallyd --user -c u.conf -- sh -c "
+		echo \$TALLY_TRACE_ID >tid &&
+		echo tallyd-\$PPID >tid.expect &&
+		\"$TRACE_EMIT\" -p 3 - - begin:r endid:r >emit.out
+	" &&
+	test_cmp tid.expect tid &&
+	grep "^total sent=6 dropped=0" emit.out &&
+	test $(grep -c "^span .* trace=$(cat tid) name=r " u.out) = 6 &&
+	test $(sed -n "s/^span begin .* pid=\([0-9]*\) .*/\1/p" u.out |
+		sort -u | wc -l) = 3
+'
+
+test_expect_success 'in a job the trace id is the job id; a trace id the user set stays' '
+	SLURM_JOB_ID=77 tallyd --user -c u.conf -- \
+		sh -c "echo \$TALLY_TRACE_ID >tid" &&
+	echo 77 >tid.expect && test_cmp tid.expect tid &&
+	TALLY_TRACE_ID=mine tallyd --user -c u.conf -- \
+		sh -c "echo \$TALLY_TRACE_ID >tid" &&
+	echo mine >tid.expect && test_cmp tid.expect tid
 '
 
 test_expect_success 'SIGTERM goes to the command; tallyd exits with its status' '
@@ -52,6 +108,27 @@ test_expect_success 'SIGTERM goes to the command; tallyd exits with its status' 
 	kill -TERM $tpid &&
 	test_expect_code 7 wait $tpid &&
 	! kill -0 $(cat cmd.pid) 2>/dev/null
+'
+
+# USR1 to a tallyd that wraps a command is the command's, not the
+# on-demand trigger (t0009); QUIT and USR2 keep their meaning for it too.
+for sig in INT QUIT USR1 USR2; do
+	test_expect_success "SIG$sig goes to the command" '
+		rm -f cmd.pid got &&
+		{ "$TALLYD" --user -c u.conf -- sh -c "
+			trap \"echo $sig >got; exit 9\" $sig
+			echo \$\$ >cmd.pid; sleep 30 & wait" & } &&
+		tpid=$! &&
+		wait_for "test -s cmd.pid" &&
+		kill -$sig $tpid &&
+		test_expect_code 9 wait $tpid &&
+		echo $sig >expect && test_cmp expect got
+	'
+done
+
+test_expect_success 'a command killed by signal N: tallyd exits with 128+N' '
+	test_expect_code 138 tallyd --user -c u.conf -- sh -c "kill -USR1 \$\$" &&
+	test_expect_code 143 tallyd --user -c u.conf -- sh -c "kill -TERM \$\$"
 '
 
 test_expect_success 'a command that cannot run exits 127' '
@@ -67,6 +144,79 @@ test_expect_success 'a command without --user is refused' '
 test_expect_success '--user -- with no command is refused' '
 	test_expect_code 2 tallyd --user -c u.conf -- 2>err &&
 	grep "no command after --" err
+'
+
+# A telemetry problem never costs the user their job.
+test_expect_success 'instances that fail to start are left out, loudly; the command runs with the rest' '
+	"$PYTHON3" -c "
+import socket, sys, time
+s = socket.socket()
+s.bind((\"127.0.0.1\", 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+sys.stdout.close()
+time.sleep(60)
+" >taken.port &
+	holder=$! &&
+	wait_for "test -s taken.port" &&
+	taken=$(cat taken.port) &&
+	cat >part.conf <<-EOF &&
+	global = { user_ports = "configured"; log = "syslog"; };
+	inputs = { a = { plugin = "counter"; interval = 0.05; }; };
+	outputs = {
+		good = { plugin = "capture"; path = "good.out"; };
+		bad = { plugin = "capture"; path = "$PWD/no/such/dir/x"; };
+		prom = { plugin = "prometheus"; listen = "127.0.0.1:$taken"; };
+	};
+	pipelines = { p = { from = ["a"]; to = ["good", "bad", "prom"]; }; };
+	EOF
+	tallyd --user -c part.conf -- sh -c "sleep 0.5; echo ran >ran; exit 5" 2>part.err
+	status=$? &&
+	kill $holder &&
+	test $status = 5 &&
+	echo ran >expect && test_cmp expect ran &&
+	grep "part.conf:5: error: capture\[bad\]: init failed: No such file or directory" part.err &&
+	grep "part.conf:5: warning: capture\[bad\] left out: the command runs without it" part.err &&
+	grep "part.conf:6: error: prometheus\[prom\]: listen \"127.0.0.1:$taken\": cannot bind: Address already in use" part.err &&
+	grep "part.conf:6: warning: prometheus\[prom\] left out: the command runs without it" part.err &&
+	grep "^tallyd: warning: 2 instances of the collector did not start (see above): running sh with the rest$" part.err &&
+	grep -c "^gauge test_counter_value{i=\"0\"}" good.out >n &&
+	test $(cat n) -ge 2 &&
+	grep "^gauge test_counter_value{i=\"0\"} $(cat n)$" good.out
+'
+
+test_expect_success 'a pipeline whose filter fails to start is left out; the others run' '
+	cat >filt.conf <<-EOF &&
+	inputs = { a = { plugin = "counter"; interval = 0.05; }; };
+	filters = { f = { plugin = "testfilter"; fail_init = true; }; };
+	outputs = {
+		one = { plugin = "capture"; path = "one.out"; events = true; };
+		two = { plugin = "capture"; path = "two.out"; };
+	};
+	pipelines = {
+		broken = { from = ["a"]; through = ["f"]; to = ["one"]; };
+		fine = { from = ["a"]; to = ["two"]; };
+	};
+	EOF
+	tallyd --user -c filt.conf -- sleep 0.5 2>filt.err &&
+	grep "pipeline broken left out: its filter testfilter\[f@broken\] did not start" filt.err &&
+	grep -q "^gauge test_counter_value" two.out &&
+	echo "end command 0" >expect &&
+	test_cmp expect one.out
+'
+
+test_expect_success 'a configuration that does not load: the command runs without a collector' '
+	printf "inputs = { a = { plugin = \"counter\"; }\n" >broken.conf &&
+	test_expect_code 4 tallyd --user -c broken.conf -- \
+		sh -c "printf %s \"\$TALLY_TRACE_ENDPOINT\" >ep; exit 4" \
+		2>broken.err &&
+	grep "running sh without it" broken.err &&
+	test_must_be_empty ep
+'
+
+test_expect_success 'without a command, a start failure still fails tallyd' '
+	test_expect_code 1 tallyd --user -f -c part.conf 2>err &&
+	grep "capture\[bad\]: init failed" err
 '
 
 test_done

@@ -6,6 +6,10 @@
  * cheaper than open/close, and the kernel regenerates the text on each
  * read from offset 0. The buffer grows to the largest file seen and is
  * reused, so a steady-state tick allocates nothing.
+ *
+ * Files tallyd writes for others to read (a final metrics page, the list
+ * of listeners) are replaced whole with tally_write_file(), so a reader
+ * never sees half of one.
  */
 #ifndef TALLY_IO_H
 #define TALLY_IO_H
@@ -69,6 +73,21 @@ int tally_open_file(int dirfd, const char *rel);
  * (errno is not set).
  */
 int tally_parse_u64(const char **pp, uint64_t *v);
+
+/**
+ * tally_write_file() - replace a file's content whole
+ * @path: the file; created with mode 0666 & ~umask, or replaced
+ * @data: the content
+ * @len:  its length in bytes
+ *
+ * Writes "@path.PID.tmp" in the same directory and renames it over @path,
+ * so that a reader sees the old content or the new one, never a part.
+ * Blocking (a local file: call it for small files or at a run's end).
+ * Thread-safe for distinct paths.
+ * Return: 0, or -1 with errno from open(2), write(2), close(2) or
+ * rename(2) (the temporary file is removed), or ENAMETOOLONG.
+ */
+int tally_write_file(const char *path, const void *data, size_t len);
 
 /** tally_readbuf_free() - release @rb's memory; @rb is reusable after */
 void tally_readbuf_free(struct tally_readbuf *rb);

@@ -30,6 +30,7 @@
 #include <tally/config.h>
 #include <tally/labels.h>
 #include <tally/log.h>
+#include <tally/mode.h>
 #include <tally/record.h>
 
 #ifdef __cplusplus
@@ -38,9 +39,10 @@ extern "C" {
 
 /*
  * Bumped on every incompatible change to this header, tally/record.h,
- * tally/labels.h or tally/config.h.
+ * tally/labels.h or tally/config.h. 2: struct tally_output_ops gained
+ * reopen and end.
  */
-#define TALLY_PLUGIN_ABI 1
+#define TALLY_PLUGIN_ABI 2
 
 struct event_base;
 struct tally_instance;
@@ -50,6 +52,12 @@ enum tally_plugin_kind {
 	TALLY_KIND_INPUT = 1,
 	TALLY_KIND_FILTER,
 	TALLY_KIND_OUTPUT,
+};
+
+/** enum tally_end - why struct tally_output_ops.end runs */
+enum tally_end {
+	TALLY_END_COMMAND = 1, /* the wrapped command exited; tallyd stops */
+	TALLY_END_REQUEST,     /* SIGUSR1: on demand; tallyd goes on */
 };
 
 /* struct tally_input_ops.flags */
@@ -126,6 +134,20 @@ struct tally_filter_ops {
  *         drops the batch (counted).
  * @flush: push out anything buffered (called on shutdown and --once)
  * @fini:  release everything
+ * @reopen: SIGHUP reached a running instance that the reload kept (or the
+ *         reload was refused, and every instance stays): reopen files by
+ *         name, so that a file logrotate moved away is written anew. Not
+ *         called on an instance the reload just made. A failure is logged
+ *         by the core (the instance goes on running).
+ * @end:   write the files a run ends with (a final page, a report) into
+ *         the output directory (tally/mode.h). @why is TALLY_END_COMMAND
+ *         once the command of tallyd --user -- CMD has exited: every
+ *         input has stopped and what they sent is delivered, flush and
+ *         fini follow. TALLY_END_REQUEST on demand (SIGUSR1 to a collector
+ *         that does not wrap a command): the same files as of now, after
+ *         the batches queued at the request; the run goes on and the op
+ *         may run again. A failure is logged by the core; it never changes
+ *         tallyd's exit status.
  */
 struct tally_output_ops {
 	int (*check)(struct tally_instance *inst, void *state);
@@ -134,6 +156,9 @@ struct tally_output_ops {
 		     struct tally_batch *b);
 	int (*flush)(struct tally_instance *inst, void *state);
 	void (*fini)(struct tally_instance *inst, void *state);
+	int (*reopen)(struct tally_instance *inst, void *state);
+	int (*end)(struct tally_instance *inst, void *state,
+		   enum tally_end why);
 };
 
 /**

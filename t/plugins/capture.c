@@ -19,6 +19,11 @@
  * The file is truncated at init and flushed after every batch, so a test
  * can read it while tallyd runs. stall = true makes every write fail with
  * EAGAIN, to test that a stuck output delays nothing else.
+ * The core's events: reopen (SIGHUP) opens the path again, appending; end
+ * writes "end command N" or "end request N" (N: records written so far)
+ * to end_file when set, a path resolved by tally_output_path() (relative:
+ * in the output directory). With events = true, the file gets a line
+ * "reopen" after a reopen, and the end line too.
  */
 #include "config.h"
 
@@ -39,7 +44,10 @@ struct capture {
 	bool timestamps;	/* append ts= (and begin=) */
 	bool source;		/* prefix the batch's source instance */
 	bool attrs;		/* print span attributes */
+	char *end_file;		/* end op: write its line here */
+	bool events;		/* write reopen and end lines to the file */
 	FILE *f;
+	uint64_t records;	/* written so far */
 	char *esc;		/* escape buffer, grown as needed */
 	size_t esc_size;
 };
@@ -213,6 +221,7 @@ static int capture_write(struct tally_instance *inst, void *state,
 					r->span.begin_ns);
 		}
 		fputc('\n', c->f);
+		c->records++;
 	}
 	/* One flush per batch: a test reading the file sees whole batches. */
 	if (fflush(c->f) == EOF) {
@@ -228,6 +237,48 @@ static int capture_flush(struct tally_instance *inst, void *state)
 	struct capture *c = state;
 
 	return fflush(c->f) == EOF ? -1 : 0;
+}
+
+static int capture_reopen(struct tally_instance *inst, void *state)
+{
+	struct capture *c = state;
+	FILE *f = fopen(c->path, "a");
+
+	if (!f)
+		return -1;
+	fclose(c->f);
+	c->f = f;
+	if (c->events)
+		fputs("reopen\n", c->f);
+	return fflush(c->f) == EOF ? -1 : 0;
+}
+
+static int capture_end(struct tally_instance *inst, void *state,
+		       enum tally_end why)
+{
+	struct capture *c = state;
+	const char *what = why == TALLY_END_COMMAND ? "command" : "request";
+	char *path;
+	FILE *f;
+	int ret;
+
+	if (c->events) {
+		fprintf(c->f, "end %s %" PRIu64 "\n", what, c->records);
+		if (fflush(c->f) == EOF)
+			return -1;
+	}
+	if (!c->end_file)
+		return 0;
+	path = tally_output_path(inst, c->end_file);
+	if (!path)
+		return -1;
+	f = fopen(path, "w");
+	free(path);
+	if (!f)
+		return -1;
+	fprintf(f, "end %s %" PRIu64 "\n", what, c->records);
+	ret = fclose(f) == EOF ? -1 : 0;
+	return ret;
 }
 
 static void capture_fini(struct tally_instance *inst, void *state)
@@ -250,6 +301,12 @@ static const struct tally_option capture_options[] = {
 		       "prefix each line with the batch's input instance"),
 	TALLY_OPT_BOOL("attrs", struct capture, attrs, "false",
 		       "append attrs={...} to span lines"),
+	TALLY_OPT_STRING("end_file", struct capture, end_file, NULL,
+			 "end op: write \"end command|request N\" here "
+			 "(relative: in the output directory)"),
+	TALLY_OPT_BOOL("events", struct capture, events, "false",
+		       "write a line \"reopen\" after a reopen, and the end "
+		       "op's line, to the file"),
 	TALLY_OPT_END
 };
 
@@ -258,6 +315,8 @@ static const struct tally_output_ops capture_ops = {
 	.write = capture_write,
 	.flush = capture_flush,
 	.fini = capture_fini,
+	.reopen = capture_reopen,
+	.end = capture_end,
 };
 
 TALLY_PLUGIN_OUTPUT(capture, "test only: write every record received as "

@@ -8,6 +8,8 @@
  *                   (span: attribute) seq="N", where N counts the batches this
  *                   instance has processed (1 for the first).
  *
+ * fail_init = true makes init fail (EIO): a filter that cannot start.
+ *
  * seq is per-instance state on purpose: the core gives each pipeline its
  * own instance of a filter, so two pipelines fed by one input each count
  * 1, 2, 3... in their output; a shared instance would interleave them.
@@ -15,6 +17,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,8 +28,19 @@ enum testfilter_mode { TESTFILTER_PASS, TESTFILTER_DROP, TESTFILTER_REWRITE };
 
 struct testfilter {
 	int mode;		/* enum testfilter_mode */
+	bool fail_init;		/* init fails */
 	uint64_t batches;	/* batches seen by this instance */
 };
+
+static int testfilter_init(struct tally_instance *inst, void *state)
+{
+	struct testfilter *f = state;
+
+	if (!f->fail_init)
+		return 0;
+	errno = EIO;
+	return -1;
+}
 
 static const char *const testfilter_modes[] = { "pass", "drop", "rewrite",
 						NULL };
@@ -101,10 +115,13 @@ static const struct tally_option testfilter_options[] = {
 		       testfilter_modes,
 		       "pass batches on, drop them, or rewrite each record "
 		       "(rw_ prefix, seq label)"),
+	TALLY_OPT_BOOL("fail_init", struct testfilter, fail_init, "false",
+		       "init fails with EIO (a filter that cannot start)"),
 	TALLY_OPT_END
 };
 
 static const struct tally_filter_ops testfilter_ops = {
+	.init = testfilter_init,
 	.process = testfilter_process,
 };
 

@@ -792,19 +792,22 @@ static void zmq_trace_close(struct zmq_trace *zt)
 	zt->phase = ZMQ_TRACE_IDLE;
 }
 
-/* Say where we listen; for tcp://host:* the port the kernel chose. */
+/*
+ * Say where we listen; for tcp://host:* the port the kernel chose. That
+ * is the endpoint a wrapped command's clients must use (tally/mode.h).
+ */
 static void zmq_trace_log_listening(struct zmq_trace *zt)
 {
 	char last[256];
 	size_t len = sizeof(last);
+	const char *ep = zt->ep;
 
-	if (zt->ipc ||
-	    zmq_getsockopt(zt->zsock, ZMQ_LAST_ENDPOINT, last, &len) < 0 ||
-	    !len)
-		tally_log(zt->inst, LOG_INFO, "listening on %s", zt->ep);
-	else
-		tally_log(zt->inst, LOG_INFO, "listening on %.*s", (int)len,
-			  last);
+	if (!zt->ipc &&
+	    zmq_getsockopt(zt->zsock, ZMQ_LAST_ENDPOINT, last, &len) == 0 &&
+	    len && len <= sizeof(last) && !last[len - 1])
+		ep = last;
+	tally_log(zt->inst, LOG_INFO, "listening on %s", ep);
+	tally_instance_export_env(zt->inst, "TALLY_TRACE_ENDPOINT", ep);
 }
 
 static int zmq_trace_start(struct tally_instance *inst, void *state,

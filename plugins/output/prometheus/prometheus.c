@@ -27,6 +27,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include <tally/io.h>
 #include <tally/plugin.h>
 
 #include "conn.h"
@@ -48,6 +49,7 @@ struct prometheus {
 	int64_t max_series;
 	int64_t max_connections;
 	double request_timeout;
+	char *final_page;
 	/* state */
 	struct tally_instance *inst;
 	struct evhttp *http;
@@ -328,6 +330,8 @@ static int prometheus_bind(struct prometheus *p, const char *spec)
 
 	if (prometheus_check_listen(p->inst, spec, &l) < 0)
 		return -1;
+	/* a user collector's port is the kernel's choice (tally/mode.h) */
+	l.port = (uint16_t)tally_listen_port(p->inst, l.port);
 	bs = evhttp_bind_socket_with_handle(p->http, l.host, l.port);
 	if (!bs) {
 		int e = errno;
@@ -342,8 +346,10 @@ static int prometheus_bind(struct prometheus *p, const char *spec)
 		return -1;
 	}
 	if (prom_bound_name(evhttp_bound_socket_get_fd(bs), addr,
-			    sizeof(addr)) == 0)
+			    sizeof(addr)) == 0) {
 		tally_log(p->inst, LOG_INFO, "serving /metrics on %s", addr);
+		tally_listen_publish(p->inst, addr);
+	}
 	return 0;
 }
 
@@ -444,6 +450,47 @@ static int prometheus_write(struct tally_instance *inst, void *state,
 	return 0;
 }
 
+/*
+ * end op: the page a scrape would get now, in the text format, into
+ * final_page (relative: in the output directory). A user collector stops
+ * with its command, and this is how the job's last values stay.
+ */
+static int prometheus_end(struct tally_instance *inst, void *state,
+			  enum tally_end why)
+{
+	struct prometheus *p = state;
+	struct evbuffer *text = NULL;
+	char *path;
+	int ret = -1;
+
+	if (!p->final_page || !*p->final_page)
+		return 0;
+	path = tally_output_path(inst, p->final_page);
+	if (!path)
+		return -1;
+	text = evbuffer_new();
+	if (!text ||
+	    prom_store_render(p->store, text, PROM_FMT_TEXT,
+			      tally_monotonic_ns(), tally_now_ns()) < 0) {
+		errno = ENOMEM;
+		goto out_free;
+	}
+	if (tally_write_file(path, evbuffer_pullup(text, -1),
+			     evbuffer_get_length(text)) < 0) {
+		tally_log(inst, LOG_WARNING, "cannot write %s: %s", path,
+			  strerror(errno));
+		goto out_free;
+	}
+	tally_log(inst, LOG_NOTICE, "%s metrics page written to %s",
+		  why == TALLY_END_COMMAND ? "final" : "current", path);
+	ret = 0;
+out_free:
+	if (text)
+		evbuffer_free(text);
+	free(path);
+	return ret;
+}
+
 static void prometheus_fini(struct tally_instance *inst, void *state)
 {
 	struct prometheus *p = state;
@@ -515,6 +562,11 @@ static const struct tally_option prometheus_options[] = {
 			 "10", 0.1, 3600,
 			 "seconds a request may take to arrive, from its first "
 			 "byte; a slower one has its connection closed"),
+	TALLY_OPT_STRING("final_page", struct prometheus, final_page,
+			 "metrics.prom",
+			 "file the page is written to when a wrapped command "
+			 "ends (tallyd --user -- CMD) and on SIGUSR1; "
+			 "relative: in the output directory; \"\": never"),
 	TALLY_OPT_END
 };
 
@@ -523,6 +575,7 @@ static const struct tally_output_ops prometheus_ops = {
 	.init = prometheus_init,
 	.write = prometheus_write,
 	.fini = prometheus_fini,
+	.end = prometheus_end,
 };
 
 TALLY_PLUGIN_OUTPUT(prometheus,

@@ -64,13 +64,18 @@ check_PROGRAMS += t/unit/heap-trim.t
 t_unit_heap_trim_t_SOURCES = t/unit/heap-trim.c
 t_unit_heap_trim_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_heap_trim_t_LDADD = t/unit/libtap.la core/libtally.la
+check_PROGRAMS += t/unit/mode.t
+t_unit_mode_t_SOURCES = t/unit/mode.c
+t_unit_mode_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_mode_t_LDADD = t/unit/libtap.la core/libtally.la
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
-	t/unit/conf-same.t t/unit/heap-trim.t t/unit/hash.t t/unit/utf8.t
+	t/unit/conf-same.t t/unit/heap-trim.t t/unit/hash.t t/unit/utf8.t \
+	t/unit/mode.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
-	t/t0008-reload.t
+	t/t0008-reload.t t/t0009-user-files.t
 EXTRA_DIST += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
-	t/t0008-reload.t t/fixtures/config
+	t/t0008-reload.t t/t0009-user-files.t t/fixtures/config

@@ -107,6 +107,8 @@ int tally_mode_setup(bool user)
 	const char *env = getenv("TALLY_RUNTIME_DIR");
 
 	mode_user = user;
+	mode_jobid = NULL;
+	snprintf(mode_rundir, sizeof(mode_rundir), "%s", "/run/tally");
 	if (user) {
 		for (size_t i = 0; jobid_vars[i]; i++) {
 			const char *v = getenv(jobid_vars[i]);

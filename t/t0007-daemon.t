@@ -55,4 +55,31 @@ test_expect_success 'a daemon started with a relative -c reloads on SIGHUP' '
 	wait_for "! kill -0 $pid 2>/dev/null"
 '
 
+# A detached daemon logs to syslog; without a syslog daemon (a container,
+# a minimal node) every line would go nowhere, silently. Where this host
+# has one, a private mount namespace hides it behind /dev/null.
+if ! test -e /dev/log; then
+	test_set_prereq NOSYSLOG
+	hide_syslog=
+elif unshare -rm true 2>/dev/null; then
+	test_set_prereq NOSYSLOG
+	hide_syslog="unshare -rm sh -c 'mount --bind /dev/null /dev/log && exec \"\$@\"' sh"
+fi
+
+test_expect_success NOSYSLOG 'a detached daemon without a syslog daemon logs to stderr, and says so' '
+	cat >nolog.conf <<-EOF &&
+	inputs = { a = { plugin = "counter"; interval = 0.05; }; };
+	outputs = { o = { plugin = "capture"; path = "$PWD/nolog.out"; }; };
+	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	EOF
+	eval "$hide_syslog \"\$TALLYD\" -c nolog.conf" 2>nolog.err &&
+	pid=$(cat run/tallyd.pid) &&
+	grep "^tallyd: warning: no syslog daemon at /dev/log: logging to standard error instead$" nolog.err &&
+	wait_for "test -s nolog.out" &&
+	kill -TERM $pid &&
+	wait_for "! kill -0 $pid 2>/dev/null" &&
+	grep "^tallyd: info: SIGTERM: stopping$" nolog.err &&
+	grep "^tallyd: info: stopped$" nolog.err
+'
+
 test_done

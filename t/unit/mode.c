@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * t/unit/mode.c - what tally/mode.h promises: where output files go, the
+ * port rule of a user collector's listeners, what a wrapped command's
+ * environment holds
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../core/core-internal.h"
+#include "tap.h"
+
+/* The value of @name in @env, or NULL; counts the entries in *@n. */
+static const char *env_get(char **env, const char *name, int *n)
+{
+	size_t len = strlen(name);
+	const char *v = NULL;
+
+	*n = 0;
+	for (size_t i = 0; env[i]; i++) {
+		if (!strncmp(env[i], name, len) && env[i][len] == '=') {
+			v = env[i] + len + 1;
+			(*n)++;
+		}
+	}
+	return v;
+}
+
+static void output_dirs(const char *tmp)
+{
+	struct tally_conf conf = { 0 };
+	char want[PATH_MAX], *p;
+	struct stat st;
+
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("FLUX_JOB_ID");
+	unsetenv("PBS_JOBID");
+	unsetenv("LSB_JOBID");
+	unsetenv("TALLY_RUNTIME_DIR");
+	setenv("XDG_RUNTIME_DIR", tmp, 1);
+
+	tally_mode_setup(false);
+	tally_mode_configure(&conf);
+	is(tally_output_dir(), TALLY_STATEDIR, "system mode: the state dir");
+
+	setenv("SLURM_JOB_ID", "4242", 1);
+	tally_mode_setup(true);
+	snprintf(want, sizeof(want), "%s/tally/job-4242", tmp);
+	is(tally_runtime_dir(), want, "user mode, job: runtime dir job-ID");
+	snprintf(want, sizeof(want), "%s/tally-4242", tmp);
+	is(tally_output_dir(), want, "user mode, job: ./tally-JOBID");
+
+	unsetenv("SLURM_JOB_ID");
+	tally_mode_setup(true);
+	snprintf(want, sizeof(want), "%s/tally-%ld", tmp, (long)getpid());
+	is(tally_output_dir(), want, "user mode, no job: ./tally-PID");
+
+	conf.output_dir = "res";
+	tally_mode_configure(&conf);
+	snprintf(want, sizeof(want), "%s/res", tmp);
+	is(tally_output_dir(), want, "relative output_dir: from the start dir");
+	ok(stat(want, &st) < 0 && errno == ENOENT, "not created by asking");
+
+	p = tally_output_path(NULL, "page.prom");
+	snprintf(want, sizeof(want), "%s/res/page.prom", tmp);
+	is(p, want, "a relative path lands in the output directory");
+	free(p);
+	snprintf(want, sizeof(want), "%s/res", tmp);
+	ok(stat(want, &st) == 0 && S_ISDIR(st.st_mode),
+	   "which it creates, as the caller is about to write there");
+	ok(tally_output_dir_used(), "and notes it for the exit message");
+	rmdir(want);
+
+	p = tally_output_path(NULL, "/abs/file");
+	is(p, "/abs/file", "an absolute path is kept");
+	free(p);
+	errno = 0;
+	ok(!tally_output_path(NULL, "") && errno == EINVAL, "empty: EINVAL");
+
+	conf.output_dir = "/elsewhere";
+	tally_mode_configure(&conf);
+	is(tally_output_dir(), "/elsewhere", "absolute output_dir as is");
+	tally_mode_cleanup();
+}
+
+static void port_rule(void)
+{
+	struct tally_conf conf = { 0 };
+
+	tally_mode_setup(false);
+	tally_mode_configure(&conf);
+	cmp_ok(tally_listen_port(NULL, 9464), "==", 9464,
+	       "system collector: the configured port");
+	tally_mode_setup(true);
+	cmp_ok(tally_listen_port(NULL, 9464), "==", 0,
+	       "user collector: a port the kernel chooses");
+	cmp_ok(tally_listen_port(NULL, 0), "==", 0, "0 stays 0");
+	conf.user_ports_configured = true;
+	tally_mode_configure(&conf);
+	cmp_ok(tally_listen_port(NULL, 9464), "==", 9464,
+	       "user_ports = configured: the configured port");
+	tally_mode_cleanup();
+}
+
+static void command_env(void)
+{
+	struct tally_instance a = { .name = "a", .label = "zmq_trace[a]" };
+	struct tally_instance b = { .name = "b", .label = "zmq_trace[b]" };
+	char id[32], want[32], **env;
+	int n;
+
+	tally_mode_setup(true);
+	setenv("TALLY_TRACE_ENDPOINT", "ipc:///inherited", 1);
+	setenv("KEEP_ME", "1", 1);
+	unsetenv("TALLY_TRACE_ID");
+
+	errno = 0;
+	ok(tally_instance_export_env(&a, "1BAD", "x") < 0 && errno == EINVAL,
+	   "a name starting with a digit: EINVAL");
+	ok(tally_instance_export_env(&a, "A=B", "x") < 0 && errno == EINVAL,
+	   "a name with '=': EINVAL");
+	ok(tally_instance_export_env(&a, "TALLY_TRACE_ENDPOINT",
+				     "tcp://127.0.0.1:1") == 0,
+	   "published");
+	ok(tally_instance_export_env(&a, "TALLY_TRACE_ENDPOINT",
+				     "tcp://127.0.0.1:2") == 0,
+	   "published again by the same instance: replaced");
+	errno = 0;
+	ok(tally_instance_export_env(&b, "TALLY_TRACE_ENDPOINT", "ipc:///b") <
+			   0 &&
+		   errno == EEXIST,
+	   "another instance: EEXIST, the first one stays");
+
+	env = tally_mode_env();
+	ok(env != NULL, "environment built");
+	is(env_get(env, "TALLY_TRACE_ENDPOINT", &n), "tcp://127.0.0.1:2",
+	   "the published endpoint replaces the inherited one");
+	cmp_ok(n, "==", 1, "once");
+	is(env_get(env, "KEEP_ME", &n), "1", "the rest is inherited");
+	snprintf(want, sizeof(want), "tallyd-%ld", (long)getpid());
+	is(env_get(env, "TALLY_TRACE_ID", &n), want,
+	   "one trace id for the command: tallyd-PID outside a job");
+	is(tally_mode_trace_id(id, sizeof(id)), want, "tally_mode_trace_id");
+	tally_mode_env_free(env);
+
+	setenv("TALLY_TRACE_ID", "", 1);
+	env = tally_mode_env();
+	is(env_get(env, "TALLY_TRACE_ID", &n), want, "an empty one is set");
+	cmp_ok(n, "==", 1, "and replaced, not doubled");
+	tally_mode_env_free(env);
+
+	setenv("TALLY_TRACE_ID", "mine", 1);
+	env = tally_mode_env();
+	is(env_get(env, "TALLY_TRACE_ID", &n), "mine", "the user's one stays");
+	tally_mode_env_free(env);
+
+	tally_mode_forget(&a);
+	env = tally_mode_env();
+	is(env_get(env, "TALLY_TRACE_ENDPOINT", &n), "ipc:///inherited",
+	   "a forgotten instance exports nothing");
+	tally_mode_env_free(env);
+	ok(tally_instance_export_env(&b, "TALLY_TRACE_ENDPOINT", "ipc:///b") ==
+		   0,
+	   "its successor may publish");
+	tally_mode_forget(&b);
+	tally_mode_cleanup();
+}
+
+int main(void)
+{
+	const char *tmp = tap_tmpdir("tally-mode");
+
+	plan(NO_PLAN);
+	if (chdir(tmp) < 0)
+		bail_out("chdir %s", tmp);
+	output_dirs(tmp);
+	port_rule();
+	command_env();
+	done_testing();
+}

@@ -6,12 +6,8 @@ test_description='tallyd --user -- CMD: a job-private collector around a command
 
 TRACE_EMIT=$top_builddir/t/trace-emit
 # the runtime dir holds a socket: keep its path short for sun_path
-if test ${#PWD} -le 60; then
-	RT=$PWD/xdg
-else
-	RT=$(mktemp -d /tmp/tally-t0005.XXXXXX) || exit 1
-	tally_rm_at_exit "$RT"
-fi
+tally_sock_dir xdg || exit 1
+RT=$TALLY_SOCK_DIR
 XDG_RUNTIME_DIR=$RT
 export XDG_RUNTIME_DIR
 unset TALLY_TRACE_ID

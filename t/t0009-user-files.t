@@ -7,12 +7,8 @@ test_description='user mode: output directory, final page, SIGUSR1, reopen, port
 require_cmd curl
 
 # the runtime dir holds a socket: keep its path short for sun_path
-if test ${#PWD} -le 60; then
-	RT=$PWD/xdg
-else
-	RT=$(mktemp -d /tmp/tally-t0009.XXXXXX) || exit 1
-	tally_rm_at_exit "$RT"
-fi
+tally_sock_dir xdg || exit 1
+RT=$TALLY_SOCK_DIR
 XDG_RUNTIME_DIR=$RT
 export XDG_RUNTIME_DIR
 unset XDG_CONFIG_HOME

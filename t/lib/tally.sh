@@ -253,6 +253,20 @@ trap 'tally_exit_=$?; tally_stop_all_; tally_rm_all_; (exit $tally_exit_); die' 
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
+# tally_sock_dir NAME - print a directory to keep sockets in: ./NAME when
+# its path leaves room for a socket name in sun_path (108 bytes), else a
+# private one under /tmp removed at exit. Not created. Call it outside
+# $(...), which would forget the removal:
+#	tally_sock_dir xdg && RT=$TALLY_SOCK_DIR
+tally_sock_dir() {
+	if test ${#PWD} -le 60; then
+		TALLY_SOCK_DIR=$PWD/$1
+	else
+		TALLY_SOCK_DIR=$(mktemp -d "/tmp/tally-$1.XXXXXX") || return 1
+		tally_rm_at_exit "$TALLY_SOCK_DIR"
+	fi
+}
+
 # require_cmd CMD [REASON] - skip the whole test script when CMD is not
 # installed (call it before the first test). Under CI (CI=true), where
 # every tool is installed, a missing CMD is a failure instead, so a

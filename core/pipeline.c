@@ -758,6 +758,25 @@ void tally_core_stop(struct tally_core *core)
 	core_drain_check(-1, 0, core);
 }
 
+/* The name of a signal core_signal() handles, for its log lines. */
+static const char *core_sig_name(int sig)
+{
+	switch (sig) {
+	case SIGTERM:
+		return "SIGTERM";
+	case SIGINT:
+		return "SIGINT";
+	case SIGQUIT:
+		return "SIGQUIT";
+	case SIGUSR1:
+		return "SIGUSR1";
+	case SIGUSR2:
+		return "SIGUSR2";
+	default:
+		return "signal";
+	}
+}
+
 static void core_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct tally_core *core = arg;
@@ -804,7 +823,7 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 		 * on and stop when it exits (SIGCHLD), with its status.
 		 */
 		tally_log(NULL, LOG_INFO, "%s: passed on to the command",
-			  strsignal((int)sig));
+			  core_sig_name((int)sig));
 		kill(core->child, (int)sig);
 		return;
 	}
@@ -815,8 +834,7 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 		event_active(core->request, 0, 0);
 		return;
 	}
-	tally_log(NULL, LOG_INFO, "%s: stopping",
-		  sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	tally_log(NULL, LOG_INFO, "%s: stopping", core_sig_name((int)sig));
 	tally_core_stop(core);
 }
 

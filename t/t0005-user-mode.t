@@ -88,6 +88,19 @@ test_expect_success 'the processes of one command share one trace id: tallyd-PID
 		sort -u | wc -l) = 3
 '
 
+"$PYTHON3" -c "import zmq" 2>/dev/null && test_set_prereq PYZMQ
+test_expect_success PYZMQ 'the Python client takes the same trace id and endpoint' '
+	tallyd --user -c u.conf -- sh -c "
+		PYTHONPATH=\"$top_srcdir/contrib/python\" \"$PYTHON3\" -c \"
+import os, tally_trace
+t = tally_trace.Tracer()
+print(t.trace_id, os.environ[\\\"TALLY_TRACE_ENDPOINT\\\"])
+t.close()
+\" >py.out && echo tallyd-\$PPID ipc://$RT/tally/trace.sock >py.expect
+	" &&
+	test_cmp py.expect py.out
+'
+
 test_expect_success 'in a job the trace id is the job id; a trace id the user set stays' '
 	SLURM_JOB_ID=77 tallyd --user -c u.conf -- \
 		sh -c "echo \$TALLY_TRACE_ID >tid" &&

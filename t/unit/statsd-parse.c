@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* t/unit/statsd-parse.c - the statsd line format (plugins/input/statsd) */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../plugins/input/statsd/parse.h"

@@ -298,6 +298,10 @@ int tally_graph_build(struct tally_core *core);
 /* record.c */
 void tally_batch_set_source(struct tally_batch *b, const char *source,
 			    double interval);
+/* on emission, before the batch is shared: settle tally_batch_forms() */
+void tally_batch_seal(struct tally_batch *b);
+/* arena bytes handed out by the batch itself (tests: borrowing copies 0) */
+size_t tally_batch_arena_used(const struct tally_batch *b);
 
 /* modes (mode.c) */
 /*

@@ -47,6 +47,7 @@ t_unit_log_t_LDADD = t/unit/libtap.la core/libtally.la
 t_unit_labels_t_SOURCES = t/unit/labels.c
 t_unit_labels_t_LDADD = t/unit/libtap.la core/libtally.la $(PTHREAD_LIBS)
 t_unit_batch_t_SOURCES = t/unit/batch.c
+t_unit_batch_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_batch_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 t_unit_options_t_SOURCES = t/unit/options.c
 t_unit_options_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)

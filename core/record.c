@@ -8,6 +8,11 @@
  * ARENA_KEEP bytes) and record array kept, so an input that emits a
  * similar batch every tick allocates nothing in steady state, however
  * many names it copies.
+ *
+ * A batch may also borrow records from other batches (a filter passing on
+ * most of its input): it then holds a reference on each batch it borrows
+ * from, in keeps[], released when it is freed, so the borrowed strings and
+ * arrays outlive every record that points at them.
  */
 #include "config.h"
 
@@ -48,6 +53,10 @@ struct tally_batch {
 	struct chunk *cur;	/* the chunk allocations come from */
 	const char *source;
 	double interval;
+	struct tally_batch **keeps;	/* batches records borrow from */
+	size_t nkeeps, capkeeps;
+	unsigned forms;		/* TALLY_FORM_BIT()s of the records */
+	bool forms_unknown;	/* a record was filled in place: scan */
 	struct tally_batch *free_next;
 };
 
@@ -92,6 +101,8 @@ struct tally_batch *tally_batch_new(void)
 	atomic_init(&b->refs, 1);
 	b->source = "";
 	b->interval = 0;
+	b->forms = 0;
+	b->forms_unknown = false;
 	b->free_next = NULL;
 	return b;
 }
@@ -112,6 +123,7 @@ static void batch_destroy(struct tally_batch *b)
 		free(c);
 	}
 	free(b->recs);
+	free(b->keeps);
 	free(b);
 }
 
@@ -133,6 +145,10 @@ void tally_batch_unref(struct tally_batch *b)
 			tally_labels_unref(r->span.attrs);
 	}
 	b->n = 0;
+	/* after the labels: a borrowed record's strings may be in a keep */
+	for (size_t i = 0; i < b->nkeeps; i++)
+		tally_batch_unref(b->keeps[i]);
+	b->nkeeps = 0;
 	/* keep the chunks a typical batch needs, free the rest */
 	pp = &b->chunks;
 	while ((c = *pp)) {
@@ -182,6 +198,43 @@ const char *tally_batch_source(const struct tally_batch *b)
 double tally_batch_interval(const struct tally_batch *b)
 {
 	return b ? b->interval : 0;
+}
+
+static unsigned record_forms(const struct tally_record *r)
+{
+	return r->kind == TALLY_REC_METRIC ? TALLY_FORM_BIT(r->metric.form)
+					   : 0;
+}
+
+unsigned tally_batch_forms(const struct tally_batch *b)
+{
+	unsigned forms;
+
+	if (!b)
+		return 0;
+	if (!b->forms_unknown)
+		return b->forms;
+	forms = 0;
+	for (size_t i = 0; i < b->n; i++)
+		forms |= record_forms(&b->recs[i]);
+	return forms;
+}
+
+void tally_batch_seal(struct tally_batch *b)
+{
+	if (b && b->forms_unknown) {
+		b->forms = tally_batch_forms(b);
+		b->forms_unknown = false;
+	}
+}
+
+size_t tally_batch_arena_used(const struct tally_batch *b)
+{
+	size_t used = 0;
+
+	for (const struct chunk *c = b->chunks; c; c = c->next)
+		used += c->used;
+	return used;
 }
 
 void tally_batch_set_source(struct tally_batch *b, const char *source,
@@ -246,7 +299,8 @@ const char *tally_batch_strdup(struct tally_batch *b, const char *s)
 	return p;
 }
 
-struct tally_record *tally_batch_append(struct tally_batch *b)
+/* The next record slot, zeroed; NULL/ENOMEM. */
+static struct tally_record *batch_slot(struct tally_batch *b)
 {
 	struct tally_record *r;
 
@@ -265,6 +319,95 @@ struct tally_record *tally_batch_append(struct tally_batch *b)
 	r = &b->recs[b->n++];
 	memset(r, 0, sizeof(*r));
 	return r;
+}
+
+struct tally_record *tally_batch_append(struct tally_batch *b)
+{
+	struct tally_record *r = batch_slot(b);
+
+	/* the caller fills it in: its form is known once the core seals */
+	if (r)
+		b->forms_unknown = true;
+	return r;
+}
+
+/* Keep @src alive as long as @b: 0, or -1/ENOMEM. */
+static int batch_keep(struct tally_batch *b, struct tally_batch *src)
+{
+	/* appends come in runs from one batch: look at the last one only */
+	if (b->nkeeps && b->keeps[b->nkeeps - 1] == src)
+		return 0;
+	for (size_t i = 0; i + 1 < b->nkeeps; i++) {
+		if (b->keeps[i] == src)
+			return 0;
+	}
+	if (b->nkeeps == b->capkeeps) {
+		size_t cap = b->capkeeps ? b->capkeeps * 2 : 4;
+		struct tally_batch **v = realloc(b->keeps, cap * sizeof(*v));
+
+		if (!v) {
+			errno = ENOMEM;
+			return -1;
+		}
+		b->keeps = v;
+		b->capkeeps = cap;
+	}
+	b->keeps[b->nkeeps++] = tally_batch_ref(src);
+	return 0;
+}
+
+struct tally_record *tally_batch_append_from(struct tally_batch *b,
+					     struct tally_batch *src,
+					     size_t i)
+{
+	struct tally_record *r;
+
+	if (!b || !src || b == src || i >= src->n) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (batch_keep(b, src) < 0)
+		return NULL;
+	r = batch_slot(b);
+	if (!r)
+		return NULL;
+	*r = src->recs[i];
+	b->forms |= record_forms(r);
+	if (r->kind == TALLY_REC_METRIC)
+		tally_labels_ref(r->metric.labels);
+	else if (r->kind == TALLY_REC_SPAN)
+		tally_labels_ref(r->span.attrs);
+	return r;
+}
+
+struct tally_batch *tally_batch_select(struct tally_batch *src,
+				       const bool *keep)
+{
+	struct tally_batch *b = tally_batch_new();
+	size_t want = 0;
+
+	if (!b)
+		return NULL;
+	for (size_t i = 0; i < src->n; i++)
+		want += !keep || keep[i];
+	if (want > b->cap) {
+		struct tally_record *recs = realloc(b->recs,
+						    want * sizeof(*recs));
+
+		if (!recs)
+			goto out_unref;
+		b->recs = recs;
+		b->cap = want;
+	}
+	for (size_t i = 0; i < src->n; i++) {
+		if ((!keep || keep[i]) && !tally_batch_append_from(b, src, i))
+			goto out_unref;
+	}
+	return b;
+out_unref:
+	tally_batch_unref(b);
+	errno = ENOMEM;
+	return NULL;
 }
 
 /* Append a metric record with name, help and labels set; NULL/errno. */
@@ -286,7 +429,7 @@ static struct tally_record *batch_add_common(struct tally_batch *b,
 		h = tally_batch_strdup(b, help);
 	if (!n || (help && !h))
 		return NULL;
-	r = tally_batch_append(b);
+	r = batch_slot(b);
 	if (!r)
 		return NULL;
 	r->kind = TALLY_REC_METRIC;
@@ -314,6 +457,79 @@ int tally_batch_add_metric(struct tally_batch *b, enum tally_metric_type type,
 	if (!r)
 		return -1;
 	r->metric.value = value;
+	b->forms |= TALLY_FORM_BIT(TALLY_FORM_CUMULATIVE);
+	return 0;
+}
+
+/* A delta or observation: finite value, rate in (0, 1]. */
+static int batch_add_event(struct tally_batch *b, enum tally_metric_type type,
+			   enum tally_sample_form form, const char *name,
+			   const char *help, struct tally_labels *labels,
+			   double value, double rate, int64_t ts_ns)
+{
+	struct tally_record *r;
+
+	if (!isfinite(value) || !(rate > 0 && rate <= 1)) {
+		errno = EINVAL;
+		return -1;
+	}
+	r = batch_add_common(b, type, name, help, labels, ts_ns);
+	if (!r)
+		return -1;
+	r->metric.form = form;
+	r->metric.value = value;
+	r->metric.sample_rate = rate;
+	b->forms |= TALLY_FORM_BIT(form);
+	return 0;
+}
+
+int tally_batch_add_delta(struct tally_batch *b, enum tally_metric_type type,
+			  const char *name, const char *help,
+			  struct tally_labels *labels, double delta,
+			  double sample_rate, int64_t ts_ns)
+{
+	if (type != TALLY_COUNTER && type != TALLY_GAUGE) {
+		errno = EINVAL;
+		return -1;
+	}
+	return batch_add_event(b, type, TALLY_FORM_DELTA, name, help, labels,
+			       delta, sample_rate, ts_ns);
+}
+
+int tally_batch_add_observation(struct tally_batch *b,
+				enum tally_metric_type type, const char *name,
+				const char *help, struct tally_labels *labels,
+				double value, double sample_rate,
+				int64_t ts_ns)
+{
+	if (type != TALLY_HISTOGRAM && type != TALLY_SUMMARY) {
+		errno = EINVAL;
+		return -1;
+	}
+	return batch_add_event(b, type, TALLY_FORM_OBSERVATION, name, help,
+			       labels, value, sample_rate, ts_ns);
+}
+
+int tally_batch_add_set_member(struct tally_batch *b, const char *name,
+			       const char *help, struct tally_labels *labels,
+			       const char *member, int64_t ts_ns)
+{
+	struct tally_record *r;
+	const char *m;
+
+	if (!member) {
+		errno = EINVAL;
+		return -1;
+	}
+	m = tally_batch_strdup(b, member);
+	if (!m)
+		return -1;
+	r = batch_add_common(b, TALLY_GAUGE, name, help, labels, ts_ns);
+	if (!r)
+		return -1;
+	r->metric.form = TALLY_FORM_SET_MEMBER;
+	r->metric.member = m;
+	b->forms |= TALLY_FORM_BIT(TALLY_FORM_SET_MEMBER);
 	return 0;
 }
 
@@ -349,6 +565,7 @@ int tally_batch_add_histogram(struct tally_batch *b, const char *name,
 	r->metric.sum = sum;
 	r->metric.n = n + add_inf;
 	r->metric.buckets = copy;
+	b->forms |= TALLY_FORM_BIT(TALLY_FORM_CUMULATIVE);
 	return 0;
 }
 
@@ -380,7 +597,84 @@ int tally_batch_add_summary(struct tally_batch *b, const char *name,
 	r->metric.sum = sum;
 	r->metric.n = n;
 	r->metric.quantiles = copy;
+	b->forms |= TALLY_FORM_BIT(TALLY_FORM_CUMULATIVE);
 	return 0;
+}
+
+const struct tally_attr *tally_span_value(const struct tally_span *sp,
+					  const char *key)
+{
+	for (uint32_t i = 0; i < sp->nvalues; i++) {
+		if (!strcmp(sp->values[i].key, key))
+			return &sp->values[i];
+	}
+	return NULL;
+}
+
+static bool attr_valid(const struct tally_attr *v)
+{
+	if (!v->key || !*v->key)
+		return false;
+	switch (v->type) {
+	case TALLY_ATTR_T_INT:
+	case TALLY_ATTR_T_DOUBLE:
+	case TALLY_ATTR_T_BOOL:
+		return true;
+	case TALLY_ATTR_T_STRING:
+		return v->s != NULL;
+	}
+	return false;
+}
+
+/* Whether @n typed values are valid: known types, unique non-empty keys. */
+static bool values_valid(const struct tally_attr *v, size_t n)
+{
+	if (n > TALLY_SPAN_MAX_VALUES || (n && !v))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!attr_valid(&v[i]))
+			return false;
+		for (size_t j = 0; j < i; j++) {
+			if (!strcmp(v[i].key, v[j].key))
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Copy one typed value's strings into @b's arena: 0, or -1/ENOMEM. */
+static int attr_copy(struct tally_batch *b, struct tally_attr *dst,
+		     const struct tally_attr *src)
+{
+	*dst = *src;
+	dst->key = tally_batch_strdup(b, src->key);
+	if (!dst->key)
+		return -1;
+	if (src->type == TALLY_ATTR_T_STRING) {
+		dst->s = tally_batch_strdup(b, src->s);
+		if (!dst->s)
+			return -1;
+	}
+	return 0;
+}
+
+/* @n typed values copied into @b's arena (NULL for none); NULL/ENOMEM. */
+static const struct tally_attr *values_copy(struct tally_batch *b,
+					    const struct tally_attr *v,
+					    size_t n, bool *failed)
+{
+	struct tally_attr *copy;
+
+	*failed = false;
+	if (!n)
+		return NULL;
+	copy = tally_batch_alloc(b, n * sizeof(*copy));
+	for (size_t i = 0; copy && i < n; i++) {
+		if (attr_copy(b, &copy[i], &v[i]) < 0)
+			copy = NULL;
+	}
+	*failed = copy == NULL;
+	return copy;
 }
 
 int tally_batch_add_span(struct tally_batch *b, const struct tally_span *span,
@@ -389,7 +683,8 @@ int tally_batch_add_span(struct tally_batch *b, const struct tally_span *span,
 	struct tally_record *r;
 
 	if (!span || !span->trace || !span->name ||
-	    (span->phase != TALLY_SPAN_BEGIN && span->phase != TALLY_SPAN_END)) {
+	    (span->phase != TALLY_SPAN_BEGIN && span->phase != TALLY_SPAN_END) ||
+	    !values_valid(span->values, span->nvalues)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -399,6 +694,43 @@ int tally_batch_add_span(struct tally_batch *b, const struct tally_span *span,
 							  : tally_now_ns(),
 					   .span = *span });
 	return r ? 0 : -1;
+}
+
+int tally_batch_span_set_value(struct tally_batch *b, struct tally_record *rec,
+			       const struct tally_attr *v)
+{
+	struct tally_span *sp = &rec->span;
+	const struct tally_attr *old = sp->values;
+	uint32_t n = sp->nvalues, at = n;
+	struct tally_attr *copy;
+
+	if (rec->kind != TALLY_REC_SPAN || !v || !attr_valid(v)) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!strcmp(old[i].key, v->key))
+			at = i;
+	}
+	if (at == n && n == TALLY_SPAN_MAX_VALUES) {
+		errno = EINVAL;
+		return -1;
+	}
+	/*
+	 * A new array, never an update in place: the old one may be borrowed
+	 * from another batch, whose readers must not see it change. The
+	 * other values' strings stay where they are, as long-lived as it.
+	 */
+	copy = tally_batch_alloc(b, (n + (at == n)) * sizeof(*copy));
+	if (!copy)
+		return -1;
+	if (n)
+		memcpy(copy, old, n * sizeof(*copy));
+	if (attr_copy(b, &copy[at], v) < 0)
+		return -1;
+	sp->values = copy;
+	sp->nvalues = n + (at == n);
+	return 0;
 }
 
 struct tally_record *tally_batch_copy_record(struct tally_batch *b,
@@ -420,6 +752,11 @@ struct tally_record *tally_batch_copy_record(struct tally_batch *b,
 			if (!m->help)
 				return NULL;
 		}
+		if (rec->metric.member) {
+			m->member = tally_batch_strdup(b, rec->metric.member);
+			if (!m->member)
+				return NULL;
+		}
 		if (esize && m->n) {
 			void *arr = tally_batch_alloc(b, esize * m->n);
 
@@ -432,6 +769,7 @@ struct tally_record *tally_batch_copy_record(struct tally_batch *b,
 					       : tally_labels_empty();
 	} else if (rec->kind == TALLY_REC_SPAN) {
 		struct tally_span *s = &tmp.span;
+		bool failed;
 
 		s->trace = tally_batch_strdup(b, rec->span.trace);
 		s->name = tally_batch_strdup(b, rec->span.name);
@@ -439,16 +777,21 @@ struct tally_record *tally_batch_copy_record(struct tally_batch *b,
 			b, rec->span.src.host ? rec->span.src.host : "");
 		if (!s->trace || !s->name || !s->src.host)
 			return NULL;
+		s->values = values_copy(b, rec->span.values, rec->span.nvalues,
+					&failed);
+		if (failed)
+			return NULL;
 		s->attrs = rec->span.attrs ? rec->span.attrs
 					   : tally_labels_empty();
 	} else {
 		errno = EINVAL;
 		return NULL;
 	}
-	r = tally_batch_append(b);
+	r = batch_slot(b);
 	if (!r)
 		return NULL;
 	*r = tmp;
+	b->forms |= record_forms(r);
 	if (r->kind == TALLY_REC_METRIC)
 		tally_labels_ref(r->metric.labels);
 	else

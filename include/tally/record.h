@@ -9,9 +9,18 @@
  * holding a reference.
  *
  * Memory: every string and array a record points to lives in the batch's
- * arena and is freed with the batch. The add functions copy what they are
- * given, so callers may pass stack buffers. Label sets are interned
- * (tally/labels.h); the batch holds one reference per record that names one.
+ * arena, or in the arena of a batch it borrows from, and is freed with the
+ * batch. The add functions copy what they are given, so callers may pass
+ * stack buffers. Label sets are interned (tally/labels.h); the batch holds
+ * one reference per record that names one.
+ *
+ * Borrowing (the filter hot path): tally_batch_append_from() and
+ * tally_batch_select() put a record of another batch into a new one without
+ * copying its strings or arrays: the new batch keeps a reference on the
+ * batch it borrows from until it is freed itself, so the borrowed pointers
+ * stay valid exactly as long as the new batch does. Only the record struct
+ * is copied, and the label references taken. A batch may borrow from any
+ * number of batches, which may borrow in turn.
  *
  * Thread-safety: building a batch is single-threaded. Once emitted, reading
  * a batch and tally_batch_ref()/tally_batch_unref() are safe from any thread.
@@ -19,6 +28,7 @@
 #ifndef TALLY_RECORD_H
 #define TALLY_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +60,55 @@ enum tally_metric_type {
 };
 
 /**
+ * enum tally_sample_form - what a metric sample's value means
+ * @TALLY_FORM_CUMULATIVE: the current value: a counter's total since it
+ *	started, a gauge's level, a histogram's cumulative buckets. What
+ *	/proc and Prometheus hold; every output takes it. Zero, so a record
+ *	filled in place is cumulative unless it says otherwise.
+ * @TALLY_FORM_DELTA: a change since the previous sample of the series: a
+ *	counter increment (a statsd "c" line; may be negative, statsd sums
+ *	them) or a gauge adjustment (a statsd "+3|g"); types TALLY_COUNTER
+ *	and TALLY_GAUGE. @value is the change, @sample_rate the fraction of
+ *	events the sender kept (a counter increment stands for
+ *	value / sample_rate; gauges ignore the rate).
+ * @TALLY_FORM_OBSERVATION: one observed value (a statsd timer "ms" or
+ *	histogram "h" line), type TALLY_HISTOGRAM or TALLY_SUMMARY for the
+ *	cumulative form it should become; @value is the observation in the
+ *	metric's base unit, @sample_rate as above (it stands for 1 /
+ *	sample_rate observations); @count, @sum and @n are 0.
+ * @TALLY_FORM_SET_MEMBER: one member of a set (a statsd "s" line), type
+ *	TALLY_GAUGE: the number of distinct @member strings seen per
+ *	interval is the gauge. @value is 0.
+ *
+ * The three non-cumulative forms keep what a statsd-style input receives
+ * without losing its meaning; the aggregate filter turns them into
+ * cumulative or interval records. An output declares which forms it
+ * takes (struct tally_output_ops.accepts): the prometheus output adds
+ * counter deltas into a cumulative counter and gauge deltas into the
+ * gauge, and takes neither observations nor set members. A pipeline that
+ * could bring an output a form it does not take is refused by
+ * tallyd --check-config, with a message to put an aggregate filter in
+ * front of it; records of such a form that reach it all the same (an input
+ * emitting a form it did not declare) are dropped by the core and counted
+ * as tally_dropped_total{reason="needs_aggregate"} of the output.
+ */
+enum tally_sample_form {
+	TALLY_FORM_CUMULATIVE = 0,
+	TALLY_FORM_DELTA,
+	TALLY_FORM_OBSERVATION,
+	TALLY_FORM_SET_MEMBER,
+};
+
+/* Sets of forms, for the emits/absorbs/accepts fields of tally/plugin.h. */
+#define TALLY_FORM_BIT(form)	(1u << (form))
+#define TALLY_FORMS_DELTA	TALLY_FORM_BIT(TALLY_FORM_DELTA)
+#define TALLY_FORMS_OBSERVATION	TALLY_FORM_BIT(TALLY_FORM_OBSERVATION)
+#define TALLY_FORMS_SET_MEMBER	TALLY_FORM_BIT(TALLY_FORM_SET_MEMBER)
+/* every non-cumulative form (cumulative samples are always taken) */
+#define TALLY_FORMS_STATSD                                                   \
+	(TALLY_FORMS_DELTA | TALLY_FORMS_OBSERVATION | TALLY_FORMS_SET_MEMBER)
+
+/**
  * struct tally_bucket - one cumulative histogram bucket
  * @le:    upper bound (inclusive); the last bucket of a histogram is +Inf
  * @count: number of observations <= @le (cumulative, as in Prometheus)
@@ -74,18 +133,26 @@ struct tally_quantile {
  * @name:    Prometheus-style name, base units, counters end in "_total"
  * @help:    one-line description or NULL
  * @type:    enum tally_metric_type
+ * @form:    enum tally_sample_form: cumulative (0), delta, observation or
+ *           set member
  * @labels:  interned label set (never NULL; the empty set for none)
- * @value:   sample value for counters, gauges and info; NaN/Inf allowed
+ * @value:   sample value for counters, gauges and info (the change for a
+ *           delta, the observed value for an observation); NaN/Inf allowed
  * @count:   histogram/summary observation count
  * @sum:     histogram/summary sum of observations
  * @n:       number of @buckets (histogram) or @quantiles (summary)
  * @buckets: histogram buckets, sorted by le, last one +Inf
  * @quantiles: summary quantiles, sorted by q
+ * @sample_rate: deltas and observations: fraction of events the sender
+ *           kept, in (0, 1]; 0 (a cumulative record) reads as 1. See
+ *           tally_metric_weight().
+ * @member:  set members: the member (arena string); NULL otherwise
  */
 struct tally_metric {
 	const char *name;
 	const char *help;
 	enum tally_metric_type type;
+	enum tally_sample_form form;
 	struct tally_labels *labels;
 	double value;
 	uint64_t count;
@@ -95,7 +162,19 @@ struct tally_metric {
 		const struct tally_bucket *buckets;
 		const struct tally_quantile *quantiles;
 	};
+	double sample_rate;
+	const char *member;
 };
+
+/**
+ * tally_metric_weight() - how many events a delta or observation stands for
+ *
+ * Return: 1 / @m->sample_rate, or 1 when the rate is 0 (not sampled).
+ */
+static inline double tally_metric_weight(const struct tally_metric *m)
+{
+	return m->sample_rate > 0 ? 1.0 / m->sample_rate : 1.0;
+}
 
 /** enum tally_span_phase - which edge of a span an event marks */
 enum tally_span_phase {
@@ -107,6 +186,51 @@ enum tally_span_phase {
 #define TALLY_SPAN_ABANDONED	0x1u /* end synthesized: process gone or timed out */
 #define TALLY_SPAN_ORPHAN_END	0x2u /* end without a matching begin */
 #define TALLY_SPAN_EVICTED	0x4u /* end synthesized: open-span cap reached */
+
+/** enum tally_attr_type - the type of a typed span attribute */
+enum tally_attr_type {
+	TALLY_ATTR_T_INT = 1,	/* int64_t @i */
+	TALLY_ATTR_T_DOUBLE,	/* double @d */
+	TALLY_ATTR_T_STRING,	/* const char *@s (arena string, never NULL) */
+	TALLY_ATTR_T_BOOL,	/* bool @b */
+};
+
+/**
+ * struct tally_attr - one typed span attribute
+ * @key:  name, non-empty, unique within a span (arena string)
+ * @type: enum tally_attr_type, selects the union member
+ *
+ * Typed attributes carry measurements about a span (bytes read, items
+ * processed, flatten's self_seconds) that the aggregate filter sums per
+ * region; unlike the span's @attrs label set they are not part of any
+ * series' identity. Build them with the initializers below:
+ *	struct tally_attr v[] = { TALLY_ATTR_INT("bytes", 4096),
+ *				  TALLY_ATTR_DOUBLE("self_seconds", 0.25) };
+ */
+struct tally_attr {
+	const char *key;
+	enum tally_attr_type type;
+	union {
+		int64_t i;
+		double d;
+		const char *s;
+		bool b;
+	};
+};
+
+#define TALLY_ATTR_INT(k, v)                                                 \
+	((struct tally_attr){ .key = (k), .type = TALLY_ATTR_T_INT, .i = (v) })
+#define TALLY_ATTR_DOUBLE(k, v)                                              \
+	((struct tally_attr){ .key = (k), .type = TALLY_ATTR_T_DOUBLE,        \
+			      .d = (v) })
+#define TALLY_ATTR_STRING(k, v)                                              \
+	((struct tally_attr){ .key = (k), .type = TALLY_ATTR_T_STRING,        \
+			      .s = (v) })
+#define TALLY_ATTR_BOOL(k, v)                                                \
+	((struct tally_attr){ .key = (k), .type = TALLY_ATTR_T_BOOL, .b = (v) })
+
+/* At most this many typed attributes on one span. */
+#define TALLY_SPAN_MAX_VALUES 64
 
 /**
  * struct tally_source - the process a span event came from
@@ -131,10 +255,16 @@ struct tally_source {
  * @phase:     enum tally_span_phase
  * @depth:     nesting depth, 0 for a root span
  * @flags:     TALLY_SPAN_* flags
+ * @nvalues:   number of @values
  * @src:       emitting process
- * @attrs:     extra attributes as an interned label set (never NULL)
+ * @attrs:     identifying attributes as an interned label set (never NULL):
+ *             strings an output may add to the labels of what it derives
+ *             from the span (the jobid)
  * @begin_ns:  for an end event, the begin timestamp (CLOCK_REALTIME ns) if
  *             known, else 0; for a begin event equal to the record's ts_ns
+ * @values:    @nvalues typed attributes (measurements), in the order given,
+ *             keys unique; NULL when @nvalues is 0. tally_span_value()
+ *             finds one by key.
  */
 struct tally_span {
 	const char *trace;
@@ -144,10 +274,19 @@ struct tally_span {
 	enum tally_span_phase phase;
 	uint32_t depth;
 	uint32_t flags;
+	uint32_t nvalues;
 	struct tally_source src;
 	struct tally_labels *attrs;
 	int64_t begin_ns;
+	const struct tally_attr *values;
 };
+
+/**
+ * tally_span_value() - the typed attribute @key of @sp
+ * Return: the attribute (valid while its batch is referenced), or NULL.
+ */
+const struct tally_attr *tally_span_value(const struct tally_span *sp,
+					  const char *key);
 
 /**
  * struct tally_record - one record of a batch
@@ -225,14 +364,67 @@ void *tally_batch_alloc(struct tally_batch *b, size_t size);
  * tally_batch_append() - append a record to fill in place
  * @b: batch being built (not yet emitted)
  *
- * The record is zeroed. Strings it points to must live in the arena
- * (tally_batch_strdup()) or in static storage; a label set stored in it must
- * be a reference the batch now owns (it is unreferenced with the batch).
- * The pointer is valid until the next append.
+ * The record is zeroed (a cumulative sample, if it becomes a metric).
+ * Strings and arrays it points to must live in the arena
+ * (tally_batch_strdup()), in a batch @b borrows from, or in static storage;
+ * a label set stored in it must be a reference the batch now owns (it is
+ * unreferenced with the batch). The pointer is valid until the next append.
  *
  * Return: the new record, or NULL with errno = ENOMEM.
  */
 struct tally_record *tally_batch_append(struct tally_batch *b);
+
+/**
+ * tally_batch_append_from() - append record @i of @src without copying it
+ * @b:   batch being built (not yet emitted); not @src
+ * @src: any batch, emitted or not (a filter's input)
+ * @i:   index of the record in @src
+ *
+ * The record struct is copied; its strings and arrays are not: they stay
+ * in @src's arena (or wherever @src borrowed them from), and @b keeps a
+ * reference on @src until @b is freed. The label sets (metric labels, span
+ * attrs) get a reference @b owns, so the caller may replace them as with
+ * tally_batch_append(). The borrowed strings and arrays are read-only: to
+ * change one, point the record at a new string in @b's arena.
+ *
+ * Cost: no arena allocation, one label reference; @src is referenced once
+ * however many of its records are appended in a row.
+ * Return: the new record (valid until the next append), or NULL with
+ * errno = ENOMEM, or EINVAL (@i out of range, @src == @b).
+ */
+struct tally_record *tally_batch_append_from(struct tally_batch *b,
+					     struct tally_batch *src,
+					     size_t i);
+
+/**
+ * tally_batch_select() - a new batch of some of @src's records, borrowed
+ * @src:  any batch (a filter's input)
+ * @keep: tally_batch_count(@src) flags, true for the records to keep, in
+ *        order; NULL keeps them all
+ *
+ * For filters that pass most records unchanged (rate_limit drops some,
+ * flatten adds a few): nothing is deep-copied, as with
+ * tally_batch_append_from(). The result is a new batch, not yet emitted:
+ * the filter may append records of its own before returning it. When a
+ * filter keeps every record and adds none, returning tally_batch_ref(@src)
+ * is cheaper still.
+ *
+ * Return: a batch with one reference, or NULL with errno = ENOMEM.
+ * Thread-safety: as tally_batch_new().
+ */
+struct tally_batch *tally_batch_select(struct tally_batch *src,
+				       const bool *keep);
+
+/**
+ * tally_batch_forms() - the sample forms present in a batch
+ *
+ * Return: a set of TALLY_FORM_BIT() bits, TALLY_FORM_BIT(
+ * TALLY_FORM_CUMULATIVE) included when a cumulative sample is there; 0 for
+ * a batch of spans only. O(1) for batches built with the add functions,
+ * appends from other batches and copies; a batch with records filled in
+ * place (tally_batch_append()) is scanned until the core emits it.
+ */
+unsigned tally_batch_forms(const struct tally_batch *b);
 
 /**
  * tally_batch_add_metric() - append a counter, gauge or info sample
@@ -250,6 +442,52 @@ int tally_batch_add_metric(struct tally_batch *b, enum tally_metric_type type,
 			   const char *name, const char *help,
 			   struct tally_labels *labels, double value,
 			   int64_t ts_ns);
+
+/**
+ * tally_batch_add_delta() - append a counter increment or gauge adjustment
+ * @type:        TALLY_COUNTER or TALLY_GAUGE
+ * @delta:       the change since the previous sample of the series; finite
+ * @sample_rate: fraction of events the sender kept, in (0, 1]; 1 if it
+ *               kept them all (statsd's "@0.1" is 0.1)
+ * Other parameters as tally_batch_add_metric().
+ *
+ * Appends a TALLY_FORM_DELTA sample (see enum tally_sample_form).
+ * Return: 0, or -1 with errno = ENOMEM, or EINVAL (bad type, empty name,
+ * non-finite delta, rate outside (0, 1]).
+ */
+int tally_batch_add_delta(struct tally_batch *b, enum tally_metric_type type,
+			  const char *name, const char *help,
+			  struct tally_labels *labels, double delta,
+			  double sample_rate, int64_t ts_ns);
+
+/**
+ * tally_batch_add_observation() - append one observed value
+ * @type:        TALLY_HISTOGRAM or TALLY_SUMMARY: what it should become
+ * @value:       the observation in the metric's base unit (seconds for a
+ *               timer); finite
+ * @sample_rate: as tally_batch_add_delta()
+ * Other parameters as tally_batch_add_metric().
+ *
+ * Appends a TALLY_FORM_OBSERVATION sample.
+ * Return: 0, or -1 with errno = ENOMEM or EINVAL, as tally_batch_add_delta().
+ */
+int tally_batch_add_observation(struct tally_batch *b,
+				enum tally_metric_type type, const char *name,
+				const char *help, struct tally_labels *labels,
+				double value, double sample_rate,
+				int64_t ts_ns);
+
+/**
+ * tally_batch_add_set_member() - append one member of a set
+ * @member: the member, any string (copied)
+ * Other parameters as tally_batch_add_metric().
+ *
+ * Appends a TALLY_FORM_SET_MEMBER sample of type TALLY_GAUGE.
+ * Return: 0, or -1 with errno = ENOMEM, or EINVAL (empty name, NULL member).
+ */
+int tally_batch_add_set_member(struct tally_batch *b, const char *name,
+			       const char *help, struct tally_labels *labels,
+			       const char *member, int64_t ts_ns);
 
 /**
  * tally_batch_add_histogram() - append a histogram sample
@@ -281,22 +519,40 @@ int tally_batch_add_summary(struct tally_batch *b, const char *name,
 
 /**
  * tally_batch_add_span() - append a span event
- * @span:  the event; its strings are copied and its attrs (NULL = empty set)
- *         referenced by the batch
+ * @span:  the event; its strings and typed values are copied and its attrs
+ *         (NULL = empty set) referenced by the batch
  * @ts_ns: CLOCK_REALTIME ns of the event, or 0 for "now"
  *
  * Return: 0, or -1 with errno = ENOMEM, or EINVAL (NULL trace or name,
- * bad phase).
+ * bad phase, a bad typed value: see tally_batch_span_set_value()).
  */
 int tally_batch_add_span(struct tally_batch *b, const struct tally_span *span,
 			 int64_t ts_ns);
 
 /**
- * tally_batch_copy_record() - append a copy of a record from another batch
+ * tally_batch_span_set_value() - add or replace a typed attribute of a span
+ * @b:   the batch @rec is in, not yet emitted
+ * @rec: a span record of @b (from an add, copy or append)
+ * @v:   the attribute (key and string copied): a non-empty key, a known
+ *       type, a non-NULL string for TALLY_ATTR_T_STRING
+ *
+ * For filters that annotate spans they pass on (flatten's self_seconds).
+ * The span's values array is rebuilt in @b's arena; a borrowed one is left
+ * as it is in its own batch.
+ * Return: 0, or -1 with errno = ENOMEM, or EINVAL (not a span, bad @v,
+ * TALLY_SPAN_MAX_VALUES reached).
+ */
+int tally_batch_span_set_value(struct tally_batch *b, struct tally_record *rec,
+			       const struct tally_attr *v);
+
+/**
+ * tally_batch_copy_record() - append a deep copy of a record
  * @b:   batch being built
  * @rec: record of any batch (strings and arrays are deep-copied into @b)
  *
- * For filters that pass some records through and rewrite others.
+ * For filters that rewrite most of what they pass on; to pass records on
+ * unchanged, tally_batch_append_from() and tally_batch_select() copy
+ * nothing.
  * Return: the copy (valid until the next append), or NULL/ENOMEM.
  */
 struct tally_record *tally_batch_copy_record(struct tally_batch *b,

@@ -544,6 +544,9 @@ static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 			d->plugin = NULL;
 			continue;
 		}
+		/* what it may emit; its check may narrow it from its options */
+		if (kind == TALLY_KIND_INPUT)
+			d->emits = d->plugin->input->emits;
 		/* validate by filling a scratch state */
 		state = calloc(1, d->plugin->state_size ? d->plugin->state_size
 							: 1);
@@ -564,6 +567,7 @@ static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 				.state = state,
 				.interval = d->interval > 0 ? d->interval
 							    : c->interval,
+				.decl = d,
 			};
 
 			snprintf(label, sizeof(label), "%s.%s",
@@ -661,6 +665,74 @@ static void conf_pipe_list(struct tally_conf *c, struct tally_conf_pipe *p,
 	}
 }
 
+/* "deltas, observations" for a set of TALLY_FORMS_* bits, into @buf */
+static const char *forms_text(unsigned forms, char *buf, size_t size)
+{
+	static const struct {
+		unsigned bit;
+		const char *text;
+	} names[] = {
+		{ TALLY_FORMS_DELTA,
+		  "deltas (counter increments, gauge adjustments)" },
+		{ TALLY_FORMS_OBSERVATION, "observations (timer values)" },
+		{ TALLY_FORMS_SET_MEMBER, "set members" },
+	};
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(forms & names[i].bit))
+			continue;
+		len += (size_t)snprintf(buf + len, len < size ? size - len : 0,
+					"%s%s", len ? ", " : "", names[i].text);
+	}
+	return buf;
+}
+
+/*
+ * Whether every output of @p takes every sample form the pipeline can
+ * bring it: what each input may emit, less what the filters absorb, plus
+ * what they emit themselves (struct tally_*_ops emits/absorbs/accepts).
+ */
+static void conf_pipe_forms(struct tally_conf *c,
+			    const struct tally_conf_pipe *p)
+{
+	char text[256];
+
+	for (size_t i = 0; i < p->nfrom; i++) {
+		unsigned forms;
+
+		if (!p->from[i] || !p->from[i]->plugin)
+			continue;
+		forms = p->from[i]->emits;
+		for (size_t k = 0; k < p->nthrough; k++) {
+			const struct tally_plugin *fp = p->through[k]->plugin;
+
+			if (fp)
+				forms = (forms & ~fp->filter->absorbs) |
+					fp->filter->emits;
+		}
+		for (size_t k = 0; k < p->nto; k++) {
+			const struct tally_plugin *op = p->to[k]->plugin;
+			unsigned bad;
+
+			if (!op)
+				continue;
+			bad = forms & ~op->output->accepts;
+			if (!bad)
+				continue;
+			CONF_ERR(c, p->file, p->line,
+				 "pipelines.%s: input '%s' may send %s, which "
+				 "output '%s' (%s) does not take: add an "
+				 "aggregate filter to the pipeline's "
+				 "'through'",
+				 p->name, p->from[i]->name,
+				 forms_text(bad, text, sizeof(text)),
+				 p->to[k]->name, op->name);
+		}
+	}
+}
+
 static void conf_pipelines(struct tally_conf *c, size_t f)
 {
 	config_setting_t *sec = config_lookup(&c->cfgs[f], "pipelines");
@@ -728,6 +800,7 @@ static void conf_pipelines(struct tally_conf *c, size_t f)
 			       &p->through, &p->nthrough);
 		conf_pipe_list(c, p, g, "to", TALLY_KIND_OUTPUT, &p->to,
 			       &p->nto);
+		conf_pipe_forms(c, p);
 	}
 }
 

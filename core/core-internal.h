@@ -84,6 +84,7 @@ struct tally_conf_decl {
 	bool used;
 	double interval;	/* inputs and filters; 0 = global */
 	int64_t queue_size;	/* outputs */
+	unsigned emits;		/* inputs: TALLY_FORMS_* it may emit */
 };
 
 struct tally_conf_pipe {
@@ -188,6 +189,7 @@ struct tally_instance {
 	/* filters: the pipeline this instance belongs to, and its place */
 	struct tally_pipeline *pipe;
 	size_t pos;
+	bool in_op;		/* in process or tick: tally_emit() is EBUSY */
 
 	/* outputs */
 	struct tally_outq q;

@@ -76,7 +76,8 @@ TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
-	t/t0008-reload.t t/t0009-user-files.t
+	t/t0008-reload.t t/t0009-user-files.t t/t0015-record-forms.t
 EXTRA_DIST += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
-	t/t0008-reload.t t/t0009-user-files.t t/fixtures/config
+	t/t0008-reload.t t/t0009-user-files.t t/t0015-record-forms.t \
+	t/fixtures/config

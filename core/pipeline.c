@@ -180,6 +180,57 @@ void tally_output_ready(struct tally_instance *inst)
 
 /* Pipelines */
 
+/*
+ * Queue @b (not consumed) for output @o without the samples of forms @o
+ * does not take. --check-config refuses pipelines that would bring them
+ * (graph of emits/absorbs/accepts), so this only catches an input that
+ * emits a form it did not declare: its records are dropped and counted
+ * rather than rendered as if they were cumulative.
+ */
+static void outq_push_accepted(struct tally_instance *o, struct tally_batch *b)
+{
+	unsigned ok = TALLY_FORM_BIT(TALLY_FORM_CUMULATIVE) |
+		      o->plugin->output->accepts;
+	size_t n = tally_batch_count(b), dropped = 0;
+	struct tally_batch *sel;
+	bool *keep;
+
+	if (!(tally_batch_forms(b) & ~ok)) {
+		tally_outq_push(o, tally_batch_ref(b));
+		return;
+	}
+	keep = malloc(n * sizeof(*keep));
+	if (!keep) {
+		tally_count_drop(o, "nomem", n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct tally_record *r = tally_batch_at(b, i);
+
+		keep[i] = r->kind != TALLY_REC_METRIC ||
+			  (TALLY_FORM_BIT(r->metric.form) & ok);
+		dropped += !keep[i];
+	}
+	tally_count_drop(o, "needs_aggregate", dropped);
+	tally_log(o, LOG_WARNING,
+		  "%zu samples of %s were deltas, observations or set members, "
+		  "which this output does not take: put an aggregate filter in "
+		  "front of it",
+		  dropped, tally_batch_source(b));
+	sel = tally_batch_select(b, keep);
+	free(keep);
+	if (!sel) {
+		tally_count_drop(o, "nomem", n - dropped);
+		return;
+	}
+	tally_batch_set_source(sel, tally_batch_source(b),
+			       tally_batch_interval(b));
+	if (tally_batch_count(sel))
+		tally_outq_push(o, sel);
+	else
+		tally_batch_unref(sel);
+}
+
 /* Run @b (a reference the callee consumes) from filter @from onwards. */
 static void pipe_run(struct tally_pipeline *p, size_t from,
 		     struct tally_batch *b)
@@ -191,14 +242,18 @@ static void pipe_run(struct tally_pipeline *p, size_t from,
 
 		f->records_in += n;
 		errno = 0;
+		f->in_op = true;
 		out = f->plugin->filter->process(f, f->state, b);
+		f->in_op = false;
 		if (!out && errno)
 			tally_log(f, LOG_WARNING, "process failed: %s",
 				  strerror(errno));
 		/* a filter's new batch still comes from the same input */
-		if (out && out != b)
+		if (out && out != b) {
 			tally_batch_set_source(out, tally_batch_source(b),
 					       tally_batch_interval(b));
+			tally_batch_seal(out);
+		}
 		tally_batch_unref(b);
 		b = out;
 		if (b)
@@ -212,7 +267,7 @@ static void pipe_run(struct tally_pipeline *p, size_t from,
 	}
 	for (size_t i = 0; i < p->noutputs; i++) {
 		p->outputs[i]->records_in += tally_batch_count(b);
-		tally_outq_push(p->outputs[i], tally_batch_ref(b));
+		outq_push_accepted(p->outputs[i], b);
 	}
 	tally_batch_unref(b);
 }
@@ -240,8 +295,31 @@ static void emit_add_jobid(struct tally_batch *b, const char *jobid)
 	}
 }
 
+/* tally_emit() of a filter: downstream of it in its pipeline */
+static int filter_emit(struct tally_instance *f, struct tally_batch *b)
+{
+	if (f->in_op) {
+		tally_batch_unref(b);
+		errno = EBUSY;
+		return -1;
+	}
+	if (!b)
+		return 0;
+	tally_batch_set_source(b, f->name, f->interval);
+	tally_batch_seal(b);
+	f->records_out += tally_batch_count(b);
+	if (tally_batch_count(b))
+		pipe_run(f->pipe, f->pos + 1, b);
+	else
+		tally_batch_unref(b);
+	return 0;
+}
+
 int tally_emit(struct tally_instance *inst, struct tally_batch *b)
 {
+	if (inst && inst->plugin && inst->plugin->kind == TALLY_KIND_FILTER &&
+	    inst->pipe)
+		return filter_emit(inst, b);
 	if (!inst || !inst->plugin || inst->plugin->kind != TALLY_KIND_INPUT) {
 		tally_batch_unref(b);
 		errno = EINVAL;
@@ -254,6 +332,7 @@ int tally_emit(struct tally_instance *inst, struct tally_batch *b)
 			       inst->plugin->input->read ? inst->interval : 0);
 	if (tally_user_mode() && tally_jobid())
 		emit_add_jobid(b, tally_jobid());
+	tally_batch_seal(b);
 	inst->records_out += tally_batch_count(b);
 	if (tally_batch_count(b))
 		for (size_t i = 0; i < inst->npipes; i++)
@@ -273,8 +352,11 @@ static void filter_tick_once(struct tally_instance *f)
 		return;
 	}
 	tally_batch_set_source(b, f->name, f->interval);
+	f->in_op = true;
 	if (f->plugin->filter->tick(f, f->state, b) < 0)
 		tally_log(f, LOG_WARNING, "tick failed: %s", strerror(errno));
+	f->in_op = false;
+	tally_batch_seal(b);
 	f->records_out += tally_batch_count(b);
 	pipe_run(f->pipe, f->pos + 1, b);
 }
@@ -485,6 +567,18 @@ static void input_tick(evutil_socket_t fd, short what, void *arg)
 	((p)->kind == TALLY_KIND_INPUT	  ? (p)->input->op  \
 	 : (p)->kind == TALLY_KIND_FILTER ? (p)->filter->op \
 					  : (p)->output->op)
+
+int tally_instance_set_emits(struct tally_instance *inst, unsigned forms)
+{
+	if (!inst || !inst->plugin || inst->plugin->kind != TALLY_KIND_INPUT ||
+	    (forms & ~inst->plugin->input->emits)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (inst->decl)
+		inst->decl->emits = forms;
+	return 0;
+}
 
 int tally_instance_check(struct tally_instance *inst)
 {

@@ -84,6 +84,14 @@ enum tally_end {
  *         emitted from here with tally_emit()
  * @fini:  release everything
  * @flags: TALLY_INPUT_* flags
+ * @emits: the non-cumulative sample forms the input may emit
+ *         (TALLY_FORMS_DELTA, _OBSERVATION, _SET_MEMBER of tally/record.h;
+ *         0: cumulative samples and spans only). tallyd --check-config
+ *         refuses a pipeline that would bring them to an output that does
+ *         not take them (struct tally_output_ops.accepts) without a filter
+ *         absorbing them (aggregate) in between. An input whose forms
+ *         depend on its options narrows them from its check op with
+ *         tally_instance_set_emits().
  */
 struct tally_input_ops {
 	int (*check)(struct tally_instance *inst, void *state);
@@ -95,6 +103,7 @@ struct tally_input_ops {
 	void (*stop)(struct tally_instance *inst, void *state);
 	void (*fini)(struct tally_instance *inst, void *state);
 	unsigned flags;
+	unsigned emits;
 };
 
 /**
@@ -106,9 +115,22 @@ struct tally_input_ops {
  *           unchanged, a new batch (tally_batch_new() + copies/rewrites) to
  *           change it, or NULL to pass nothing on (errno 0: dropped on
  *           purpose, counted by the filter itself; else an error, logged).
+ *           To pass most records on unchanged, build the new batch with
+ *           tally_batch_select() / tally_batch_append_from(): they copy
+ *           no strings.
  * @tick:    timed emission (aggregate): called every interval seconds and
  *           once more at shutdown; records appended to @out go downstream
  * @fini:    release everything
+ * @absorbs: the non-cumulative sample forms (TALLY_FORMS_*) the filter
+ *           consumes, turning them into cumulative or interval records
+ *           (aggregate: TALLY_FORMS_STATSD). Forms it does not absorb are
+ *           taken to pass through it.
+ * @emits:   non-cumulative forms the filter makes itself (0 for most)
+ *
+ * Besides returning batches from process and tick, a filter may send one
+ * from a callback of its own (a timer it registered on
+ * tally_instance_base()) with tally_emit(): it enters its pipeline after
+ * the filter, as a tick's batch does.
  */
 struct tally_filter_ops {
 	int (*check)(struct tally_instance *inst, void *state);
@@ -118,6 +140,8 @@ struct tally_filter_ops {
 	int (*tick)(struct tally_instance *inst, void *state,
 		    struct tally_batch *out);
 	void (*fini)(struct tally_instance *inst, void *state);
+	unsigned absorbs;
+	unsigned emits;
 };
 
 /**
@@ -148,6 +172,18 @@ struct tally_filter_ops {
  *         the batches queued at the request; the run goes on and the op
  *         may run again. A failure is logged by the core; it never changes
  *         tallyd's exit status.
+ * @accepts: the non-cumulative sample forms (TALLY_FORMS_*) write() takes
+ *         and renders correctly (the prometheus output: TALLY_FORMS_DELTA,
+ *         added into cumulative counters and gauges); 0: cumulative
+ *         samples and spans only. A pipeline that could bring the output
+ *         another form is refused at --check-config ("add an aggregate
+ *         filter"), and records of such a form are dropped before write()
+ *         (counted as "needs_aggregate"), so write() never sees one.
+ * @host_label: push outputs (graphite, influxdb, remote_write, forward):
+ *         the label key ("host"; "instance" for Prometheus remote write)
+ *         that tally_output_labels() gives the node's host name by
+ *         default, so points from many nodes never overwrite each other;
+ *         NULL for outputs that are scraped (the scraper knows the node)
  */
 struct tally_output_ops {
 	int (*check)(struct tally_instance *inst, void *state);
@@ -159,6 +195,8 @@ struct tally_output_ops {
 	int (*reopen)(struct tally_instance *inst, void *state);
 	int (*end)(struct tally_instance *inst, void *state,
 		   enum tally_end why);
+	unsigned accepts;
+	const char *host_label;
 };
 
 /**
@@ -238,13 +276,39 @@ double tally_instance_interval(const struct tally_instance *inst);
 struct event_base *tally_instance_base(const struct tally_instance *inst);
 
 /**
+ * tally_instance_set_emits() - the sample forms this input instance may emit
+ * @inst:  an input instance, in its check op
+ * @forms: TALLY_FORMS_* bits, a subset of its ops' emits (0: cumulative
+ *         samples and spans only)
+ *
+ * For inputs whose forms depend on their options (a replay input told to
+ * send cumulative samples only): --check-config then judges the instance's
+ * pipelines by @forms instead of everything the plugin can emit. Call it
+ * from check, which runs both at --check-config and before init.
+ * Return: 0, or -1 with errno = EINVAL (not an input, @forms beyond the
+ * plugin's emits).
+ */
+int tally_instance_set_emits(struct tally_instance *inst, unsigned forms);
+
+/**
  * tally_emit() - send a batch from an event-driven input or a filter
- * @inst: an input instance (from start/stop or a callback it registered)
+ * @inst: an input instance (from start/stop or a callback it registered),
+ *        or a filter instance (from a callback it registered itself, such
+ *        as a timer on tally_instance_base())
  * @b:    the batch; the caller's reference is consumed, also on error
  *
- * Loop thread only. The batch enters every pipeline fed by @inst. Empty
- * batches are accepted and discarded.
- * Return: 0, or -1 with errno = EINVAL (not an input instance).
+ * Loop thread only. An input's batch enters every pipeline fed by @inst; a
+ * filter's enters its own pipeline right after the filter (the filters
+ * after it, then the pipeline's outputs), as its tick's batch does; its
+ * tally_batch_source() is the filter's name unless it has one already (a
+ * batch received earlier and held back). Empty batches are accepted and
+ * discarded.
+ *
+ * Not from a filter's own process or tick op: return or append the
+ * records there instead (an emit from inside would overtake the batch
+ * being processed).
+ * Return: 0, or -1 with errno = EINVAL (an output, or NULL), or EBUSY (a
+ * filter inside its process or tick op).
  */
 int tally_emit(struct tally_instance *inst, struct tally_batch *b);
 

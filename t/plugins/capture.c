@@ -9,16 +9,22 @@
  *	counter|gauge|info NAME{k="v",...} VALUE
  *	histogram NAME{...} count=N sum=V buckets=LE:C,...,+Inf:C
  *	summary NAME{...} count=N sum=V quantiles=Q:V,...
+ *	delta counter|gauge NAME{...} VALUE rate=R
+ *	observation histogram|summary NAME{...} VALUE rate=R
+ *	set gauge NAME{...} member=M
  *	span begin|end trace=T name=N id=ID parent=P depth=D host=H pid=P
  *	     tid=T rank=R flags=F
  * (a span is one line; F is 0 or a '|'-joined list of abandoned,
  * orphan_end, evicted). Options add to each line:
  *	source = true:     "SOURCE: " in front (the batch's input instance)
- *	attrs = true:      " attrs={k="v",...}" after a span's flags
+ *	attrs = true:      " attrs={k="v",...}" after a span's flags, then
+ *	                   " values=k=V,..." if it has typed values (strings
+ *	                   quoted, bools true/false, doubles %.17g)
  *	timestamps = true: " ts=NS" at the end, then " begin=NS" on span ends
  * The file is truncated at init and flushed after every batch, so a test
  * can read it while tallyd runs. stall = true makes every write fail with
- * EAGAIN, to test that a stuck output delays nothing else.
+ * EAGAIN, to test that a stuck output delays nothing else. The output
+ * takes every sample form (deltas, observations, set members).
  * The core's events: reopen (SIGHUP) opens the path again, appending; end
  * writes "end command N" or "end request N" (N: records written so far)
  * to end_file when set, a path resolved by tally_output_path() (relative:
@@ -120,9 +126,29 @@ static int capture_metric(struct capture *c, const struct tally_metric *m)
 				   ? capture_metric_types[m->type]
 				   : "unknown";
 
-	fprintf(c->f, "%s %s", type, m->name);
+	static const char *const forms[] = {
+		[TALLY_FORM_DELTA] = "delta ",
+		[TALLY_FORM_OBSERVATION] = "observation ",
+		[TALLY_FORM_SET_MEMBER] = "set ",
+	};
+
+	fprintf(c->f, "%s%s %s",
+		m->form > 0 && m->form <= TALLY_FORM_SET_MEMBER ? forms[m->form]
+								: "",
+		type, m->name);
 	if (capture_labels(c, m->labels) < 0)
 		return -1;
+	if (m->form == TALLY_FORM_SET_MEMBER) {
+		fprintf(c->f, " member=%s", m->member);
+		return 0;
+	}
+	if (m->form != TALLY_FORM_CUMULATIVE) {
+		fputc(' ', c->f);
+		capture_num(c->f, m->value);
+		fputs(" rate=", c->f);
+		capture_num(c->f, m->sample_rate);
+		return 0;
+	}
 	switch (m->type) {
 	case TALLY_HISTOGRAM:
 	case TALLY_SUMMARY:
@@ -185,6 +211,19 @@ static int capture_span(struct capture *c, const struct tally_span *s)
 			fputs("{}", c->f);
 		else if (capture_labels(c, s->attrs) < 0)
 			return -1;
+		for (uint32_t i = 0; i < s->nvalues; i++) {
+			const struct tally_attr *v = &s->values[i];
+
+			fprintf(c->f, "%s%s=", i ? "," : " values=", v->key);
+			if (v->type == TALLY_ATTR_T_INT)
+				fprintf(c->f, "%" PRId64, v->i);
+			else if (v->type == TALLY_ATTR_T_DOUBLE)
+				capture_num(c->f, v->d);
+			else if (v->type == TALLY_ATTR_T_BOOL)
+				fputs(v->b ? "true" : "false", c->f);
+			else
+				fprintf(c->f, "\"%s\"", v->s);
+		}
 	}
 	return 0;
 }
@@ -317,6 +356,7 @@ static const struct tally_output_ops capture_ops = {
 	.fini = capture_fini,
 	.reopen = capture_reopen,
 	.end = capture_end,
+	.accepts = TALLY_FORMS_STATSD,
 };
 
 TALLY_PLUGIN_OUTPUT(capture, "test only: write every record received as "

@@ -7,6 +7,17 @@
  * mode = "rewrite": every record goes on renamed "rw_" + name, with a label
  *                   (span: attribute) seq="N", where N counts the batches this
  *                   instance has processed (1 for the first).
+ * mode = "defer":   process passes nothing on; a timer of the filter's own
+ *                   (0 s) then sends the batch on with tally_emit(), so it
+ *                   enters the pipeline after this filter. process first
+ *                   tries tally_emit() itself, which the core must refuse
+ *                   (EBUSY): counted as event "emit_refused_in_process",
+ *                   anything else as drop "emit_in_process_accepted".
+ *
+ * The filter declares that it absorbs every non-cumulative sample form, as
+ * aggregate does, so a test may put it in front of an output that takes
+ * none; in pass mode it passes them on all the same, which is how a test
+ * reaches the core's last-line drop of forms an output does not take.
  *
  * fail_init = true makes init fail (EIO): a filter that cannot start.
  *
@@ -22,28 +33,89 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include <tally/plugin.h>
 
-enum testfilter_mode { TESTFILTER_PASS, TESTFILTER_DROP, TESTFILTER_REWRITE };
+enum testfilter_mode {
+	TESTFILTER_PASS,
+	TESTFILTER_DROP,
+	TESTFILTER_REWRITE,
+	TESTFILTER_DEFER,
+};
+
+#define TESTFILTER_MAX_PENDING 64
 
 struct testfilter {
 	int mode;		/* enum testfilter_mode */
 	bool fail_init;		/* init fails */
 	uint64_t batches;	/* batches seen by this instance */
+	struct tally_instance *inst;
+	struct event *timer;	/* defer: sends the pending batches on */
+	struct tally_batch *pending[TESTFILTER_MAX_PENDING];
+	size_t npending;
 };
+
+static const char *const testfilter_modes[] = { "pass", "drop", "rewrite",
+						"defer", NULL };
+
+/* defer: the filter's own callback, outside process: emit is allowed */
+static void testfilter_send(evutil_socket_t fd, short what, void *arg)
+{
+	struct testfilter *f = arg;
+
+	for (size_t i = 0; i < f->npending; i++) {
+		if (tally_emit(f->inst, f->pending[i]) < 0)
+			tally_log(f->inst, LOG_ERR, "emit: %s",
+				  strerror(errno));
+	}
+	f->npending = 0;
+}
 
 static int testfilter_init(struct tally_instance *inst, void *state)
 {
 	struct testfilter *f = state;
 
-	if (!f->fail_init)
+	f->inst = inst;
+	if (f->fail_init) {
+		errno = EIO;
+		return -1;
+	}
+	if (f->mode != TESTFILTER_DEFER)
 		return 0;
-	errno = EIO;
-	return -1;
+	f->timer = evtimer_new(tally_instance_base(inst), testfilter_send, f);
+	return f->timer ? 0 : -1;
 }
 
-static const char *const testfilter_modes[] = { "pass", "drop", "rewrite",
-						NULL };
+static void testfilter_fini(struct tally_instance *inst, void *state)
+{
+	struct testfilter *f = state;
+
+	if (f->timer)
+		event_free(f->timer);
+	for (size_t i = 0; i < f->npending; i++)
+		tally_batch_unref(f->pending[i]);
+}
+
+static struct tally_batch *testfilter_defer(struct testfilter *f,
+					    struct tally_batch *in)
+{
+	struct timeval now = { 0, 0 };
+
+	/* the core refuses an emit from inside process */
+	if (tally_emit(f->inst, tally_batch_ref(in)) < 0 && errno == EBUSY)
+		tally_count_event(f->inst, "emit_refused_in_process", 1);
+	else
+		tally_count_drop(f->inst, "emit_in_process_accepted", 1);
+	if (f->npending == TESTFILTER_MAX_PENDING) {
+		tally_count_drop(f->inst, "filtered", tally_batch_count(in));
+	} else {
+		f->pending[f->npending++] = tally_batch_ref(in);
+		evtimer_add(f->timer, &now);
+	}
+	errno = 0;
+	return NULL;
+}
 
 /* Rename @r to "rw_" + name and add seq=@seq; -1/errno on failure. */
 static int testfilter_rewrite_record(struct tally_batch *out,
@@ -90,6 +162,8 @@ static struct tally_batch *testfilter_process(struct tally_instance *inst,
 		tally_count_drop(inst, "filtered", n);
 		errno = 0;
 		return NULL;
+	case TESTFILTER_DEFER:
+		return testfilter_defer(f, in);
 	}
 
 	out = tally_batch_new();
@@ -113,8 +187,8 @@ out_unref:
 static const struct tally_option testfilter_options[] = {
 	TALLY_OPT_ENUM("mode", struct testfilter, mode, "pass",
 		       testfilter_modes,
-		       "pass batches on, drop them, or rewrite each record "
-		       "(rw_ prefix, seq label)"),
+		       "pass batches on, drop them, rewrite each record "
+		       "(rw_ prefix, seq label), or defer them to a timer"),
 	TALLY_OPT_BOOL("fail_init", struct testfilter, fail_init, "false",
 		       "init fails with EIO (a filter that cannot start)"),
 	TALLY_OPT_END
@@ -123,7 +197,9 @@ static const struct tally_option testfilter_options[] = {
 static const struct tally_filter_ops testfilter_ops = {
 	.init = testfilter_init,
 	.process = testfilter_process,
+	.fini = testfilter_fini,
+	.absorbs = TALLY_FORMS_STATSD,
 };
 
-TALLY_PLUGIN_FILTER(testfilter, "test only: pass, drop or rewrite batches",
+TALLY_PLUGIN_FILTER(testfilter, "test only: pass, drop, rewrite or defer batches",
 		    struct testfilter, testfilter_options, &testfilter_ops);

@@ -184,6 +184,50 @@ static void test_options(void)
 	unlink(path);
 }
 
+/* The three non-cumulative forms and typed span values, one line each. */
+static void test_forms(void)
+{
+	char path[] = "/tmp/capture-unit-XXXXXX";
+	struct tally_batch *b = tally_batch_new();
+	struct tally_attr v[] = { TALLY_ATTR_INT("bytes", -4096),
+				  TALLY_ATTR_DOUBLE("self_seconds", 0.5),
+				  TALLY_ATTR_STRING("file", "in.dat"),
+				  TALLY_ATTR_BOOL("cached", false) };
+	struct tally_span end = span_begin;
+	struct capture c;
+
+	capture_open(&c, path);
+	c.attrs = true;
+	add(tally_batch_add_delta(b, TALLY_COUNTER, "hits_total", NULL, NULL,
+				  3, 0.25, 1),
+	    "counter delta");
+	add(tally_batch_add_delta(b, TALLY_GAUGE, "depth", NULL, NULL, -2, 1,
+				  1),
+	    "gauge delta");
+	add(tally_batch_add_observation(b, TALLY_HISTOGRAM, "rt_seconds",
+					NULL, NULL, 0.125, 0.5, 1),
+	    "observation");
+	add(tally_batch_add_set_member(b, "users", NULL, NULL, "bob", 1),
+	    "set member");
+	end.phase = TALLY_SPAN_END;
+	end.values = v;
+	end.nvalues = 4;
+	add(tally_batch_add_span(b, &end, 2), "span end with typed values");
+	ok(capture_write(NULL, &c, b) == 0, "write the batch");
+	is(slurp(path),
+	   "delta counter hits_total 3 rate=0.25\n"
+	   "delta gauge depth -2 rate=1\n"
+	   "observation histogram rt_seconds 0.125 rate=0.5\n"
+	   "set gauge users member=bob\n"
+	   "span end trace=job1 name=solve id=7 parent=0 depth=0 host=n1 "
+	   "pid=100 tid=101 rank=3 flags=0 attrs={} values=bytes=-4096,"
+	   "self_seconds=0.5,file=\"in.dat\",cached=false\n",
+	   "form lines and typed values");
+	capture_fini(NULL, &c);
+	tally_batch_unref(b);
+	unlink(path);
+}
+
 static void test_stall(void)
 {
 	char path[] = "/tmp/capture-unit-XXXXXX";
@@ -210,6 +254,7 @@ int main(void)
 	test_metrics();
 	test_spans();
 	test_options();
+	test_forms();
 	test_stall();
 	return done_testing();
 }

@@ -359,6 +359,71 @@ static void test_expiry(void)
 	prom_store_free(s);
 }
 
+/*
+ * Deltas (a statsd input straight into prometheus): counter increments add
+ * up into the cumulative counter, weighted by 1 / sample rate; gauge
+ * adjustments move the gauge; a negative counter delta is dropped.
+ */
+static void test_deltas(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_labels *ls = tally_labels_newv("path", "/a", NULL);
+	struct tally_batch *b;
+	char *text;
+
+	b = tally_batch_new();
+	tally_batch_add_delta(b, TALLY_COUNTER, "hits_total", "Hits", ls, 3, 1,
+			      0);
+	tally_batch_add_delta(b, TALLY_COUNTER, "hits_total", "Hits", ls, 2,
+			      0.5, 0);
+	tally_batch_add_delta(b, TALLY_GAUGE, "depth", NULL, NULL, 5, 1, 0);
+	tally_batch_add_delta(b, TALLY_GAUGE, "depth", NULL, NULL, -7, 0.1, 0);
+	apply(s, b, 1 * S);
+	text = render(s, PROM_FMT_TEXT, 1 * S, R0);
+	is(sample(text, "hits_total{path=\"/a\"}"), "7",
+	   "3 + 2 / 0.5 = 7 events");
+	ok(strstr(text, "# TYPE hits_total counter\n") != NULL,
+	   "exposed as a counter");
+	is(sample(text, "depth"), "-2", "gauge: 5 - 7 (rate ignored)");
+	free(text);
+
+	b = tally_batch_new();
+	tally_batch_add_delta(b, TALLY_COUNTER, "hits_total", NULL, ls, 0.5, 1,
+			      0);
+	tally_batch_add_delta(b, TALLY_COUNTER, "hits_total", NULL, ls, -1, 1,
+			      0);
+	/* a cumulative gauge sets it, the next adjustment moves from there */
+	tally_batch_add_metric(b, TALLY_GAUGE, "depth", NULL, NULL, 10, 0);
+	tally_batch_add_delta(b, TALLY_GAUGE, "depth", NULL, NULL, 1, 1, 0);
+	tally_batch_add_observation(b, TALLY_SUMMARY, "rt_seconds", NULL, NULL,
+				    0.1, 1, 0);
+	tally_batch_add_set_member(b, "users", NULL, NULL, "bob", 0);
+	apply(s, b, 2 * S);
+	text = render(s, PROM_FMT_TEXT, 2 * S, R0);
+	is(sample(text, "hits_total{path=\"/a\"}"), "7.5",
+	   "accumulated across batches; the negative one dropped");
+	is(sample(text, "depth"), "11", "adjusted from the last set value");
+	ok(!strstr(text, "rt_seconds") && !strstr(text, "users"),
+	   "no series from an observation or a set member");
+	free(text);
+	cmp_ok(prom_store_stats(s)->bad_delta, "==", 3,
+	       "negative counter delta, observation, set member: bad_delta");
+
+	/* an expired series starts again from 0 (a counter reset) */
+	cmp_ok(prom_store_sweep(s, 2 * S + 300 * S + 1), "==", 2,
+	       "both expire like other event-driven series");
+	b = tally_batch_new();
+	tally_batch_add_delta(b, TALLY_COUNTER, "hits_total", NULL, ls, 1, 1,
+			      0);
+	apply(s, b, 400 * S);
+	text = render(s, PROM_FMT_TEXT, 400 * S, R0);
+	is(sample(text, "hits_total{path=\"/a\"}"), "1", "restarts from 0");
+	free(text);
+	tally_labels_unref(ls);
+	prom_store_free(s);
+}
+
 static void add_span(struct tally_batch *b, enum tally_span_phase ph,
 		     uint64_t id, const char *region, int rank, uint32_t depth,
 		     int64_t ts, int64_t begin_ns)
@@ -823,6 +888,7 @@ int main(void)
 	test_histogram_summary();
 	test_names();
 	test_expiry();
+	test_deltas();
 	test_spans();
 	test_span_lifetime();
 	test_span_extremes();

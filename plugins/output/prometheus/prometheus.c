@@ -576,6 +576,8 @@ static const struct tally_output_ops prometheus_ops = {
 	.write = prometheus_write,
 	.fini = prometheus_fini,
 	.end = prometheus_end,
+	/* counter increments and gauge adjustments add up in the store */
+	.accepts = TALLY_FORMS_DELTA,
 };
 
 TALLY_PLUGIN_OUTPUT(prometheus,

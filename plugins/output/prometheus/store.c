@@ -288,6 +288,7 @@ struct prom_series {
 	size_t prefix_len; /* text up to the value (scalars) */
 	int64_t deadline;  /* monotonic ns; gone after it */
 	struct prom_region *region;
+	double value;	   /* counters, gauges: what a delta adds to */
 };
 
 /*
@@ -970,15 +971,46 @@ static int series_set(struct prom_store *s, struct prom_series *ser,
 	return 0;
 }
 
+/*
+ * A delta (statsd counter increment, gauge adjustment) as the cumulative
+ * sample it makes of @ser (NULL: a new series, from 0) in *@acc: a counter
+ * adds value / sample_rate, a gauge its value. Return: 0, or 1 if dropped
+ * (a counter cannot go down; the core drops other forms before write()).
+ */
+static int delta_accumulate(struct prom_store *s, const struct prom_series *ser,
+			    const struct tally_metric *m,
+			    struct tally_metric *acc)
+{
+	double v = m->type == TALLY_COUNTER ? m->value * tally_metric_weight(m)
+					    : m->value;
+
+	if (m->form != TALLY_FORM_DELTA ||
+	    (m->type != TALLY_COUNTER && m->type != TALLY_GAUGE) ||
+	    !isfinite(v) || (m->type == TALLY_COUNTER && v < 0)) {
+		DROP(s, bad_delta, "bad_delta");
+		return 1;
+	}
+	*acc = *m;
+	acc->form = TALLY_FORM_CUMULATIVE;
+	acc->value = (ser ? ser->value : 0) + v;
+	return 0;
+}
+
 static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 			int64_t deadline)
 {
 	uint64_t rh = raw_hash(m->name, m->labels);
 	struct prom_series *ser = raw_find(s, m->name, m->labels, rh);
+	struct tally_metric acc;
 	int rc;
 
 	if (m->type < TALLY_COUNTER || m->type > TALLY_INFO)
 		return 0;
+	if (m->form != TALLY_FORM_CUMULATIVE) {
+		if (delta_accumulate(s, ser, m, &acc))
+			return 0;
+		m = &acc;
+	}
 	if (!ser) {
 		ser = metric_series_new(s, m, rh);
 		if (!ser)
@@ -991,8 +1023,10 @@ static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 	    family_headers(ser->fam, m->help) == 0)
 		ser->fam->has_help = true;
 	rc = series_set(s, ser, m);
-	if (rc == 0)
+	if (rc == 0) {
 		ser->deadline = deadline;
+		ser->value = m->value;
+	}
 	return rc < 0 ? -1 : 0;
 }
 

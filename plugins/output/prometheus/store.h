@@ -99,6 +99,7 @@ struct prom_store_stats {
 	uint64_t span_open_limit;  /* begin beyond max_open_spans */
 	uint64_t span_duplicate;   /* begin of a span already open */
 	uint64_t series_limit;	   /* a new series beyond max_series */
+	uint64_t bad_delta;	   /* a negative counter delta, not a delta */
 	uint64_t nomem;
 };
 
@@ -121,7 +122,12 @@ void prom_store_free(struct prom_store *s);
  * @now_ns:  CLOCK_MONOTONIC ns, the time of arrival that expiry counts from
  *
  * Records that cannot be exposed are dropped and counted (struct
- * prom_store_stats); the others are applied.
+ * prom_store_stats); the others are applied. Delta samples
+ * (TALLY_FORM_DELTA) are added to their series' last value: a counter
+ * increment times its weight (1 / sample rate) into the cumulative
+ * counter, a gauge adjustment into the gauge, a new or expired series
+ * starting from 0. A negative counter delta, and any other
+ * non-cumulative form, is dropped as bad_delta.
  * Return: 0, or -1 with errno = ENOMEM when at least one record was dropped
  * for lack of memory (the rest were applied).
  */

@@ -417,14 +417,25 @@ static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 				errors++;
 			continue;
 		}
+		if (!strcmp(key, "queue_records") &&
+		    d->kind == TALLY_KIND_OUTPUT) {
+			static const struct tally_option qr = TALLY_OPT_INT(
+				"queue_records", struct tally_conf_decl,
+				queue_records, NULL, 1, 1 << 30, "");
+
+			if (tally_options_set(&qr, d, s, d->file, sline(s),
+					      what) < 0)
+				errors++;
+			continue;
+		}
 		o = tally_options_find(opts, key);
 		if (!o) {
 			static const char *const in_common[] = { "plugin",
 								 "interval",
 								 NULL };
-			static const char *const out_common[] = { "plugin",
-								  "queue_size",
-								  NULL };
+			static const char *const out_common[] = {
+				"plugin", "queue_size", "queue_records", NULL
+			};
 
 			unknown_key(d->file, sline(s), what, key,
 				    d->kind == TALLY_KIND_OUTPUT ? out_common
@@ -515,7 +526,9 @@ static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 					       .setting = s,
 					       .file = file,
 					       .line = sline(s),
-					       .queue_size = 1024 };
+					       .queue_size = 1024,
+					       .queue_records =
+						       TALLY_QUEUE_RECORDS };
 		if (!d->name) {
 			CONF_ERR(c, file, sline(s), "out of memory");
 			return;
@@ -972,6 +985,7 @@ bool tally_conf_decl_same(const struct tally_conf *ca,
 	       !strcmp(a->name, b->name) &&
 	       (a->kind == TALLY_KIND_OUTPUT || ia == ib) &&
 	       a->queue_size == b->queue_size &&
+	       a->queue_records == b->queue_records &&
 	       conf_setting_same(a->setting, b->setting);
 }
 

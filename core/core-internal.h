@@ -23,6 +23,27 @@
 struct event;
 struct event_base;
 
+/* per-key drop counters of an instance (log.c) */
+struct tally_keyed_entry {
+	const char *reason;
+	char key[TALLY_STATS_KEY_LEN];
+	uint64_t hash;
+	uint64_t n;
+	int64_t last_ns;	/* CLOCK_MONOTONIC of its last drop */
+};
+
+struct tally_keyed_drops {
+	struct tally_keyed_entry e[TALLY_STATS_MAX_KEYS];
+	size_t n;
+	/* per reason: evicted keys' counts and drops with no slot */
+	struct tally_stats_drop other[TALLY_STATS_MAX_DROPS];
+	size_t nother;
+};
+
+/* tally_count_drop_key() at @now_ns (CLOCK_MONOTONIC), for tests */
+void tally_count_drop_key_at(struct tally_instance *inst, const char *reason,
+			     const char *key, uint64_t n, int64_t now_ns);
+
 /* logging (log.c) */
 enum tally_log_target { TALLY_LOG_STDERR, TALLY_LOG_SYSLOG };
 void tally_log_setup(enum tally_log_target target, int level);
@@ -74,6 +95,8 @@ const char *tally_options_type_name(enum tally_opt_type t);
 unsigned tally_edit_distance(const char *a, const char *b);
 
 /* config.c: the parsed, validated configuration */
+/* default queue_records of an output: about 200 MB at ~200 B a record */
+#define TALLY_QUEUE_RECORDS 1000000
 struct tally_conf_decl {
 	char *name;
 	enum tally_plugin_kind kind;
@@ -83,7 +106,8 @@ struct tally_conf_decl {
 	int line;
 	bool used;
 	double interval;	/* inputs and filters; 0 = global */
-	int64_t queue_size;	/* outputs */
+	int64_t queue_size;	/* outputs: batches */
+	int64_t queue_records;	/* outputs: records */
 	unsigned emits;		/* inputs: TALLY_FORMS_* it may emit */
 };
 
@@ -137,6 +161,7 @@ bool tally_conf_decl_same(const struct tally_conf *ca,
 struct tally_outq {
 	struct tally_batch **ring;
 	size_t cap, head, len;
+	size_t records, max_records;	/* in the queued batches, and bound */
 	bool busy;		/* write() said EAGAIN */
 	double backoff;		/* seconds until the next retry */
 	struct event *deliver;	/* activated to run write() */
@@ -164,6 +189,7 @@ struct tally_instance {
 	bool left_out;		/* --user -- CMD: failed to start */
 
 	pthread_mutex_t stat_lock;
+	struct tally_keyed_drops *keyed;	/* tally_count_drop_key(), lazily */
 	struct tally_stats_drop drops[TALLY_STATS_MAX_DROPS];
 	size_t ndrops;
 	struct tally_stats_drop events[TALLY_STATS_MAX_DROPS];
@@ -264,6 +290,9 @@ int tally_inst_start(struct tally_instance *inst);
 void tally_inst_halt(struct tally_instance *inst);
 /* fini (if initialized) and free; a busy blocking input is retired */
 void tally_inst_free(struct tally_instance *inst);
+/* a snapshot of @inst's counters, as tally_stats_foreach() hands out */
+void tally_inst_stats(const struct tally_instance *inst,
+		      struct tally_instance_stats *st);
 /* read a periodic input now, outside its timer (its marks stay) */
 void tally_input_read_now(struct tally_instance *in);
 void tally_outq_push(struct tally_instance *o, struct tally_batch *b);

@@ -274,6 +274,7 @@ static void handover_take(struct handovers *h, struct tally_instance *o)
 	for (size_t k = 0; k < n; k++)
 		b[k] = o->q.ring[(o->q.head + k) % o->q.cap];
 	o->q.len = 0;
+	o->q.records = 0;
 	h->v[h->n++] = (struct handover){ .name = strdup(o->name),
 					  .v = b,
 					  .n = n };

@@ -372,14 +372,19 @@ static void describe_common(enum tally_plugin_kind kind, FILE *out)
 {
 	fprintf(out, "  %-24s %-28s %s\n", "plugin", "string (required)",
 		"which plugin the instance runs");
-	if (kind != TALLY_KIND_OUTPUT)
+	if (kind != TALLY_KIND_OUTPUT) {
 		fprintf(out, "  %-24s %-28s %s\n", "interval", "number",
 			"seconds between reads or ticks (default: "
 			"global.interval)");
-	else
-		fprintf(out, "  %-24s %-28s %s\n", "queue_size", "integer",
-			"batches queued while the output is busy; the oldest "
-			"is dropped beyond (default 1024)");
+		return;
+	}
+	fprintf(out, "  %-24s %-28s %s\n", "queue_size", "integer",
+		"batches queued while the output is busy; the oldest is "
+		"dropped beyond (default 1024)");
+	fprintf(out, "  %-24s %-28s %s%d)\n", "queue_records", "integer",
+		"records queued while the output is busy; the oldest batches "
+		"are dropped beyond (default ",
+		TALLY_QUEUE_RECORDS);
 }
 
 int tally_loader_describe(struct tally_loader *ld, const char *name,

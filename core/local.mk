@@ -69,15 +69,21 @@ check_PROGRAMS += t/unit/mode.t
 t_unit_mode_t_SOURCES = t/unit/mode.c
 t_unit_mode_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_mode_t_LDADD = t/unit/libtap.la core/libtally.la
+check_PROGRAMS += t/unit/drops.t
+t_unit_drops_t_SOURCES = t/unit/drops.c
+t_unit_drops_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_drops_t_LDADD = t/unit/libtap.la core/libtally.la $(PTHREAD_LIBS)
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
 	t/unit/conf-same.t t/unit/heap-trim.t t/unit/hash.t t/unit/utf8.t \
-	t/unit/mode.t
+	t/unit/mode.t t/unit/drops.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
-	t/t0008-reload.t t/t0009-user-files.t t/t0015-record-forms.t
+	t/t0008-reload.t t/t0009-user-files.t t/t0015-record-forms.t \
+	t/t0016-core-contracts.t
 EXTRA_DIST += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
 	t/t0008-reload.t t/t0009-user-files.t t/t0015-record-forms.t \
+	t/t0016-core-contracts.t \
 	t/fixtures/config

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <tally/hash.h>
 #include <tally/log.h>
 
 #include "core-internal.h"
@@ -215,13 +216,12 @@ void tally_log_conf(int prio, const char *file, int line, const char *fmt,
 	pthread_mutex_unlock(&log_lock);
 }
 
-/* Add @n to @name's entry of a by-name counter table of @inst. */
-static void count_in(struct tally_instance *inst, struct tally_stats_drop *tab,
-		     size_t *ntab, const char *name, uint64_t n)
+/* Add @n to @name's entry of a by-name table; caller holds stat_lock. */
+static void table_add(struct tally_stats_drop *tab, size_t *ntab,
+		      const char *name, uint64_t n)
 {
 	size_t i;
 
-	pthread_mutex_lock(&inst->stat_lock);
 	for (i = 0; i < *ntab; i++) {
 		if (tab[i].reason == name || !strcmp(tab[i].reason, name))
 			break;
@@ -238,6 +238,14 @@ static void count_in(struct tally_instance *inst, struct tally_stats_drop *tab,
 		}
 	}
 	tab[i].n += n;
+}
+
+/* Add @n to @name's entry of a by-name counter table of @inst. */
+static void count_in(struct tally_instance *inst, struct tally_stats_drop *tab,
+		     size_t *ntab, const char *name, uint64_t n)
+{
+	pthread_mutex_lock(&inst->stat_lock);
+	table_add(tab, ntab, name, n);
 	pthread_mutex_unlock(&inst->stat_lock);
 }
 
@@ -263,4 +271,93 @@ void tally_count_event(struct tally_instance *inst, const char *event,
 	inst = count_target(inst);
 	if (inst)
 		count_in(inst, inst->events, &inst->nevents, event, n);
+}
+
+/* Copy @key into @dst, cut to fit without splitting a UTF-8 character. */
+static void key_copy(char dst[TALLY_STATS_KEY_LEN], const char *key)
+{
+	size_t len = strnlen(key, TALLY_STATS_KEY_LEN);
+
+	if (len == TALLY_STATS_KEY_LEN) {
+		len--;
+		/* back off continuation bytes (10xxxxxx) and their lead */
+		while (len && ((unsigned char)key[len] & 0xc0) == 0x80)
+			len--;
+	}
+	memcpy(dst, key, len);
+	dst[len] = '\0';
+}
+
+/*
+ * The slot of (@reason, @key) in @kd, claimed if needed; NULL when every
+ * slot is taken by a key that dropped something within the idle time.
+ * Caller holds stat_lock.
+ */
+static struct tally_keyed_entry *keyed_slot(struct tally_keyed_drops *kd,
+					    const char *reason,
+					    const char *key, int64_t now_ns)
+{
+	const int64_t idle = (int64_t)TALLY_STATS_KEY_IDLE * 1000000000;
+	struct tally_keyed_entry *e, *lru = NULL;
+	uint64_t h;
+
+	h = tally_hash_bytes(TALLY_HASH_SEED, key, strlen(key));
+	for (size_t i = 0; i < kd->n; i++) {
+		e = &kd->e[i];
+		if (e->hash == h &&
+		    (e->reason == reason || !strcmp(e->reason, reason)) &&
+		    !strcmp(e->key, key))
+			return e;
+		if (!lru || e->last_ns < lru->last_ns)
+			lru = e;
+	}
+	if (kd->n < TALLY_STATS_MAX_KEYS) {
+		e = &kd->e[kd->n++];
+	} else if (lru && now_ns - lru->last_ns >= idle) {
+		/* the idle key's count stays in its reason's total */
+		table_add(kd->other, &kd->nother, lru->reason, lru->n);
+		e = lru;
+	} else {
+		return NULL;
+	}
+	e->reason = reason;
+	memcpy(e->key, key, strlen(key) + 1);
+	e->hash = h;
+	e->n = 0;
+	return e;
+}
+
+void tally_count_drop_key_at(struct tally_instance *inst, const char *reason,
+			     const char *key, uint64_t n, int64_t now_ns)
+{
+	struct tally_keyed_entry *e;
+	char k[TALLY_STATS_KEY_LEN];
+
+	inst = count_target(inst);
+	if (!inst)
+		return;
+	key_copy(k, key ? key : "");
+	pthread_mutex_lock(&inst->stat_lock);
+	table_add(inst->drops, &inst->ndrops, reason, n);
+	if (!inst->keyed)
+		inst->keyed = calloc(1, sizeof(*inst->keyed));
+	if (!inst->keyed) {
+		/* the total is counted; the breakdown waits for memory */
+		pthread_mutex_unlock(&inst->stat_lock);
+		return;
+	}
+	e = keyed_slot(inst->keyed, reason, k, now_ns);
+	if (e) {
+		e->n += n;
+		e->last_ns = now_ns;
+	} else {
+		table_add(inst->keyed->other, &inst->keyed->nother, reason, n);
+	}
+	pthread_mutex_unlock(&inst->stat_lock);
+}
+
+void tally_count_drop_key(struct tally_instance *inst, const char *reason,
+			  const char *key, uint64_t n)
+{
+	tally_count_drop_key_at(inst, reason, key, n, tally_monotonic_ns());
 }

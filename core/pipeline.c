@@ -91,34 +91,53 @@ static void outq_deliver(evutil_socket_t fd, short what, void *arg);
 
 size_t tally_outq_records(const struct tally_instance *o)
 {
-	size_t n = 0;
-
-	for (size_t k = 0; k < o->q.len; k++)
-		n += tally_batch_count(o->q.ring[(o->q.head + k) % o->q.cap]);
-	return n;
+	return o->q.records;
 }
 
+/* Whether @q has no room for @n more records in one more batch. */
+static bool outq_full(const struct tally_outq *q, size_t n)
+{
+	return q->len == q->cap || q->records + n > q->max_records;
+}
+
+/*
+ * Bounded twice: in batches (queue_size) and in records (queue_records),
+ * since one batch holds one record or 100k. Past either bound the oldest
+ * batches go, counted, until the new one fits; a lone batch larger than
+ * queue_records is still taken, or that input could never deliver.
+ */
 void tally_outq_push(struct tally_instance *o, struct tally_batch *b)
 {
 	struct tally_outq *q = &o->q;
+	size_t n = tally_batch_count(b);
 
 	/* --once reads every input before the loop runs: write as we go */
-	if (q->len == q->cap && !q->busy && o->core->once)
+	if (q->len && outq_full(q, n) && !q->busy && o->core->once)
 		outq_deliver(-1, 0, o);
-	if (q->len == q->cap) {
+	while (q->len && outq_full(q, n)) {
 		/* full: the oldest data is the least useful, drop it */
 		struct tally_batch *old = q->ring[q->head];
+		size_t on = tally_batch_count(old);
 
-		tally_count_drop(o, "queue_full", tally_batch_count(old));
-		tally_log(o, LOG_WARNING,
-			  "queue full (%zu batches): dropping the oldest",
-			  q->cap);
+		tally_count_drop(o, "queue_full", on);
+		if (q->len == q->cap)
+			tally_log(o, LOG_WARNING,
+				  "queue full (%zu batches): dropping the "
+				  "oldest",
+				  q->cap);
+		else
+			tally_log(o, LOG_WARNING,
+				  "queue full (%zu of %zu records): dropping "
+				  "the oldest batch, %zu records",
+				  q->records, q->max_records, on);
 		tally_batch_unref(old);
 		q->head = (q->head + 1) % q->cap;
 		q->len--;
+		q->records -= on;
 	}
 	q->ring[(q->head + q->len) % q->cap] = b;
 	q->len++;
+	q->records += n;
 	outq_schedule(o);
 }
 
@@ -146,6 +165,7 @@ static void outq_deliver(evutil_socket_t fd, short what, void *arg)
 		q->ring[q->head] = NULL;
 		q->head = (q->head + 1) % q->cap;
 		q->len--;
+		q->records -= n;
 		if (r < 0) {
 			tally_count_drop(o, "write_error", n);
 			tally_log(o, LOG_WARNING,
@@ -625,6 +645,7 @@ struct tally_instance *tally_inst_new(struct tally_core *core,
 		goto out_free;
 	if (d->kind == TALLY_KIND_OUTPUT) {
 		inst->q.cap = (size_t)d->queue_size;
+		inst->q.max_records = (size_t)d->queue_records;
 		inst->q.ring = calloc(inst->q.cap, sizeof(*inst->q.ring));
 		inst->q.backoff = RETRY_MIN;
 		inst->q.deliver = event_new(core->base, -1, 0, outq_deliver,
@@ -805,7 +826,7 @@ static void core_deadline(evutil_socket_t fd, short what, void *arg)
 		struct tally_instance *o = core->insts[i];
 
 		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->q.len) {
-			tally_count_drop(o, "shutdown", tally_outq_records(o));
+			tally_count_drop(o, "shutdown", o->q.records);
 			tally_log(o, LOG_WARNING,
 				  "shutdown deadline: %zu queued batches not "
 				  "delivered",
@@ -1196,6 +1217,7 @@ void tally_inst_free(struct tally_instance *inst)
 	free(inst->pipes);
 	free(inst->label);
 	free(inst->name);
+	free(inst->keyed);
 	pthread_mutex_destroy(&inst->stat_lock);
 	free(inst);
 }
@@ -1241,14 +1263,15 @@ void tally_core_free(struct tally_core *core)
 		event_base_free(core->base);
 	if (current_core == core)
 		current_core = NULL;
+	free(core->core_inst.keyed);
 	pthread_mutex_destroy(&core->core_inst.stat_lock);
 	free(core);
 }
 
 /* Self-metrics (tally/stats.h) */
 
-static void stats_fill(const struct tally_instance *inst,
-		       struct tally_instance_stats *st)
+void tally_inst_stats(const struct tally_instance *inst,
+		      struct tally_instance_stats *st)
 {
 	struct tally_instance *mut = (struct tally_instance *)inst;
 
@@ -1259,6 +1282,8 @@ static void stats_fill(const struct tally_instance *inst,
 	st->pipeline = inst->pipe ? inst->pipe->name : NULL;
 	st->queue_len = inst->q.len;
 	st->queue_cap = inst->q.cap;
+	st->queue_records = inst->q.records;
+	st->queue_records_cap = inst->q.max_records;
 	pthread_mutex_lock(&mut->stat_lock);
 	st->records_in = inst->records_in;
 	st->records_out = inst->records_out;
@@ -1269,6 +1294,26 @@ static void stats_fill(const struct tally_instance *inst,
 	st->nevents = inst->nevents;
 	memcpy(st->events, inst->events,
 	       inst->nevents * sizeof(st->events[0]));
+	if (inst->keyed) {
+		const struct tally_keyed_drops *kd = inst->keyed;
+
+		for (size_t i = 0; i < kd->n; i++) {
+			struct tally_stats_keyed_drop *k =
+				&st->keyed[st->nkeyed++];
+
+			k->reason = kd->e[i].reason;
+			memcpy(k->key, kd->e[i].key, sizeof(k->key));
+			k->n = kd->e[i].n;
+		}
+		for (size_t i = 0; i < kd->nother; i++) {
+			struct tally_stats_keyed_drop *k =
+				&st->keyed[st->nkeyed++];
+
+			k->reason = kd->other[i].reason;
+			strcpy(k->key, "other");
+			k->n = kd->other[i].n;
+		}
+	}
 	pthread_mutex_unlock(&mut->stat_lock);
 }
 
@@ -1284,10 +1329,10 @@ int tally_stats_foreach(int (*cb)(const struct tally_instance_stats *st,
 		errno = ENODEV;
 		return -1;
 	}
-	stats_fill(&core->core_inst, &st);
+	tally_inst_stats(&core->core_inst, &st);
 	r = cb(&st, arg);
 	for (size_t i = 0; i < core->ninsts && !r; i++) {
-		stats_fill(core->insts[i], &st);
+		tally_inst_stats(core->insts[i], &st);
 		r = cb(&st, arg);
 	}
 	return r;

@@ -79,6 +79,28 @@ static void self_table(struct self *s, struct tally_labels *ls,
 	}
 }
 
+/* tally_dropped_by_key_total: one counter per (reason, key) of @st. */
+static void self_keyed(struct self *s, struct tally_labels *ls,
+		       const struct tally_instance_stats *st)
+{
+	for (size_t i = 0; i < st->nkeyed; i++) {
+		const struct tally_stats_keyed_drop *k = &st->keyed[i];
+		struct tally_labels *r, *l;
+
+		r = tally_labels_with(ls, "reason", k->reason);
+		l = r ? tally_labels_with(r, "key", k->key) : NULL;
+		tally_labels_unref(r);
+		if (!l)
+			continue;
+		self_metric(s, TALLY_COUNTER, "tally_dropped_by_key_total",
+			    "Items dropped, by instance, reason and key (the "
+			    "source they came from; at most 64 keys, the rest "
+			    "under key=\"other\")",
+			    l, (double)k->n);
+		tally_labels_unref(l);
+	}
+}
+
 static int self_instance(const struct tally_instance_stats *st, void *arg)
 {
 	struct self *s = arg;
@@ -116,10 +138,18 @@ static int self_instance(const struct tally_instance_stats *st, void *arg)
 		self_metric(s, TALLY_GAUGE, "tally_queue_capacity_batches",
 			    "Capacity of the output's queue", ls,
 			    (double)st->queue_cap);
+		self_metric(s, TALLY_GAUGE, "tally_queue_records",
+			    "Records in the batches waiting in the output's "
+			    "queue",
+			    ls, (double)st->queue_records);
+		self_metric(s, TALLY_GAUGE, "tally_queue_capacity_records",
+			    "Capacity of the output's queue in records", ls,
+			    (double)st->queue_records_cap);
 	}
 	self_table(s, ls, "tally_dropped_total",
 		   "Items dropped, by instance and reason", "reason", st->drops,
 		   st->ndrops);
+	self_keyed(s, ls, st);
 	self_table(s, ls, "tally_events_total",
 		   "Events counted by the instance (messages received, "
 		   "wake-ups...), by name",

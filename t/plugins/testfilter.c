@@ -3,7 +3,8 @@
  * t/plugins/testfilter.c - test-only filter: pass, drop or rewrite batches
  *
  * mode = "pass":    every batch goes on unchanged (the same batch, shared);
- * mode = "drop":    nothing goes on (counted as dropped, reason "filtered");
+ * mode = "drop":    nothing goes on (counted as dropped, reason "filtered",
+ *                   keyed by the batch's source: tally_count_drop_key());
  * mode = "rewrite": every record goes on renamed "rw_" + name, with a label
  *                   (span: attribute) seq="N", where N counts the batches this
  *                   instance has processed (1 for the first).
@@ -36,6 +37,7 @@
 #include <event2/event.h>
 
 #include <tally/plugin.h>
+#include <tally/stats.h>
 
 enum testfilter_mode {
 	TESTFILTER_PASS,
@@ -159,7 +161,8 @@ static struct tally_batch *testfilter_process(struct tally_instance *inst,
 	case TESTFILTER_PASS:
 		return tally_batch_ref(in);
 	case TESTFILTER_DROP:
-		tally_count_drop(inst, "filtered", n);
+		tally_count_drop_key(inst, "filtered", tally_batch_source(in),
+				     n);
 		errno = 0;
 		return NULL;
 	case TESTFILTER_DEFER:

@@ -134,6 +134,10 @@ int main(void)
 		ok(!tally_conf_decl_same(&x.conf, &x.decl, &y.conf, &y.decl),
 		   "another queue_size: different");
 		y.decl.queue_size = 1024;
+		y.decl.queue_records = 10;
+		ok(!tally_conf_decl_same(&x.conf, &x.decl, &y.conf, &y.decl),
+		   "another queue_records: different");
+		y.decl.queue_records = 0;
 		y.decl.kind = TALLY_KIND_OUTPUT;
 		ok(!tally_conf_decl_same(&x.conf, &x.decl, &y.conf, &y.decl),
 		   "another kind: different");

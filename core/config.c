@@ -238,6 +238,7 @@ struct conf_global {
 	char *log_level;
 	char *output_dir;
 	int user_ports;
+	struct tally_labels *labels;
 };
 
 static const char *const conf_user_ports[] = { "ephemeral", "configured",
@@ -266,6 +267,9 @@ static const struct tally_option global_options[] = {
 		       "user mode: listeners bind ports the kernel chooses "
 		       "(ephemeral, listed in RUNDIR/listen) or the "
 		       "configured ones"),
+	TALLY_OPT_LABELS("labels", struct conf_global, labels,
+			 "static labels every output adds to what it writes "
+			 "(a record's own labels win)"),
 	TALLY_OPT_END,
 };
 
@@ -341,9 +345,11 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 	c->log_level = g.log_level;
 	c->output_dir = g.output_dir;
 	c->user_ports_configured = g.user_ports == 1;
+	c->labels = g.labels;
 	g.log = NULL;
 	g.log_level = NULL;
 	g.output_dir = NULL;
+	g.labels = NULL;
 	tally_options_free(global_options, &g);
 }
 
@@ -417,6 +423,15 @@ static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 				errors++;
 			continue;
 		}
+		if (!strcmp(key, "labels") && d->kind == TALLY_KIND_OUTPUT) {
+			static const struct tally_option lb = TALLY_OPT_LABELS(
+				"labels", struct tally_conf_decl, labels, "");
+
+			if (tally_options_set(&lb, d, s, d->file, sline(s),
+					      what) < 0)
+				errors++;
+			continue;
+		}
 		if (!strcmp(key, "queue_records") &&
 		    d->kind == TALLY_KIND_OUTPUT) {
 			static const struct tally_option qr = TALLY_OPT_INT(
@@ -434,7 +449,8 @@ static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 								 "interval",
 								 NULL };
 			static const char *const out_common[] = {
-				"plugin", "queue_size", "queue_records", NULL
+				"plugin", "queue_size", "queue_records",
+				"labels", NULL
 			};
 
 			unknown_key(d->file, sline(s), what, key,
@@ -986,6 +1002,9 @@ bool tally_conf_decl_same(const struct tally_conf *ca,
 	       (a->kind == TALLY_KIND_OUTPUT || ia == ib) &&
 	       a->queue_size == b->queue_size &&
 	       a->queue_records == b->queue_records &&
+	       /* interned: equal sets are one pointer */
+	       a->labels == b->labels &&
+	       (a->kind != TALLY_KIND_OUTPUT || ca->labels == cb->labels) &&
 	       conf_setting_same(a->setting, b->setting);
 }
 
@@ -993,8 +1012,10 @@ void tally_conf_free(struct tally_conf *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->ndecls; i++)
+	for (size_t i = 0; i < c->ndecls; i++) {
 		free(c->decls[i].name);
+		tally_labels_unref(c->decls[i].labels);
+	}
 	free(c->decls);
 	for (size_t i = 0; i < c->npipes; i++) {
 		free(c->pipes[i].name);
@@ -1012,5 +1033,6 @@ void tally_conf_free(struct tally_conf *c)
 	free(c->log);
 	free(c->log_level);
 	free(c->output_dir);
+	tally_labels_unref(c->labels);
 	free(c);
 }

@@ -23,6 +23,17 @@
 struct event;
 struct event_base;
 
+/*
+ * labels.c: an output's static labels: @output's pairs, then @global's
+ * for keys @output lacks, then @host_key = @hostname if neither has that
+ * key (push outputs; NULL @host_key: none); pairs whose value is "" are
+ * left out. A new reference, or NULL/ENOMEM.
+ */
+struct tally_labels *tally_static_labels(const struct tally_labels *global,
+					 const struct tally_labels *output,
+					 const char *host_key,
+					 const char *hostname);
+
 /* per-key drop counters of an instance (log.c) */
 struct tally_keyed_entry {
 	const char *reason;
@@ -108,6 +119,7 @@ struct tally_conf_decl {
 	double interval;	/* inputs and filters; 0 = global */
 	int64_t queue_size;	/* outputs: batches */
 	int64_t queue_records;	/* outputs: records */
+	struct tally_labels *labels;	/* outputs: their own static labels */
 	unsigned emits;		/* inputs: TALLY_FORMS_* it may emit */
 };
 
@@ -129,6 +141,7 @@ struct tally_conf {
 	char *log_level;
 	char *output_dir;		/* global.output_dir, as written */
 	bool user_ports_configured;	/* global.user_ports = "configured" */
+	struct tally_labels *labels;	/* global.labels, or NULL */
 	struct tally_conf_decl *decls;
 	size_t ndecls;
 	struct tally_conf_pipe *pipes;
@@ -219,6 +232,7 @@ struct tally_instance {
 
 	/* outputs */
 	struct tally_outq q;
+	struct tally_labels *static_labels;	/* tally_output_labels() */
 };
 
 struct tally_pipeline {

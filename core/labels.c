@@ -290,3 +290,105 @@ uint64_t tally_labels_hash(const struct tally_labels *ls)
 {
 	return ls ? ls->node.hash : labels_empty_set.node.hash;
 }
+
+const struct tally_label *tally_labels_pairs(const struct tally_labels *ls)
+{
+	return ls && ls->n ? ls->pairs : NULL;
+}
+
+size_t tally_label_merge(const struct tally_label *a, size_t na,
+			 const struct tally_label *b, size_t nb,
+			 struct tally_label *out)
+{
+	size_t i = 0, j = 0, n = 0;
+
+	while (i < na || j < nb) {
+		int c = i == na ? 1 : j == nb ? -1 : strcmp(a[i].key, b[j].key);
+
+		if (c <= 0) {
+			out[n++] = a[i++];
+			j += c == 0;	/* @a wins */
+		} else {
+			out[n++] = b[j++];
+		}
+	}
+	return n;
+}
+
+struct tally_labels *tally_labels_merge(const struct tally_labels *base,
+					const struct tally_labels *extra)
+{
+	size_t na = tally_labels_count(base), nb = tally_labels_count(extra);
+	struct tally_label stackbuf[16], *pairs = stackbuf;
+	struct tally_labels *ls;
+	size_t n;
+
+	if (!nb)
+		return tally_labels_ref(
+			(struct tally_labels *)(base ? base
+						     : tally_labels_empty()));
+	if (!na)
+		return tally_labels_ref((struct tally_labels *)extra);
+	if (na + nb > sizeof(stackbuf) / sizeof(stackbuf[0])) {
+		pairs = malloc((na + nb) * sizeof(*pairs));
+		if (!pairs) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	/* both sorted with unique keys: so is the merge, intern it as is */
+	n = tally_label_merge(base->pairs, na, extra->pairs, nb, pairs);
+	ls = labels_intern(pairs, n);
+	if (pairs != stackbuf)
+		free(pairs);
+	return ls;
+}
+
+struct tally_labels *tally_static_labels(const struct tally_labels *global,
+					 const struct tally_labels *output,
+					 const char *host_key,
+					 const char *hostname)
+{
+	struct tally_labels *both, *host = NULL, *all;
+	struct tally_label *kept;
+	size_t n, k = 0;
+
+	/* an output's own labels override the global ones */
+	both = tally_labels_merge(output, global);
+	if (!both)
+		return NULL;
+	if (host_key && *host_key && hostname && *hostname) {
+		host = tally_labels_newv(host_key, hostname, NULL);
+		if (!host)
+			goto out_unref;
+	}
+	all = tally_labels_merge(both, host);
+	tally_labels_unref(host);
+	tally_labels_unref(both);
+	if (!all)
+		return NULL;
+	/* "" removes a label, as an empty value means no label to Prometheus */
+	n = tally_labels_count(all);
+	for (size_t i = 0; i < n; i++)
+		k += *all->pairs[i].value != '\0';
+	if (k == n)
+		return all;
+	kept = malloc(n * sizeof(*kept));
+	if (!kept) {
+		tally_labels_unref(all);
+		errno = ENOMEM;
+		return NULL;
+	}
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (*all->pairs[i].value)
+			kept[k++] = all->pairs[i];
+	}
+	both = labels_intern(kept, k);
+	free(kept);
+	tally_labels_unref(all);
+	return both;
+out_unref:
+	tally_labels_unref(both);
+	return NULL;
+}

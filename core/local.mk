@@ -69,13 +69,17 @@ check_PROGRAMS += t/unit/mode.t
 t_unit_mode_t_SOURCES = t/unit/mode.c
 t_unit_mode_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_mode_t_LDADD = t/unit/libtap.la core/libtally.la
+check_PROGRAMS += t/unit/static-labels.t
+t_unit_static_labels_t_SOURCES = t/unit/static-labels.c
+t_unit_static_labels_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_static_labels_t_LDADD = t/unit/libtap.la core/libtally.la
 check_PROGRAMS += t/unit/drops.t
 t_unit_drops_t_SOURCES = t/unit/drops.c
 t_unit_drops_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_drops_t_LDADD = t/unit/libtap.la core/libtally.la $(PTHREAD_LIBS)
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
 	t/unit/conf-same.t t/unit/heap-trim.t t/unit/hash.t t/unit/utf8.t \
-	t/unit/mode.t t/unit/drops.t
+	t/unit/mode.t t/unit/drops.t t/unit/static-labels.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \

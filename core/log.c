@@ -25,6 +25,7 @@
 
 #include <tally/hash.h>
 #include <tally/log.h>
+#include <tally/utf8.h>
 
 #include "core-internal.h"
 
@@ -278,12 +279,7 @@ static void key_copy(char dst[TALLY_STATS_KEY_LEN], const char *key)
 {
 	size_t len = strnlen(key, TALLY_STATS_KEY_LEN);
 
-	if (len == TALLY_STATS_KEY_LEN) {
-		len--;
-		/* back off continuation bytes (10xxxxxx) and their lead */
-		while (len && ((unsigned char)key[len] & 0xc0) == 0x80)
-			len--;
-	}
+	len = tally_utf8_clip(key, len, TALLY_STATS_KEY_LEN - 1);
 	memcpy(dst, key, len);
 	dst[len] = '\0';
 }

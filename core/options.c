@@ -14,6 +14,9 @@
 #include <string.h>
 
 #include <tally/config.h>
+#include <tally/exposition.h>
+#include <tally/labels.h>
+#include <tally/utf8.h>
 
 #include "core-internal.h"
 
@@ -36,6 +39,8 @@ const char *tally_options_type_name(enum tally_opt_type t)
 		return "choice";
 	case TALLY_OPT_T_REGEXLIST:
 		return "list of regular expressions";
+	case TALLY_OPT_T_LABELS:
+		return "group of labels";
 	default:
 		return "?";
 	}
@@ -320,6 +325,68 @@ out_nomem:
 	return -1;
 }
 
+/*
+ * labels = { key = "value"; ... }: every key a label name Prometheus
+ * accepts as it is (outputs would otherwise sanitize two keys into one),
+ * every value a string of valid UTF-8. Interned into *@dst.
+ */
+static int set_labels(const struct tally_option *o,
+		      struct tally_labels **dst, const config_setting_t *s,
+		      const char *file, int line, const char *what)
+{
+	struct tally_label *pairs;
+	struct tally_labels *ls;
+	int n = config_setting_length(s);
+
+	pairs = calloc(n ? (size_t)n : 1, sizeof(*pairs));
+	if (!pairs) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, i);
+		int eline = (int)config_setting_source_line(e);
+		const char *v;
+
+		pairs[i].key = config_setting_name(e);
+		if (!tally_expo_valid_label_name(pairs[i].key)) {
+			tally_log_conf(LOG_ERR, file, eline,
+				       "%s: %s: '%s' is not a label name "
+				       "([a-zA-Z_][a-zA-Z0-9_]*, no leading "
+				       "__)",
+				       what, o->name, pairs[i].key);
+			goto out_inval;
+		}
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			tally_log_conf(LOG_ERR, file, eline,
+				       "%s: %s: the value of '%s' must be a "
+				       "string",
+				       what, o->name, pairs[i].key);
+			goto out_inval;
+		}
+		v = config_setting_get_string(e);
+		if (!tally_utf8_valid(v, strlen(v))) {
+			tally_log_conf(LOG_ERR, file, eline,
+				       "%s: %s: the value of '%s' is not valid "
+				       "UTF-8",
+				       what, o->name, pairs[i].key);
+			goto out_inval;
+		}
+		pairs[i].value = v;
+	}
+	ls = tally_labels_new(pairs, (size_t)n);
+	free(pairs);
+	if (!ls)
+		return -1;
+	tally_labels_unref(*dst);
+	*dst = ls;
+	return 0;
+out_inval:
+	free(pairs);
+	errno = EINVAL;
+	return -1;
+}
+
 int tally_options_set(const struct tally_option *o, void *state,
 		      const config_setting_t *s, const char *file, int line,
 		      const char *what)
@@ -407,6 +474,11 @@ int tally_options_set(const struct tally_option *o, void *state,
 		}
 		*FIELD(state, o, int) = idx;
 		return 0;
+	case TALLY_OPT_T_LABELS:
+		if (type != CONFIG_TYPE_GROUP)
+			break;
+		return set_labels(o, FIELD(state, o, struct tally_labels *), s,
+				  file, line, what);
 	default:
 		break;
 	}
@@ -428,6 +500,10 @@ void tally_options_free(const struct tally_option *opts, void *state)
 			list_free(FIELD(state, o, struct tally_strlist));
 		} else if (o->type == TALLY_OPT_T_REGEXLIST) {
 			regexlist_free(FIELD(state, o, struct tally_regexlist));
+		} else if (o->type == TALLY_OPT_T_LABELS) {
+			tally_labels_unref(*FIELD(state, o,
+						  struct tally_labels *));
+			*FIELD(state, o, struct tally_labels *) = NULL;
 		}
 	}
 }

@@ -68,6 +68,27 @@ struct event_base *tally_instance_base(const struct tally_instance *inst)
 	return inst->core ? inst->core->base : NULL;
 }
 
+struct tally_labels *tally_output_labels(const struct tally_instance *inst)
+{
+	return inst->static_labels ? inst->static_labels
+				   : tally_labels_empty();
+}
+
+/* global.labels, the output's labels and its host label, composed once */
+static int output_labels_init(struct tally_instance *o,
+			      const struct tally_conf *conf,
+			      const struct tally_conf_decl *d)
+{
+	const char *key = o->plugin->output->host_label;
+	char host[256] = "";
+
+	if (key && gethostname(host, sizeof(host) - 1) < 0)
+		snprintf(host, sizeof(host), "localhost");
+	o->static_labels = tally_static_labels(conf->labels, d->labels, key,
+					       host);
+	return o->static_labels ? 0 : -1;
+}
+
 static struct timeval tv_of(double s)
 {
 	struct timeval tv;
@@ -653,7 +674,8 @@ struct tally_instance *tally_inst_new(struct tally_core *core,
 		if (inst->q.deliver)
 			event_priority_set(inst->q.deliver, CORE_PRIO_OUTPUT);
 		inst->q.retry = evtimer_new(core->base, outq_retry, inst);
-		if (!inst->q.ring || !inst->q.deliver || !inst->q.retry)
+		if (!inst->q.ring || !inst->q.deliver || !inst->q.retry ||
+		    output_labels_init(inst, conf, d) < 0)
 			goto out_free;
 	}
 	return inst;
@@ -1210,6 +1232,7 @@ void tally_inst_free(struct tally_instance *inst)
 			event_free(inst->q.deliver);
 		if (inst->q.retry)
 			event_free(inst->q.retry);
+		tally_labels_unref(inst->static_labels);
 	}
 	if (inst->state)
 		tally_options_free(p->options, inst->state);

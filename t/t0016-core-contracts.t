@@ -10,8 +10,6 @@ test_description='core contracts: queue bounds, keyed drops, static labels'
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 
-# selfconf NAME OUTPUTS PIPELINES - a config with a self input every 0.05 s
-# into capture self.out, plus the given outputs and pipelines
 test_expect_success 'a stalled output keeps at most queue_records records' '
 	cat >qr.conf <<-EOF &&
 	global = { shutdown_timeout = 0.5; };
@@ -96,6 +94,100 @@ test_expect_success 'drops by key are exported by self' '
 	grep "^counter tally_dropped_by_key_total{instance=\"f\",key=\"a\",kind=\"filter\",pipeline=\"p\",plugin=\"testfilter\",reason=\"filtered\"} 3$" keyed.out &&
 	grep "^counter tally_dropped_by_key_total{instance=\"f\",key=\"b\",kind=\"filter\",pipeline=\"p\",plugin=\"testfilter\",reason=\"filtered\"} 2$" keyed.out &&
 	grep "^counter tally_dropped_total{instance=\"f\",kind=\"filter\",pipeline=\"p\",plugin=\"testfilter\",reason=\"filtered\"} 5$" keyed.out
+'
+
+test_expect_success 'global.labels and an output'"'"'s labels on every prometheus series' '
+	port=$(free_port) &&
+	cat >labels.conf <<-EOF &&
+	global = { interval = 0.1; labels = { cluster = "frontier"; site = "ornl"; }; };
+	inputs = {
+		a = { plugin = "counter"; count = 2; name = "node_value"; };
+		spans = { plugin = "spangen"; mode = "spans"; ranks = 2; };
+		self = { plugin = "self"; };
+	};
+	outputs = { prom = { plugin = "prometheus"; listen = "127.0.0.1:$port";
+			     labels = { site = "olcf"; i = "not-this"; }; }; };
+	pipelines = { p = { from = ["a", "spans", "self"]; to = ["prom"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port" labels.conf &&
+	wait_for "curl -sf http://127.0.0.1:$port/metrics >m &&
+		grep -q ^tally_trace_region_active m &&
+		grep -q ^node_value m && grep -q ^tally_records_out m" &&
+	stop_tallyd &&
+	grep -v "^#" m >samples &&
+	test $(wc -l <samples) -gt 20 &&
+	grep -v "cluster=\"frontier\"" samples >unlabelled || : &&
+	test_must_be_empty unlabelled &&
+	grep -v "site=\"olcf\"" samples >unlabelled || : &&
+	test_must_be_empty unlabelled &&
+	grep "^node_value{cluster=\"frontier\",i=\"1\",site=\"olcf\"} " samples &&
+	grep "^tally_trace_region_active{cluster=\"frontier\",i=\"not-this\",rank=\"1\",region=\"main\",site=\"olcf\",trace=\"T\"} 1$" samples &&
+	! grep "ornl" samples
+'
+
+prereq_cmd promtool PROMTOOL
+
+test_expect_success PROMTOOL 'and the exposition stays promtool-clean' '
+	promtool check metrics <m
+'
+
+hostname=$("$PYTHON3" -c "import socket; print(socket.gethostname())")
+
+test_expect_success 'a push output gets host by default; "" removes a label' '
+	cat >push.conf <<-EOF &&
+	global = { labels = { cluster = "frontier"; }; };
+	inputs = { a = { plugin = "counter"; }; };
+	outputs = {
+		push = { plugin = "capture"; path = "push.out";
+			 static_labels = true; labels = { tier = "gold"; }; };
+		nohost = { plugin = "capture"; path = "nohost.out";
+			   static_labels = true;
+			   labels = { host = ""; cluster = ""; }; };
+		named = { plugin = "capture"; path = "named.out";
+			  static_labels = true; labels = { host = "n17-ib"; }; };
+	};
+	pipelines = { p = { from = ["a"]; to = ["push", "nohost", "named"]; }; };
+	EOF
+	tallyd --once -c push.conf &&
+	echo "gauge test_counter_value{cluster=\"frontier\",host=\"$hostname\",i=\"0\",tier=\"gold\"} 1" >push.expect &&
+	test_cmp push.expect push.out &&
+	echo "gauge test_counter_value{i=\"0\"} 1" >nohost.expect &&
+	test_cmp nohost.expect nohost.out &&
+	echo "gauge test_counter_value{cluster=\"frontier\",host=\"n17-ib\",i=\"0\"} 1" >named.expect &&
+	test_cmp named.expect named.out
+'
+
+test_expect_success 'labels are checked: names, string values, outputs only' '
+	cat >badlabels.conf <<-EOF &&
+	global = { labels = { bad-key = "x"; ok = "y"; }; };
+	inputs = { a = { plugin = "counter"; labels = { a = "b"; }; }; };
+	outputs = { o = { plugin = "capture"; path = "o.out";
+			  labels = { n = 1; }; };
+		    p = { plugin = "capture"; path = "p.out"; labels = "x"; }; };
+	pipelines = { p = { from = ["a"]; to = ["o", "p"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c badlabels.conf 2>err &&
+	grep "^badlabels.conf:1: error: global: labels: .bad-key. is not a label name (\[a-zA-Z_\]\[a-zA-Z0-9_\]\*, no leading __)$" err &&
+	grep "^badlabels.conf:2: error: inputs.a: unknown option .labels." err &&
+	grep "^badlabels.conf:4: error: outputs.o: labels: the value of .n. must be a string$" err &&
+	grep "^badlabels.conf:5: error: outputs.p: option .labels. must be of type group of labels$" err
+'
+
+test_expect_success 'a reload that changes global.labels replaces the outputs' '
+	cat >rl.conf <<-EOF &&
+	global = { interval = 0.05; labels = { v = "1"; }; };
+	inputs = { a = { plugin = "counter"; }; };
+	outputs = { o = { plugin = "capture"; path = "rl.out";
+			  static_labels = true; }; };
+	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	EOF
+	start_tallyd rl.conf &&
+	wait_for "grep -q \"{host=.$hostname.,i=.0.,v=.1.}\" rl.out" &&
+	sed -i "s/v = \"1\"/v = \"2\"/" rl.conf &&
+	kill -HUP $TALLYD_PID &&
+	wait_for "grep -q \"{host=.$hostname.,i=.0.,v=.2.}\" rl.out" &&
+	stop_tallyd &&
+	! grep "v=\"1\"" rl.out
 '
 
 test_done

@@ -23,6 +23,10 @@
  *   TALLY_OPT_T_REGEXLIST struct tally_regexlist (POSIX extended regular
  *                       expressions, compiled by the core: a bad one is a
  *                       configuration error with file:line)
+ *   TALLY_OPT_T_LABELS  struct tally_labels * (a group of string values,
+ *                       labels = { cluster = "frontier"; }: keys valid
+ *                       Prometheus label names, values UTF-8; interned,
+ *                       core-owned; NULL when not set)
  *
  * Values are filled before the plugin's init() runs and stay valid until
  * after its fini() returns. Tables are read-only and thread-safe.
@@ -49,6 +53,7 @@ enum tally_opt_type {
 	TALLY_OPT_T_LIST,
 	TALLY_OPT_T_ENUM,
 	TALLY_OPT_T_REGEXLIST,
+	TALLY_OPT_T_LABELS,
 };
 
 /* struct tally_option.flags */
@@ -132,6 +137,10 @@ struct tally_option {
 	{ .name = (key), .type = TALLY_OPT_T_REGEXLIST,                       \
 	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0,   \
 	  .doc = (help) }
+/* A group of static labels; no default (NULL: none). */
+#define TALLY_OPT_LABELS(key, st, field, help)                               \
+	{ .name = (key), .type = TALLY_OPT_T_LABELS,                          \
+	  .offset = offsetof(st, field), .min = 1, .max = 0, .doc = (help) }
 /* A string option the configuration must set (no default). */
 #define TALLY_OPT_STRING_REQ(key, st, field, help)                          \
 	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \

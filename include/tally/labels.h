@@ -109,6 +109,42 @@ const struct tally_label *tally_labels_at(const struct tally_labels *ls,
 const char *tally_labels_get(const struct tally_labels *ls, const char *key);
 
 /**
+ * tally_labels_pairs() - the pairs of @ls as one array, in key order
+ * Return: tally_labels_count(@ls) pairs (valid while @ls is referenced),
+ * or NULL for the empty set.
+ */
+const struct tally_label *tally_labels_pairs(const struct tally_labels *ls);
+
+/**
+ * tally_labels_merge() - @base plus the pairs of @extra whose keys it lacks
+ * @base:  set whose pairs win (not consumed); NULL = the empty set
+ * @extra: pairs added where @base has no such key (not consumed); NULL =
+ *         the empty set
+ *
+ * How an output adds its static labels (tally_output_labels()) to a
+ * record's: tally_labels_merge(record_labels, static_labels), so that a
+ * record's own label is never overwritten.
+ * Return: a new reference, or NULL with errno = ENOMEM.
+ */
+struct tally_labels *tally_labels_merge(const struct tally_labels *base,
+					const struct tally_labels *extra);
+
+/**
+ * tally_label_merge() - merge two key-sorted pair arrays, the first winning
+ * @a:   @na pairs sorted by key (strcmp), keys unique
+ * @b:   @nb pairs, the same
+ * @out: room for @na + @nb pairs; receives the union sorted by key, @a's
+ *       pair where both have a key (the strings are not copied)
+ *
+ * For renderers that build label text from pairs of their own (series
+ * derived from spans) and add static labels without interning a set.
+ * Return: the number of pairs written. Pure; any thread.
+ */
+size_t tally_label_merge(const struct tally_label *a, size_t na,
+			 const struct tally_label *b, size_t nb,
+			 struct tally_label *out);
+
+/**
  * tally_labels_hash() - 64-bit hash of the set, stable for the process life
  *
  * Equal sets are the same pointer, so this is for outputs that mix the

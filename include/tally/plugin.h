@@ -276,6 +276,26 @@ double tally_instance_interval(const struct tally_instance *inst);
 struct event_base *tally_instance_base(const struct tally_instance *inst);
 
 /**
+ * tally_output_labels() - the static labels an output adds to what it writes
+ * @inst: an output instance
+ *
+ * The output's own "labels" option, then global.labels for keys it does
+ * not set, then, for push outputs (struct tally_output_ops.host_label),
+ * that key with the node's host name unless one of them sets it; labels
+ * set to "" are left out (so labels = { host = ""; } turns the host label
+ * off). Composed once by the core when the instance is made: every output
+ * adds the same labels the same way, and none parses them itself.
+ *
+ * Outputs add them to each record's labels without overriding the
+ * record's own: tally_labels_merge(labels, tally_output_labels(inst)) for
+ * a set, tally_label_merge() for pairs an output builds itself (series it
+ * derives from spans).
+ * Return: a borrowed set, never NULL (the empty set for none), valid from
+ * init until fini returns. Any thread.
+ */
+struct tally_labels *tally_output_labels(const struct tally_instance *inst);
+
+/**
  * tally_instance_set_emits() - the sample forms this input instance may emit
  * @inst:  an input instance, in its check op
  * @forms: TALLY_FORMS_* bits, a subset of its ops' emits (0: cumulative

@@ -24,7 +24,10 @@
  * The file is truncated at init and flushed after every batch, so a test
  * can read it while tallyd runs. stall = true makes every write fail with
  * EAGAIN, to test that a stuck output delays nothing else. The output
- * takes every sample form (deltas, observations, set members).
+ * takes every sample form (deltas, observations, set members), and acts
+ * as a push output for static labels: with static_labels = true, metric
+ * labels are printed merged with tally_output_labels() (global.labels,
+ * the output's labels, host = the host name).
  * The core's events: reopen (SIGHUP) opens the path again, appending; end
  * writes "end command N" or "end request N" (N: records written so far)
  * to end_file when set, a path resolved by tally_output_path() (relative:
@@ -52,6 +55,8 @@ struct capture {
 	bool attrs;		/* print span attributes */
 	char *end_file;		/* end op: write its line here */
 	bool events;		/* write reopen and end lines to the file */
+	bool static_labels;	/* merge tally_output_labels() in */
+	struct tally_instance *inst;
 	FILE *f;
 	uint64_t records;	/* written so far */
 	char *esc;		/* escape buffer, grown as needed */
@@ -70,6 +75,7 @@ static int capture_init(struct tally_instance *inst, void *state)
 {
 	struct capture *c = state;
 
+	c->inst = inst;
 	c->f = fopen(c->path, "w");
 	if (!c->f) {
 		tally_log(inst, LOG_ERR, "open %s: %s", c->path,
@@ -136,8 +142,17 @@ static int capture_metric(struct capture *c, const struct tally_metric *m)
 		m->form > 0 && m->form <= TALLY_FORM_SET_MEMBER ? forms[m->form]
 								: "",
 		type, m->name);
-	if (capture_labels(c, m->labels) < 0)
+	if (c->static_labels) {
+		struct tally_labels *ls = tally_labels_merge(
+			m->labels, tally_output_labels(c->inst));
+		int rc = ls ? capture_labels(c, ls) : -1;
+
+		tally_labels_unref(ls);
+		if (rc < 0)
+			return -1;
+	} else if (capture_labels(c, m->labels) < 0) {
 		return -1;
+	}
 	if (m->form == TALLY_FORM_SET_MEMBER) {
 		fprintf(c->f, " member=%s", m->member);
 		return 0;
@@ -346,6 +361,8 @@ static const struct tally_option capture_options[] = {
 	TALLY_OPT_BOOL("events", struct capture, events, "false",
 		       "write a line \"reopen\" after a reopen, and the end "
 		       "op's line, to the file"),
+	TALLY_OPT_BOOL("static_labels", struct capture, static_labels, "false",
+		       "print metric labels with the output's static labels"),
 	TALLY_OPT_END
 };
 
@@ -357,6 +374,7 @@ static const struct tally_output_ops capture_ops = {
 	.reopen = capture_reopen,
 	.end = capture_end,
 	.accepts = TALLY_FORMS_STATSD,
+	.host_label = "host",
 };
 
 TALLY_PLUGIN_OUTPUT(capture, "test only: write every record received as "

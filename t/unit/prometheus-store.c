@@ -426,6 +426,63 @@ static void test_deltas(void)
 
 static void add_span(struct tally_batch *b, enum tally_span_phase ph,
 		     uint64_t id, const char *region, int rank, uint32_t depth,
+		     int64_t ts, int64_t begin_ns);
+
+/*
+ * Static labels (global.labels, the output's labels): on every series,
+ * metric and span region alike, where its own labels lack the key.
+ */
+static void test_static_labels(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct tally_labels *st = tally_labels_newv(
+		"cluster", "frontier", "path", "none", "region", "east", NULL);
+	struct tally_labels *ls = tally_labels_newv("path", "/a", NULL);
+	struct tally_batch *b;
+	struct prom_store *s;
+	char *text;
+
+	o.labels = st;
+	o.span_metrics = PROM_SPANS_BOTH;
+	s = prom_store_new(&o, NULL);
+	tally_labels_unref(st);	/* the store holds its own reference */
+	b = tally_batch_new();
+	tally_batch_add_metric(b, TALLY_GAUGE, "g", NULL, ls, 1, 0);
+	tally_batch_add_metric(b, TALLY_COUNTER, "c_total", NULL, NULL, 2, 0);
+	add_span(b, TALLY_SPAN_BEGIN, 1, "solve", 3, 0, R0, R0);
+	apply(s, b, 1 * S);
+	text = render(s, PROM_FMT_TEXT, 1 * S, R0 + S);
+	is(sample(text, "g{cluster=\"frontier\",path=\"/a\",region=\"east\"}"),
+	   "1", "a metric's own label wins over a static one");
+	is(sample(text, "c_total{cluster=\"frontier\",path=\"none\","
+			"region=\"east\"}"),
+	   "2", "a metric without labels gets them all");
+	is(sample(text, "tally_trace_region_active{cluster=\"frontier\","
+			"path=\"none\",rank=\"3\",region=\"solve\","
+			"trace=\"T\"}"),
+	   "1", "span region series get them, sorted in; region is its own");
+	is(sample(text, "rmsjob_annotations{cluster=\"frontier\","
+			"marker=\"solve\",path=\"none\",region=\"east\","
+			"traceid=\"T\"}"),
+	   "1", "so do Omnistat's annotations");
+	free(text);
+
+	/* the same record again updates the same series */
+	b = tally_batch_new();
+	tally_batch_add_metric(b, TALLY_GAUGE, "g", NULL, ls, 5, 0);
+	apply(s, b, 2 * S);
+	text = render(s, PROM_FMT_TEXT, 2 * S, R0 + S);
+	is(sample(text, "g{cluster=\"frontier\",path=\"/a\",region=\"east\"}"),
+	   "5", "updated in place");
+	free(text);
+	cmp_ok(prom_store_series(s), "==", 4,
+	       "four series: g, c_total, a region, an annotation");
+	tally_labels_unref(ls);
+	prom_store_free(s);
+}
+
+static void add_span(struct tally_batch *b, enum tally_span_phase ph,
+		     uint64_t id, const char *region, int rank, uint32_t depth,
 		     int64_t ts, int64_t begin_ns)
 {
 	struct tally_span sp = {
@@ -889,6 +946,7 @@ int main(void)
 	test_names();
 	test_expiry();
 	test_deltas();
+	test_static_labels();
 	test_spans();
 	test_span_lifetime();
 	test_span_extremes();

@@ -367,6 +367,7 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 		.jobid = p->jobid && *p->jobid ? p->jobid : tally_jobid(),
 		.max_open_spans = (size_t)p->max_open_spans,
 		.max_series = (size_t)p->max_series,
+		.labels = tally_output_labels(inst),
 	};
 	struct timeval tv = { PROM_SWEEP_SECONDS, 0 };
 

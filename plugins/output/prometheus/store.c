@@ -319,6 +319,7 @@ struct prom_store {
 	int64_t epoch_ns; /* CLOCK_REALTIME at creation */
 	struct prom_store_stats st;
 	struct sbuf tmp, tmp2, tmp3; /* scratch: names, label text, keys */
+	struct tally_label *lbuf;    /* a region's labels with the static */
 };
 
 #define NS_PER_S 1000000000LL
@@ -734,20 +735,21 @@ static void series_unlink(struct prom_store *s, struct prom_series *ser)
  * Prometheus renames target labels that clash with scraped ones.
  * Return: 0, 1 when two keys end up the same, -1 on ENOMEM.
  */
-static int metric_label_text(struct prom_store *s, const struct tally_metric *m)
+static int metric_label_text(struct prom_store *s, const struct tally_metric *m,
+			     const struct tally_labels *ls)
 {
 	struct sbuf *b = &s->tmp2, *k = &s->tmp3;
 	const char *clash = m->type == TALLY_HISTOGRAM ? "le"
 			    : m->type == TALLY_SUMMARY ? "quantile"
 						       : NULL;
-	size_t n = tally_labels_count(m->labels);
+	size_t n = tally_labels_count(ls);
 	bool changed = false;
 
 	b->len = 0;
 	k->len = 0;
 	sb_put(b, "", 0);
 	for (size_t i = 0; i < n; i++) {
-		const struct tally_label *l = tally_labels_at(m->labels, i);
+		const struct tally_label *l = tally_labels_at(ls, i);
 		size_t kl = tally_expo_sanitize_label_name(NULL, 0, l->key);
 		size_t off = k->len;
 
@@ -828,7 +830,18 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 		errno = 0;
 		return NULL;
 	}
-	rc = metric_label_text(s, m);
+	/* the static labels, under the record's own: once per new series */
+	if (tally_labels_count(s->o.labels)) {
+		struct tally_labels *ls = tally_labels_merge(m->labels,
+							     s->o.labels);
+
+		if (!ls)
+			goto out_nomem;
+		rc = metric_label_text(s, m, ls);
+		tally_labels_unref(ls);
+	} else {
+		rc = metric_label_text(s, m, m->labels);
+	}
 	if (rc < 0)
 		goto out_nomem;
 	if (rc > 0) {
@@ -1046,7 +1059,9 @@ static struct prom_series *region_get(struct prom_store *s,
 {
 	struct sbuf *b = &s->tmp2;
 	struct prom_series *ser;
-	char num[24];
+	struct tally_label own[4];	/* sorted by key */
+	char depth[24], rank[24];
+	size_t n = 0;
 	uint64_t eh;
 
 	b->len = 0;
@@ -1055,21 +1070,26 @@ static struct prom_series *region_get(struct prom_store *s,
 		const char *jobid = span_jobid(s, sp);
 
 		if (jobid && *jobid)
-			sb_put_label(b, "jobid", jobid);
-		sb_put_label(b, "marker", sp->name);
-		sb_put_label(b, "traceid", sp->trace);
+			own[n++] = (struct tally_label){ "jobid", jobid };
+		own[n++] = (struct tally_label){ "marker", sp->name };
+		own[n++] = (struct tally_label){ "traceid", sp->trace };
 	} else {
 		if (s->o.depth_label) {
-			snprintf(num, sizeof(num), "%u", sp->depth);
-			sb_put_label(b, "depth", num);
+			snprintf(depth, sizeof(depth), "%u", sp->depth);
+			own[n++] = (struct tally_label){ "depth", depth };
 		}
 		if (sp->src.rank >= 0) {
-			snprintf(num, sizeof(num), "%d", sp->src.rank);
-			sb_put_label(b, "rank", num);
+			snprintf(rank, sizeof(rank), "%d", sp->src.rank);
+			own[n++] = (struct tally_label){ "rank", rank };
 		}
-		sb_put_label(b, "region", sp->name);
-		sb_put_label(b, "trace", sp->trace);
+		own[n++] = (struct tally_label){ "region", sp->name };
+		own[n++] = (struct tally_label){ "trace", sp->trace };
 	}
+	/* the static labels, where the region's own keys leave room */
+	n = tally_label_merge(own, n, tally_labels_pairs(s->o.labels),
+			      tally_labels_count(s->o.labels), s->lbuf);
+	for (size_t i = 0; i < n; i++)
+		sb_put_label(b, s->lbuf[i].key, s->lbuf[i].value);
 	if (b->err) {
 		b->err = false;
 		errno = ENOMEM;
@@ -1237,6 +1257,7 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 	if (!s)
 		goto out_nomem;
 	s->o = *o;
+	s->o.labels = NULL;	/* referenced below */
 	s->inst = inst;
 	s->epoch_ns = ts_clamp(tally_now_ns());
 	if (!s->o.max_open_spans)
@@ -1249,6 +1270,12 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 			goto out_nomem;
 	}
 	s->o.jobid = NULL;
+	s->o.labels = tally_labels_ref(o->labels ? o->labels
+						 : tally_labels_empty());
+	s->lbuf = malloc((4 + tally_labels_count(o->labels)) *
+			 sizeof(*s->lbuf));
+	if (!s->lbuf)
+		goto out_nomem;
 	if (sm == PROM_SPANS_TALLY || sm == PROM_SPANS_BOTH) {
 		s->span_active = family_new(
 			s, "tally_trace_region_active", TALLY_GAUGE,
@@ -1316,6 +1343,8 @@ void prom_store_free(struct prom_store *s)
 	free(s->open.b);
 	free(s->fams);
 	free(s->jobid);
+	free(s->lbuf);
+	tally_labels_unref(s->o.labels);
 	free(s->tmp.p);
 	free(s->tmp2.p);
 	free(s->tmp3.p);

@@ -67,6 +67,9 @@ enum prom_span_metrics {
  * @max_series:   series kept at once (a histogram, a summary and a span
  *                region count one each); a record that would add one more
  *                is dropped (0: no limit)
+ * @labels:       static labels added to every series where its own labels
+ *                lack the key (tally_output_labels()); NULL for none. The
+ *                store takes a reference.
  */
 struct prom_store_opts {
 	int64_t expire_ns;
@@ -78,6 +81,7 @@ struct prom_store_opts {
 	const char *jobid;
 	size_t max_open_spans;
 	size_t max_series;
+	struct tally_labels *labels;
 };
 
 /*

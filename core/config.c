@@ -694,8 +694,7 @@ static void conf_pipe_list(struct tally_conf *c, struct tally_conf_pipe *p,
 	}
 }
 
-/* "deltas, observations" for a set of TALLY_FORMS_* bits, into @buf */
-static const char *forms_text(unsigned forms, char *buf, size_t size)
+const char *tally_forms_text(unsigned forms, char *buf, size_t size)
 {
 	static const struct {
 		unsigned bit;
@@ -756,7 +755,7 @@ static void conf_pipe_forms(struct tally_conf *c,
 				 "aggregate filter to the pipeline's "
 				 "'through'",
 				 p->name, p->from[i]->name,
-				 forms_text(bad, text, sizeof(text)),
+				 tally_forms_text(bad, text, sizeof(text)),
 				 p->to[k]->name, op->name);
 		}
 	}

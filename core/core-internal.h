@@ -154,6 +154,9 @@ struct tally_conf {
  * validate everything. Problems are logged with file:line. Returns the
  * configuration (check ->errors) or NULL with errno on a fatal error.
  */
+/* "deltas (...), set members" for a set of TALLY_FORMS_* bits, in @buf */
+const char *tally_forms_text(unsigned forms, char *buf, size_t size);
+
 struct tally_conf *tally_conf_load(const char *path,
 				   struct tally_loader *ld);
 void tally_conf_free(struct tally_conf *conf);

@@ -385,17 +385,38 @@ static void describe_common(enum tally_plugin_kind kind, FILE *out)
 		"records queued while the output is busy; the oldest batches "
 		"are dropped beyond (default ",
 		TALLY_QUEUE_RECORDS);
+	fprintf(out, "  %-24s %-28s %s\n", "labels", "group of labels",
+		"static labels added to what the output writes, over "
+		"global.labels");
 }
 
 int tally_loader_describe(struct tally_loader *ld, const char *name,
 			  FILE *out)
 {
 	const struct tally_plugin *p = tally_loader_get(ld, name);
+	unsigned emits;
+	char forms[256];
 
 	if (!p)
 		return -1;
-	fprintf(out, "%s (%s): %s\n\noptions:\n", p->name, kind_name(p->kind),
+	emits = p->kind == TALLY_KIND_INPUT    ? p->input->emits
+		: p->kind == TALLY_KIND_FILTER ? p->filter->emits
+					       : 0;
+	fprintf(out, "%s (%s): %s\n", p->name, kind_name(p->kind),
 		p->description);
+	/* the non-cumulative samples it sends, absorbs or takes */
+	if (emits)
+		fprintf(out, "sends: %s\n",
+			tally_forms_text(emits, forms, sizeof(forms)));
+	if (p->kind == TALLY_KIND_FILTER && p->filter->absorbs)
+		fprintf(out, "aggregates: %s\n",
+			tally_forms_text(p->filter->absorbs, forms,
+					 sizeof(forms)));
+	if (p->kind == TALLY_KIND_OUTPUT && p->output->accepts)
+		fprintf(out, "takes: %s\n",
+			tally_forms_text(p->output->accepts, forms,
+					 sizeof(forms)));
+	fputs("\noptions:\n", out);
 	describe_common(p->kind, out);
 	for (const struct tally_option *o = p->options; o->name; o++) {
 		char type[64], extra[256] = "";

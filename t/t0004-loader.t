@@ -52,8 +52,14 @@ test_expect_success '--describe documents options from the option table' '
 	grep "^counter (input): " out &&
 	grep "^  count  *integer  .*(default: 1) (range 0..100000)" out &&
 	grep "^  interval  *number" out &&
+	grep "^sends: deltas (counter increments, gauge adjustments), observations (timer values), set members$" out &&
 	tallyd --describe capture >out &&
 	grep "^  path  *string (required)" out &&
+	grep "^takes: deltas (counter increments, gauge adjustments), observations (timer values), set members$" out &&
+	grep "^  queue_records  *integer  .*(default 1000000)$" out &&
+	grep "^  labels  *group of labels " out &&
+	tallyd --describe testfilter >out &&
+	grep "^aggregates: deltas" out &&
 	test_must_fail tallyd --describe no_such 2>err &&
 	grep "no plugin named .no_such." err
 '

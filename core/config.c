@@ -377,6 +377,18 @@ static const char *kind_word(enum tally_plugin_kind k)
 					: "an output";
 }
 
+/* Options every output has, handled by the core, filling its declaration. */
+static const struct tally_option output_common[] = {
+	TALLY_OPT_INT("queue_size", struct tally_conf_decl, queue_size, NULL,
+		      1, 1 << 20, "batches queued while the output is busy"),
+	TALLY_OPT_INT("queue_records", struct tally_conf_decl, queue_records,
+		      NULL, 1, 1 << 30,
+		      "records queued while the output is busy"),
+	TALLY_OPT_LABELS("labels", struct tally_conf_decl, labels,
+			 "static labels the output adds"),
+	TALLY_OPT_END,
+};
+
 /*
  * Fill @state from the instance's settings after applying defaults. Used
  * both to validate (then freed) and to configure the running instance.
@@ -412,33 +424,11 @@ static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
 				errors++;
 			continue;
 		}
-		if (!strcmp(key, "queue_size") &&
-		    d->kind == TALLY_KIND_OUTPUT) {
-			static const struct tally_option qs = TALLY_OPT_INT(
-				"queue_size", struct tally_conf_decl,
-				queue_size, NULL, 1, 1 << 20, "");
-
-			if (tally_options_set(&qs, d, s, d->file, sline(s),
-					      what) < 0)
-				errors++;
-			continue;
-		}
-		if (!strcmp(key, "labels") && d->kind == TALLY_KIND_OUTPUT) {
-			static const struct tally_option lb = TALLY_OPT_LABELS(
-				"labels", struct tally_conf_decl, labels, "");
-
-			if (tally_options_set(&lb, d, s, d->file, sline(s),
-					      what) < 0)
-				errors++;
-			continue;
-		}
-		if (!strcmp(key, "queue_records") &&
-		    d->kind == TALLY_KIND_OUTPUT) {
-			static const struct tally_option qr = TALLY_OPT_INT(
-				"queue_records", struct tally_conf_decl,
-				queue_records, NULL, 1, 1 << 30, "");
-
-			if (tally_options_set(&qr, d, s, d->file, sline(s),
+		o = d->kind == TALLY_KIND_OUTPUT
+			    ? tally_options_find(output_common, key)
+			    : NULL;
+		if (o) {
+			if (tally_options_set(o, d, s, d->file, sline(s),
 					      what) < 0)
 				errors++;
 			continue;

@@ -331,6 +331,27 @@ struct tally_record *tally_batch_append(struct tally_batch *b)
 	return r;
 }
 
+/*
+ * Append a copy of @rec, whose strings and arrays stay valid as long as @b
+ * (in its arena or a batch it keeps), taking the label reference the
+ * record then owns. NULL/ENOMEM.
+ */
+static struct tally_record *batch_put(struct tally_batch *b,
+				      const struct tally_record *rec)
+{
+	struct tally_record *r = batch_slot(b);
+
+	if (!r)
+		return NULL;
+	*r = *rec;
+	b->forms |= record_forms(r);
+	if (r->kind == TALLY_REC_METRIC)
+		tally_labels_ref(r->metric.labels);
+	else if (r->kind == TALLY_REC_SPAN)
+		tally_labels_ref(r->span.attrs);
+	return r;
+}
+
 /* Keep @src alive as long as @b: 0, or -1/ENOMEM. */
 static int batch_keep(struct tally_batch *b, struct tally_batch *src)
 {
@@ -360,24 +381,13 @@ struct tally_record *tally_batch_append_from(struct tally_batch *b,
 					     struct tally_batch *src,
 					     size_t i)
 {
-	struct tally_record *r;
-
 	if (!b || !src || b == src || i >= src->n) {
 		errno = EINVAL;
 		return NULL;
 	}
 	if (batch_keep(b, src) < 0)
 		return NULL;
-	r = batch_slot(b);
-	if (!r)
-		return NULL;
-	*r = src->recs[i];
-	b->forms |= record_forms(r);
-	if (r->kind == TALLY_REC_METRIC)
-		tally_labels_ref(r->metric.labels);
-	else if (r->kind == TALLY_REC_SPAN)
-		tally_labels_ref(r->span.attrs);
-	return r;
+	return batch_put(b, &src->recs[i]);
 }
 
 struct tally_batch *tally_batch_select(struct tally_batch *src,
@@ -736,7 +746,7 @@ int tally_batch_span_set_value(struct tally_batch *b, struct tally_record *rec,
 struct tally_record *tally_batch_copy_record(struct tally_batch *b,
 					     const struct tally_record *rec)
 {
-	struct tally_record tmp = *rec, *r;
+	struct tally_record tmp = *rec;
 
 	if (rec->kind == TALLY_REC_METRIC) {
 		struct tally_metric *m = &tmp.metric;
@@ -787,14 +797,5 @@ struct tally_record *tally_batch_copy_record(struct tally_batch *b,
 		errno = EINVAL;
 		return NULL;
 	}
-	r = batch_slot(b);
-	if (!r)
-		return NULL;
-	*r = tmp;
-	b->forms |= record_forms(r);
-	if (r->kind == TALLY_REC_METRIC)
-		tally_labels_ref(r->metric.labels);
-	else
-		tally_labels_ref(r->span.attrs);
-	return r;
+	return batch_put(b, &tmp);
 }

@@ -10,11 +10,14 @@ test_description='core contracts: queue bounds, keyed drops, static labels'
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 
-test_expect_success 'a stalled output keeps at most queue_records records' '
-	cat >qr.conf <<-EOF &&
+# stalled_conf FILE COUNT - a counter input of COUNT samples per read every
+# 0.05 s into a stalled capture with queue_records = 5, and self into
+# self.out
+stalled_conf() {
+	cat >"$1" <<-EOF
 	global = { shutdown_timeout = 0.5; };
 	inputs = {
-		a = { plugin = "counter"; interval = 0.05; count = 2; };
+		a = { plugin = "counter"; interval = 0.05; count = $2; };
 		self = { plugin = "self"; interval = 0.05; };
 	};
 	outputs = {
@@ -27,6 +30,10 @@ test_expect_success 'a stalled output keeps at most queue_records records' '
 		s = { from = ["self"]; to = ["health"]; };
 	};
 	EOF
+}
+
+test_expect_success 'a stalled output keeps at most queue_records records' '
+	stalled_conf qr.conf 2 &&
 	start_tallyd qr.conf &&
 	wait_for "grep -q \"tally_dropped_total{instance=.stuck.,kind=.output.,plugin=.capture.,reason=.queue_full.} [1-9]\" self.out" &&
 	stop_tallyd &&
@@ -41,22 +48,7 @@ test_expect_success 'a stalled output keeps at most queue_records records' '
 '
 
 test_expect_success 'a batch larger than queue_records is still queued, alone' '
-	cat >big.conf <<-EOF &&
-	global = { shutdown_timeout = 0.5; };
-	inputs = {
-		a = { plugin = "counter"; interval = 0.05; count = 10; };
-		self = { plugin = "self"; interval = 0.05; };
-	};
-	outputs = {
-		stuck = { plugin = "capture"; path = "stuck.out"; stall = true;
-			  queue_records = 5; };
-		health = { plugin = "capture"; path = "self.out"; };
-	};
-	pipelines = {
-		p = { from = ["a"]; to = ["stuck"]; };
-		s = { from = ["self"]; to = ["health"]; };
-	};
-	EOF
+	stalled_conf big.conf 10 &&
 	start_tallyd big.conf &&
 	wait_for "grep -q \"reason=.queue_full.} [1-9]\" self.out" &&
 	stop_tallyd &&

@@ -379,8 +379,8 @@ static const char *kind_word(enum tally_plugin_kind k)
 
 /* Options every output has, handled by the core, filling its declaration. */
 static const struct tally_option output_common[] = {
-	TALLY_OPT_INT("queue_size", struct tally_conf_decl, queue_size, NULL,
-		      1, 1 << 20, "batches queued while the output is busy"),
+	TALLY_OPT_INT("queue_size", struct tally_conf_decl, queue_size, NULL, 1,
+		      1 << 20, "batches queued while the output is busy"),
 	TALLY_OPT_INT("queue_records", struct tally_conf_decl, queue_records,
 		      NULL, 1, 1 << 30,
 		      "records queued while the output is busy"),

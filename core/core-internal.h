@@ -40,7 +40,7 @@ struct tally_keyed_entry {
 	char key[TALLY_STATS_KEY_LEN];
 	uint64_t hash;
 	uint64_t n;
-	int64_t last_ns;	/* CLOCK_MONOTONIC of its last drop */
+	int64_t last_ns; /* CLOCK_MONOTONIC of its last drop */
 };
 
 struct tally_keyed_drops {
@@ -119,8 +119,8 @@ struct tally_conf_decl {
 	double interval;	/* inputs and filters; 0 = global */
 	int64_t queue_size;	/* outputs: batches */
 	int64_t queue_records;	/* outputs: records */
-	struct tally_labels *labels;	/* outputs: their own static labels */
-	unsigned emits;		/* inputs: TALLY_FORMS_* it may emit */
+	struct tally_labels *labels; /* outputs: their own static labels */
+	unsigned emits;		     /* inputs: TALLY_FORMS_* it may emit */
 };
 
 struct tally_conf_pipe {
@@ -177,7 +177,7 @@ bool tally_conf_decl_same(const struct tally_conf *ca,
 struct tally_outq {
 	struct tally_batch **ring;
 	size_t cap, head, len;
-	size_t records, max_records;	/* in the queued batches, and bound */
+	size_t records, max_records; /* in the queued batches, and bound */
 	bool busy;		/* write() said EAGAIN */
 	double backoff;		/* seconds until the next retry */
 	struct event *deliver;	/* activated to run write() */
@@ -205,7 +205,7 @@ struct tally_instance {
 	bool left_out;		/* --user -- CMD: failed to start */
 
 	pthread_mutex_t stat_lock;
-	struct tally_keyed_drops *keyed;	/* tally_count_drop_key(), lazily */
+	struct tally_keyed_drops *keyed; /* tally_count_drop_key(), lazily */
 	struct tally_stats_drop drops[TALLY_STATS_MAX_DROPS];
 	size_t ndrops;
 	struct tally_stats_drop events[TALLY_STATS_MAX_DROPS];
@@ -231,11 +231,11 @@ struct tally_instance {
 	/* filters: the pipeline this instance belongs to, and its place */
 	struct tally_pipeline *pipe;
 	size_t pos;
-	bool in_op;		/* in process or tick: tally_emit() is EBUSY */
+	bool in_op; /* in process or tick: tally_emit() is EBUSY */
 
 	/* outputs */
 	struct tally_outq q;
-	struct tally_labels *static_labels;	/* tally_output_labels() */
+	struct tally_labels *static_labels; /* tally_output_labels() */
 };
 
 struct tally_pipeline {

@@ -307,7 +307,7 @@ size_t tally_label_merge(const struct tally_label *a, size_t na,
 
 		if (c <= 0) {
 			out[n++] = a[i++];
-			j += c == 0;	/* @a wins */
+			j += c == 0; /* @a wins */
 		} else {
 			out[n++] = b[j++];
 		}

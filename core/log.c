@@ -290,8 +290,8 @@ static void key_copy(char dst[TALLY_STATS_KEY_LEN], const char *key)
  * Caller holds stat_lock.
  */
 static struct tally_keyed_entry *keyed_slot(struct tally_keyed_drops *kd,
-					    const char *reason,
-					    const char *key, int64_t now_ns)
+					    const char *reason, const char *key,
+					    int64_t now_ns)
 {
 	const int64_t idle = (int64_t)TALLY_STATS_KEY_IDLE * 1000000000;
 	struct tally_keyed_entry *e, *lru = NULL;

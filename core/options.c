@@ -330,9 +330,9 @@ out_nomem:
  * accepts as it is (outputs would otherwise sanitize two keys into one),
  * every value a string of valid UTF-8. Interned into *@dst.
  */
-static int set_labels(const struct tally_option *o,
-		      struct tally_labels **dst, const config_setting_t *s,
-		      const char *file, int line, const char *what)
+static int set_labels(const struct tally_option *o, struct tally_labels **dst,
+		      const config_setting_t *s, const char *file, int line,
+		      const char *what)
 {
 	struct tally_label *pairs;
 	struct tally_labels *ls;
@@ -501,8 +501,8 @@ void tally_options_free(const struct tally_option *opts, void *state)
 		} else if (o->type == TALLY_OPT_T_REGEXLIST) {
 			regexlist_free(FIELD(state, o, struct tally_regexlist));
 		} else if (o->type == TALLY_OPT_T_LABELS) {
-			tally_labels_unref(*FIELD(state, o,
-						  struct tally_labels *));
+			tally_labels_unref(
+				*FIELD(state, o, struct tally_labels *));
 			*FIELD(state, o, struct tally_labels *) = NULL;
 		}
 	}

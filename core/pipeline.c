@@ -70,8 +70,7 @@ struct event_base *tally_instance_base(const struct tally_instance *inst)
 
 struct tally_labels *tally_output_labels(const struct tally_instance *inst)
 {
-	return inst->static_labels ? inst->static_labels
-				   : tally_labels_empty();
+	return inst->static_labels ? inst->static_labels : tally_labels_empty();
 }
 
 /* global.labels, the output's labels and its host label, composed once */
@@ -84,8 +83,8 @@ static int output_labels_init(struct tally_instance *o,
 
 	if (key && gethostname(host, sizeof(host) - 1) < 0)
 		snprintf(host, sizeof(host), "localhost");
-	o->static_labels = tally_static_labels(conf->labels, d->labels, key,
-					       host);
+	o->static_labels =
+		tally_static_labels(conf->labels, d->labels, key, host);
 	return o->static_labels ? 0 : -1;
 }
 

@@ -53,10 +53,10 @@ struct tally_batch {
 	struct chunk *cur;	/* the chunk allocations come from */
 	const char *source;
 	double interval;
-	struct tally_batch **keeps;	/* batches records borrow from */
+	struct tally_batch **keeps; /* batches records borrow from */
 	size_t nkeeps, capkeeps;
-	unsigned forms;		/* TALLY_FORM_BIT()s of the records */
-	bool forms_unknown;	/* a record was filled in place: scan */
+	unsigned forms;	    /* TALLY_FORM_BIT()s of the records */
+	bool forms_unknown; /* a record was filled in place: scan */
 	struct tally_batch *free_next;
 };
 
@@ -202,8 +202,7 @@ double tally_batch_interval(const struct tally_batch *b)
 
 static unsigned record_forms(const struct tally_record *r)
 {
-	return r->kind == TALLY_REC_METRIC ? TALLY_FORM_BIT(r->metric.form)
-					   : 0;
+	return r->kind == TALLY_REC_METRIC ? TALLY_FORM_BIT(r->metric.form) : 0;
 }
 
 unsigned tally_batch_forms(const struct tally_batch *b)
@@ -378,8 +377,7 @@ static int batch_keep(struct tally_batch *b, struct tally_batch *src)
 }
 
 struct tally_record *tally_batch_append_from(struct tally_batch *b,
-					     struct tally_batch *src,
-					     size_t i)
+					     struct tally_batch *src, size_t i)
 {
 	if (!b || !src || b == src || i >= src->n) {
 		errno = EINVAL;
@@ -401,8 +399,8 @@ struct tally_batch *tally_batch_select(struct tally_batch *src,
 	for (size_t i = 0; i < src->n; i++)
 		want += !keep || keep[i];
 	if (want > b->cap) {
-		struct tally_record *recs = realloc(b->recs,
-						    want * sizeof(*recs));
+		struct tally_record *recs =
+			realloc(b->recs, want * sizeof(*recs));
 
 		if (!recs)
 			goto out_unref;
@@ -509,8 +507,7 @@ int tally_batch_add_delta(struct tally_batch *b, enum tally_metric_type type,
 int tally_batch_add_observation(struct tally_batch *b,
 				enum tally_metric_type type, const char *name,
 				const char *help, struct tally_labels *labels,
-				double value, double sample_rate,
-				int64_t ts_ns)
+				double value, double sample_rate, int64_t ts_ns)
 {
 	if (type != TALLY_HISTOGRAM && type != TALLY_SUMMARY) {
 		errno = EINVAL;
@@ -693,7 +690,8 @@ int tally_batch_add_span(struct tally_batch *b, const struct tally_span *span,
 	struct tally_record *r;
 
 	if (!span || !span->trace || !span->name ||
-	    (span->phase != TALLY_SPAN_BEGIN && span->phase != TALLY_SPAN_END) ||
+	    (span->phase != TALLY_SPAN_BEGIN &&
+	     span->phase != TALLY_SPAN_END) ||
 	    !values_valid(span->values, span->nvalues)) {
 		errno = EINVAL;
 		return -1;

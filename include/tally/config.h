@@ -138,9 +138,12 @@ struct tally_option {
 	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0,   \
 	  .doc = (help) }
 /* A group of static labels; no default (NULL: none). */
-#define TALLY_OPT_LABELS(key, st, field, help)                               \
-	{ .name = (key), .type = TALLY_OPT_T_LABELS,                          \
-	  .offset = offsetof(st, field), .min = 1, .max = 0, .doc = (help) }
+#define TALLY_OPT_LABELS(key, st, field, help)                     \
+	{                                                          \
+		.name = (key), .type = TALLY_OPT_T_LABELS,         \
+		.offset = offsetof(st, field), .min = 1, .max = 0, \
+		.doc = (help)                                      \
+	}
 /* A string option the configuration must set (no default). */
 #define TALLY_OPT_STRING_REQ(key, st, field, help)                          \
 	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \

@@ -102,10 +102,10 @@ enum tally_sample_form {
 /* Sets of forms, for the emits/absorbs/accepts fields of tally/plugin.h. */
 #define TALLY_FORM_BIT(form)	(1u << (form))
 #define TALLY_FORMS_DELTA	TALLY_FORM_BIT(TALLY_FORM_DELTA)
-#define TALLY_FORMS_OBSERVATION	TALLY_FORM_BIT(TALLY_FORM_OBSERVATION)
+#define TALLY_FORMS_OBSERVATION TALLY_FORM_BIT(TALLY_FORM_OBSERVATION)
 #define TALLY_FORMS_SET_MEMBER	TALLY_FORM_BIT(TALLY_FORM_SET_MEMBER)
 /* every non-cumulative form (cumulative samples are always taken) */
-#define TALLY_FORMS_STATSD                                                   \
+#define TALLY_FORMS_STATSD \
 	(TALLY_FORMS_DELTA | TALLY_FORMS_OBSERVATION | TALLY_FORMS_SET_MEMBER)
 
 /**
@@ -189,10 +189,10 @@ enum tally_span_phase {
 
 /** enum tally_attr_type - the type of a typed span attribute */
 enum tally_attr_type {
-	TALLY_ATTR_T_INT = 1,	/* int64_t @i */
-	TALLY_ATTR_T_DOUBLE,	/* double @d */
-	TALLY_ATTR_T_STRING,	/* const char *@s (arena string, never NULL) */
-	TALLY_ATTR_T_BOOL,	/* bool @b */
+	TALLY_ATTR_T_INT = 1, /* int64_t @i */
+	TALLY_ATTR_T_DOUBLE,  /* double @d */
+	TALLY_ATTR_T_STRING,  /* const char *@s (arena string, never NULL) */
+	TALLY_ATTR_T_BOOL,    /* bool @b */
 };
 
 /**
@@ -218,15 +218,15 @@ struct tally_attr {
 	};
 };
 
-#define TALLY_ATTR_INT(k, v)                                                 \
+#define TALLY_ATTR_INT(k, v) \
 	((struct tally_attr){ .key = (k), .type = TALLY_ATTR_T_INT, .i = (v) })
-#define TALLY_ATTR_DOUBLE(k, v)                                              \
-	((struct tally_attr){ .key = (k), .type = TALLY_ATTR_T_DOUBLE,        \
-			      .d = (v) })
-#define TALLY_ATTR_STRING(k, v)                                              \
-	((struct tally_attr){ .key = (k), .type = TALLY_ATTR_T_STRING,        \
-			      .s = (v) })
-#define TALLY_ATTR_BOOL(k, v)                                                \
+#define TALLY_ATTR_DOUBLE(k, v) \
+	((struct tally_attr){   \
+		.key = (k), .type = TALLY_ATTR_T_DOUBLE, .d = (v) })
+#define TALLY_ATTR_STRING(k, v) \
+	((struct tally_attr){   \
+		.key = (k), .type = TALLY_ATTR_T_STRING, .s = (v) })
+#define TALLY_ATTR_BOOL(k, v) \
 	((struct tally_attr){ .key = (k), .type = TALLY_ATTR_T_BOOL, .b = (v) })
 
 /* At most this many typed attributes on one span. */
@@ -393,8 +393,7 @@ struct tally_record *tally_batch_append(struct tally_batch *b);
  * errno = ENOMEM, or EINVAL (@i out of range, @src == @b).
  */
 struct tally_record *tally_batch_append_from(struct tally_batch *b,
-					     struct tally_batch *src,
-					     size_t i);
+					     struct tally_batch *src, size_t i);
 
 /**
  * tally_batch_select() - a new batch of some of @src's records, borrowed

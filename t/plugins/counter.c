@@ -79,8 +79,8 @@ static int counter_check(struct tally_instance *inst, void *state)
 		return -1;
 	}
 	/* only the form it is configured for */
-	return tally_instance_set_emits(
-		inst, c->form ? TALLY_FORM_BIT(c->form) : 0);
+	return tally_instance_set_emits(inst,
+					c->form ? TALLY_FORM_BIT(c->form) : 0);
 }
 
 static int counter_init(struct tally_instance *inst, void *state)

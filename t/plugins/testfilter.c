@@ -53,7 +53,7 @@ struct testfilter {
 	bool fail_init;		/* init fails */
 	uint64_t batches;	/* batches seen by this instance */
 	struct tally_instance *inst;
-	struct event *timer;	/* defer: sends the pending batches on */
+	struct event *timer; /* defer: sends the pending batches on */
 	struct tally_batch *pending[TESTFILTER_MAX_PENDING];
 	size_t npending;
 };
@@ -204,5 +204,6 @@ static const struct tally_filter_ops testfilter_ops = {
 	.absorbs = TALLY_FORMS_STATSD,
 };
 
-TALLY_PLUGIN_FILTER(testfilter, "test only: pass, drop, rewrite or defer batches",
+TALLY_PLUGIN_FILTER(testfilter,
+		    "test only: pass, drop, rewrite or defer batches",
 		    struct testfilter, testfilter_options, &testfilter_ops);

@@ -54,24 +54,29 @@ static void test_forms(void)
 	   "forms: delta, observation, set member");
 
 	errno = 0;
-	ok(tally_batch_add_delta(b, TALLY_HISTOGRAM, "x", NULL, NULL, 1, 1,
-				 0) < 0 && errno == EINVAL,
+	ok(tally_batch_add_delta(b, TALLY_HISTOGRAM, "x", NULL, NULL, 1, 1, 0) <
+			   0 &&
+		   errno == EINVAL,
 	   "no histogram deltas");
 	errno = 0;
-	ok(tally_batch_add_delta(b, TALLY_COUNTER, "x", NULL, NULL, NAN, 1,
-				 0) < 0 && errno == EINVAL,
+	ok(tally_batch_add_delta(b, TALLY_COUNTER, "x", NULL, NULL, NAN, 1, 0) <
+			   0 &&
+		   errno == EINVAL,
 	   "NaN delta refused");
 	errno = 0;
-	ok(tally_batch_add_delta(b, TALLY_COUNTER, "x", NULL, NULL, 1, 0,
-				 0) < 0 && errno == EINVAL,
+	ok(tally_batch_add_delta(b, TALLY_COUNTER, "x", NULL, NULL, 1, 0, 0) <
+			   0 &&
+		   errno == EINVAL,
 	   "sample rate 0 refused");
 	errno = 0;
 	ok(tally_batch_add_observation(b, TALLY_SUMMARY, "x", NULL, NULL, 1,
-				       1.5, 0) < 0 && errno == EINVAL,
+				       1.5, 0) < 0 &&
+		   errno == EINVAL,
 	   "sample rate above 1 refused");
 	errno = 0;
 	ok(tally_batch_add_observation(b, TALLY_GAUGE, "x", NULL, NULL, 1, 1,
-				       0) < 0 && errno == EINVAL,
+				       0) < 0 &&
+		   errno == EINVAL,
 	   "observations are histograms or summaries");
 	errno = 0;
 	ok(tally_batch_add_set_member(b, "x", NULL, NULL, NULL, 0) < 0 &&
@@ -122,9 +127,13 @@ static void test_span_values(void)
 		TALLY_ATTR_STRING("file", "in.dat"),
 		TALLY_ATTR_BOOL("cached", true),
 	};
-	struct tally_span sp = { .trace = "t", .name = "read", .span_id = 1,
-				 .phase = TALLY_SPAN_END, .src.host = "n1",
-				 .values = v, .nvalues = 4 };
+	struct tally_span sp = { .trace = "t",
+				 .name = "read",
+				 .span_id = 1,
+				 .phase = TALLY_SPAN_END,
+				 .src.host = "n1",
+				 .values = v,
+				 .nvalues = 4 };
 	struct tally_batch *b = tally_batch_new(), *c;
 	const struct tally_span *got;
 	const struct tally_attr *a;
@@ -132,7 +141,7 @@ static void test_span_values(void)
 
 	v[0].key = key;
 	ok(tally_batch_add_span(b, &sp, 1) == 0, "span with 4 typed values");
-	key[0] = 'X';	/* the batch copied the key */
+	key[0] = 'X'; /* the batch copied the key */
 	got = &tally_batch_at(b, 0)->span;
 	cmp_ok(got->nvalues, "==", 4, "4 values");
 	a = tally_span_value(got, "bytes");
@@ -179,7 +188,8 @@ static void test_span_values(void)
 		cmp_ok(r->span.nvalues, "==", 5, "5 values now");
 		ok(tally_span_value(&r->span, "self_seconds")->d == 1.5,
 		   "self_seconds there");
-		ok(tally_span_value(&r->span, "bytes")->i == 1, "bytes replaced");
+		ok(tally_span_value(&r->span, "bytes")->i == 1,
+		   "bytes replaced");
 		cmp_ok(got->nvalues, "==", 4, "the source span still has 4");
 		ok(tally_span_value(got, "bytes")->i == 4096,
 		   "and its own bytes");
@@ -202,8 +212,11 @@ static void test_borrow(void)
 	static bool keep[N];
 	struct tally_labels *ls = tally_labels_newv("k", "v", NULL);
 	struct tally_batch *src = tally_batch_new(), *sel, *sel2;
-	struct tally_span sp = { .trace = "job", .name = "solve", .span_id = 1,
-				 .phase = TALLY_SPAN_BEGIN, .src.host = "n1" };
+	struct tally_span sp = { .trace = "job",
+				 .name = "solve",
+				 .span_id = 1,
+				 .phase = TALLY_SPAN_BEGIN,
+				 .src.host = "n1" };
 	size_t src_used;
 	bool same = true;
 
@@ -245,8 +258,8 @@ static void test_borrow(void)
 	       "record 17 left out");
 
 	/* new records appended after the borrowed ones */
-	ok(tally_batch_add_metric(sel, TALLY_COUNTER, "added_total", NULL,
-				  NULL, 1, 1) == 0,
+	ok(tally_batch_add_metric(sel, TALLY_COUNTER, "added_total", NULL, NULL,
+				  1, 1) == 0,
 	   "append a record of the filter's own");
 	cmp_ok(tally_batch_count(sel), "==", N, "10000 records again");
 	ok(tally_batch_forms(sel) == CUMULATIVE, "forms carried over");

@@ -198,14 +198,14 @@ static void test_forms(void)
 
 	capture_open(&c, path);
 	c.attrs = true;
-	add(tally_batch_add_delta(b, TALLY_COUNTER, "hits_total", NULL, NULL,
-				  3, 0.25, 1),
+	add(tally_batch_add_delta(b, TALLY_COUNTER, "hits_total", NULL, NULL, 3,
+				  0.25, 1),
 	    "counter delta");
 	add(tally_batch_add_delta(b, TALLY_GAUGE, "depth", NULL, NULL, -2, 1,
 				  1),
 	    "gauge delta");
-	add(tally_batch_add_observation(b, TALLY_HISTOGRAM, "rt_seconds",
-					NULL, NULL, 0.125, 0.5, 1),
+	add(tally_batch_add_observation(b, TALLY_HISTOGRAM, "rt_seconds", NULL,
+					NULL, 0.125, 0.5, 1),
 	    "observation");
 	add(tally_batch_add_set_member(b, "users", NULL, NULL, "bob", 1),
 	    "set member");

@@ -82,7 +82,7 @@ static void test_basic(void)
 	tally_count_drop_key_at(inst, "rate_limited", "n1:200", 2, 0);
 	tally_count_drop_key_at(inst, "rate_limited", "n1:100", 1, 1);
 	tally_count_drop_key_at(inst, "malformed", "n1:100", 7, 1);
-	tally_count_drop(inst, "rate_limited", 3);	/* without a key */
+	tally_count_drop(inst, "rate_limited", 3); /* without a key */
 	tally_inst_stats(inst, &st);
 	cmp_ok(keyed(&st, "rate_limited", "n1:100"), "==", 6, "n1:100: 5 + 1");
 	cmp_ok(keyed(&st, "rate_limited", "n1:200"), "==", 2, "n1:200: 2");
@@ -108,7 +108,8 @@ static void test_bounded(void)
 	/* keys 1.. stay busy; src0 dropped nothing since t = 0 */
 	for (int i = 1; i < TALLY_STATS_MAX_KEYS; i++) {
 		snprintf(key, sizeof(key), "src%d", i);
-		tally_count_drop_key_at(inst, "rate_limited", key, 1, 200 * SEC);
+		tally_count_drop_key_at(inst, "rate_limited", key, 1,
+					200 * SEC);
 	}
 	tally_count_drop_key_at(inst, "rate_limited", "new1", 4, 299 * SEC);
 	tally_inst_stats(inst, &st);
@@ -141,8 +142,7 @@ static void test_bounded(void)
 	}
 	tally_inst_stats(inst, &st);
 	ok(st.nkeyed <= TALLY_STATS_MAX_KEYS + TALLY_STATS_MAX_DROPS,
-	   "10000 new keys: the table stays bounded (%zu entries)",
-	   st.nkeyed);
+	   "10000 new keys: the table stays bounded (%zu entries)", st.nkeyed);
 	ok(adds_up(&st, "rate_limited"), "and adds up");
 	inst_free(inst);
 }

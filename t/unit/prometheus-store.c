@@ -445,7 +445,7 @@ static void test_static_labels(void)
 	o.labels = st;
 	o.span_metrics = PROM_SPANS_BOTH;
 	s = prom_store_new(&o, NULL);
-	tally_labels_unref(st);	/* the store holds its own reference */
+	tally_labels_unref(st); /* the store holds its own reference */
 	b = tally_batch_new();
 	tally_batch_add_metric(b, TALLY_GAUGE, "g", NULL, ls, 1, 0);
 	tally_batch_add_metric(b, TALLY_COUNTER, "c_total", NULL, NULL, 2, 0);

@@ -35,12 +35,13 @@ static const char *text(const struct tally_labels *ls)
 
 static void test_merge(void)
 {
-	struct tally_labels *rec = tally_labels_newv("cpu", "0", "host", "a",
-						     NULL);
-	struct tally_labels *st = tally_labels_newv("host", "n17", "cluster",
-						    "frontier", NULL);
+	struct tally_labels *rec =
+		tally_labels_newv("cpu", "0", "host", "a", NULL);
+	struct tally_labels *st =
+		tally_labels_newv("host", "n17", "cluster", "frontier", NULL);
 	struct tally_labels *m, *m2;
-	struct tally_label a[] = { { "rank", "3" }, { "region", "solve" },
+	struct tally_label a[] = { { "rank", "3" },
+				   { "region", "solve" },
 				   { "trace", "T" } };
 	struct tally_label out[8];
 	size_t n;
@@ -79,10 +80,10 @@ static void test_merge(void)
 
 static void test_compose(void)
 {
-	struct tally_labels *global = tally_labels_newv(
-		"cluster", "frontier", "site", "ornl", NULL);
-	struct tally_labels *own = tally_labels_newv("site", "olcf", "tier",
-						     "gold", NULL);
+	struct tally_labels *global =
+		tally_labels_newv("cluster", "frontier", "site", "ornl", NULL);
+	struct tally_labels *own =
+		tally_labels_newv("site", "olcf", "tier", "gold", NULL);
 	struct tally_labels *nohost = tally_labels_newv("host", "", NULL);
 	struct tally_labels *ls;
 

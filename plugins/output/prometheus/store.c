@@ -288,7 +288,7 @@ struct prom_series {
 	size_t prefix_len; /* text up to the value (scalars) */
 	int64_t deadline;  /* monotonic ns; gone after it */
 	struct prom_region *region;
-	double value;	   /* counters, gauges: what a delta adds to */
+	double value; /* counters, gauges: what a delta adds to */
 };
 
 /*
@@ -832,8 +832,8 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 	}
 	/* the static labels, under the record's own: once per new series */
 	if (tally_labels_count(s->o.labels)) {
-		struct tally_labels *ls = tally_labels_merge(m->labels,
-							     s->o.labels);
+		struct tally_labels *ls =
+			tally_labels_merge(m->labels, s->o.labels);
 
 		if (!ls)
 			goto out_nomem;
@@ -1059,7 +1059,7 @@ static struct prom_series *region_get(struct prom_store *s,
 {
 	struct sbuf *b = &s->tmp2;
 	struct prom_series *ser;
-	struct tally_label own[4];	/* sorted by key */
+	struct tally_label own[4]; /* sorted by key */
 	char depth[24], rank[24];
 	size_t n = 0;
 	uint64_t eh;
@@ -1257,7 +1257,7 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 	if (!s)
 		goto out_nomem;
 	s->o = *o;
-	s->o.labels = NULL;	/* referenced below */
+	s->o.labels = NULL; /* referenced below */
 	s->inst = inst;
 	s->epoch_ns = ts_clamp(tally_now_ns());
 	if (!s->o.max_open_spans)
@@ -1270,10 +1270,10 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 			goto out_nomem;
 	}
 	s->o.jobid = NULL;
-	s->o.labels = tally_labels_ref(o->labels ? o->labels
-						 : tally_labels_empty());
-	s->lbuf = malloc((4 + tally_labels_count(o->labels)) *
-			 sizeof(*s->lbuf));
+	s->o.labels =
+		tally_labels_ref(o->labels ? o->labels : tally_labels_empty());
+	s->lbuf =
+		malloc((4 + tally_labels_count(o->labels)) * sizeof(*s->lbuf));
 	if (!s->lbuf)
 		goto out_nomem;
 	if (sm == PROM_SPANS_TALLY || sm == PROM_SPANS_BOTH) {

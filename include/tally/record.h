@@ -186,6 +186,19 @@ enum tally_span_phase {
 #define TALLY_SPAN_ABANDONED	0x1u /* end synthesized: process gone or timed out */
 #define TALLY_SPAN_ORPHAN_END	0x2u /* end without a matching begin */
 #define TALLY_SPAN_EVICTED	0x4u /* end synthesized: open-span cap reached */
+/*
+ * Flat streams (the flatten filter): a fragment is a begin and a later end,
+ * both flagged FRAGMENT, of the part of a span during which it was the one
+ * shown; it carries the span's id, name, parent and depth, and at most one
+ * fragment per (trace, host, pid, tid) is open at a time. RESUMED marks
+ * every fragment but a span's first; LAST marks the end of its last one,
+ * at the span's own end (with the span's other end flags, and the
+ * "self_seconds" attribute when computed). A call is counted once by
+ * counting LAST ends, or begins without RESUMED.
+ */
+#define TALLY_SPAN_FRAGMENT	0x8u  /* a piece of a span in a flat stream */
+#define TALLY_SPAN_RESUMED	0x10u /* fragment: not the span's first */
+#define TALLY_SPAN_LAST		0x20u /* fragment end: the span ends here */
 
 /** enum tally_attr_type - the type of a typed span attribute */
 enum tally_attr_type {

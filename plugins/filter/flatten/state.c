@@ -1,0 +1,621 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/filter/flatten/state.c - the flat view of nested spans, per lane
+ *
+ * Layout, chosen for the hot path (millions of events per second):
+ *   - lanes live in the core's hash table (tally/hash.h) keyed by (trace,
+ *     host, pid, tid); the last lane used is cached, since consecutive
+ *     events usually come from the same thread;
+ *   - they are also on a list in order of activity, most recent first, so
+ *     that a full table makes room in O(1) by forgetting the least recently
+ *     active lane (the cached lane is always the list's head);
+ *   - a lane's open spans sit in an array in begin order, grown by
+ *     doubling. Well-nested ends close the newest span, found by scanning
+ *     from the top in O(1); names up to FLATTEN_INLINE_NAME - 1 bytes are
+ *     stored inline, so a begin/end pair allocates nothing in steady state;
+ *   - with self time, each open span knows the index of its parent in the
+ *     array and keeps the union of its children's intervals as closed runs
+ *     plus one run still growing: children begin in time order, so a child
+ *     that begins after every earlier child ended starts a new run. O(1)
+ *     per event.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tally/hash.h>
+#include <tally/labels.h>
+
+#include "state.h"
+
+#define FLATTEN_INLINE_NAME 40
+#define FLATTEN_STACK_MIN   8
+
+/* Flags of the input a fragment never passes on: they are the filter's. */
+#define FLATTEN_OUR_FLAGS \
+	(TALLY_SPAN_FRAGMENT | TALLY_SPAN_RESUMED | TALLY_SPAN_LAST)
+
+struct flatten_open {
+	uint64_t id;
+	uint64_t parent;
+	int64_t begin_ns;	    /* on the lane's time line */
+	struct tally_labels *attrs; /* the begin's, referenced (NULL: none) */
+	uint32_t depth;
+	uint32_t nfrag; /* fragments begun; 0 = never shown */
+	/* self time (opts.self_time only) */
+	int32_t up;	 /* index of the parent in the stack, -1 if none */
+	uint32_t kids;	 /* children still open */
+	bool run;	 /* a run of children was started */
+	int64_t covered; /* length of the closed runs */
+	int64_t run_start, run_end;
+	char *heap; /* the name when it does not fit inline, else NULL */
+	char inl[FLATTEN_INLINE_NAME];
+};
+
+struct flatten_lane {
+	struct tally_hnode node;
+	struct flatten_lane *newer, *older; /* activity list */
+	uint32_t pid;
+	uint32_t tid;
+	int32_t rank;
+	uint32_t n;	    /* open spans tracked */
+	uint32_t cap;	    /* of stack */
+	uint32_t overflow;  /* begins beyond max_depth whose end is due */
+	int64_t last_ts;    /* latest event time: the time line's now */
+	int64_t frag_begin; /* begin of the open fragment (n > 0) */
+	int64_t last_seen;  /* CLOCK_MONOTONIC ns of the last event */
+	struct flatten_open *stack;
+	const char *trace;
+	const char *host;
+	char strs[]; /* trace and host, NUL-terminated */
+};
+
+struct flatten_state {
+	struct flatten_opts opts;
+	struct tally_htable lanes;
+	uint64_t nopen;
+	struct flatten_lane *last;		  /* NULL, or lru_head */
+	struct flatten_lane *lru_head, *lru_tail; /* newest, oldest */
+	struct flatten_counters counters;
+};
+
+struct flatten_state *flatten_state_new(const struct flatten_opts *opts)
+{
+	struct flatten_state *st;
+
+	if (!opts->max_depth || !opts->max_lanes ||
+	    (opts->keep != FLATTEN_INNERMOST &&
+	     opts->keep != FLATTEN_OUTERMOST)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->opts = *opts;
+	return st;
+}
+
+static const char *flatten_open_name(const struct flatten_open *o)
+{
+	return o->heap ? o->heap : o->inl;
+}
+
+static void flatten_open_release(struct flatten_open *o)
+{
+	free(o->heap);
+	tally_labels_unref(o->attrs);
+}
+
+static void flatten_lane_free(struct flatten_lane *l)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		flatten_open_release(&l->stack[i]);
+	free(l->stack);
+	free(l);
+}
+
+void flatten_state_free(struct flatten_state *st)
+{
+	struct flatten_lane *l, *next;
+
+	if (!st)
+		return;
+	for (l = st->lru_head; l; l = next) {
+		next = l->older;
+		flatten_lane_free(l);
+	}
+	tally_htable_fini(&st->lanes);
+	free(st);
+}
+
+const struct flatten_counters *
+flatten_state_counters(const struct flatten_state *st)
+{
+	return &st->counters;
+}
+
+uint32_t flatten_state_lanes(const struct flatten_state *st)
+{
+	return (uint32_t)st->lanes.n;
+}
+
+uint64_t flatten_state_open_spans(const struct flatten_state *st)
+{
+	return st->nopen;
+}
+
+/* ---- lanes */
+
+static uint64_t flatten_lane_hash(const char *trace, const char *host,
+				  uint32_t pid, uint32_t tid)
+{
+	uint64_t h = tally_hash_str(TALLY_HASH_SEED, trace);
+
+	h = tally_hash_str(h, host);
+	return tally_hash_mix(h ^ ((uint64_t)pid << 32 | tid));
+}
+
+static bool flatten_lane_eq(const struct flatten_lane *l, const char *trace,
+			    const char *host, uint32_t pid, uint32_t tid)
+{
+	return l->pid == pid && l->tid == tid && !strcmp(l->trace, trace) &&
+	       !strcmp(l->host, host);
+}
+
+/* Take @l off the activity list. */
+static void flatten_lru_remove(struct flatten_state *st, struct flatten_lane *l)
+{
+	if (l->newer)
+		l->newer->older = l->older;
+	else
+		st->lru_head = l->older;
+	if (l->older)
+		l->older->newer = l->newer;
+	else
+		st->lru_tail = l->newer;
+	l->newer = l->older = NULL;
+}
+
+/* Put @l, not on the activity list, at its head (most recent). */
+static void flatten_lru_push(struct flatten_state *st, struct flatten_lane *l)
+{
+	l->older = st->lru_head;
+	if (st->lru_head)
+		st->lru_head->newer = l;
+	else
+		st->lru_tail = l;
+	st->lru_head = l;
+}
+
+static void flatten_lane_unlink(struct flatten_state *st,
+				struct flatten_lane *l)
+{
+	if (st->last == l)
+		st->last = NULL;
+	tally_htable_remove(&st->lanes, &l->node);
+	flatten_lru_remove(st, l);
+	st->nopen -= l->n;
+	flatten_lane_free(l);
+}
+
+/* ---- fragments */
+
+/*
+ * What a fragment record is made of besides its span: @cur is the event
+ * being applied (its strings are the ones to hand out, as a filter can
+ * borrow them), or NULL when the lane is being closed on its own (then the
+ * lane's copies are used).
+ */
+struct flatten_ctx {
+	struct flatten_state *st;
+	struct flatten_lane *lane;
+	const struct tally_span *cur;
+	const struct flatten_sink *sink;
+};
+
+/*
+ * Hand one record of a fragment of @o to the sink. @own: the record is the
+ * applied event itself (its begin or end).
+ */
+static void flatten_emit(const struct flatten_ctx *c,
+			 const struct flatten_open *o, bool own,
+			 enum tally_span_phase phase, uint32_t flags,
+			 int64_t ts, int64_t begin, int64_t self)
+{
+	const struct flatten_lane *l = c->lane;
+	const char *name = flatten_open_name(o);
+	struct flatten_frag f;
+
+	memset(&f.span, 0, sizeof(f.span));
+	if (c->cur) {
+		f.span.trace = c->cur->trace;
+		f.span.src.host = c->cur->src.host ? c->cur->src.host : "";
+		/* The event's own name, if it is the same, can be borrowed. */
+		if (own && c->cur->name && !strcmp(c->cur->name, name))
+			name = c->cur->name;
+	} else {
+		f.span.trace = l->trace;
+		f.span.src.host = l->host;
+	}
+	f.span.name = name;
+	f.span.span_id = o->id;
+	f.span.parent_id = o->parent;
+	f.span.phase = phase;
+	f.span.depth = o->depth;
+	f.span.flags = TALLY_SPAN_FRAGMENT | flags;
+	if (o->nfrag > 1)
+		f.span.flags |= TALLY_SPAN_RESUMED;
+	f.span.src.pid = l->pid;
+	f.span.src.tid = l->tid;
+	f.span.src.rank = l->rank;
+	f.span.attrs = o->attrs;
+	f.span.begin_ns = begin;
+	f.ts_ns = ts;
+	f.own = own;
+	f.self_ns = self;
+	if (c->sink->emit(c->sink->ctx, &f))
+		c->st->counters.emit_failed++;
+}
+
+/* End the open fragment of @o (the shown span) at @ts. */
+static void flatten_frag_end(const struct flatten_ctx *c,
+			     const struct flatten_open *o, int64_t ts)
+{
+	flatten_emit(c, o, false, TALLY_SPAN_END, 0, ts, c->lane->frag_begin,
+		     -1);
+}
+
+/* Begin a fragment of @o at @ts: it becomes the shown span. */
+static void flatten_frag_begin(const struct flatten_ctx *c,
+			       struct flatten_open *o, bool own, int64_t ts)
+{
+	o->nfrag++;
+	c->lane->frag_begin = ts;
+	c->st->counters.fragments++;
+	flatten_emit(c, o, own, TALLY_SPAN_BEGIN, 0, ts, ts, -1);
+}
+
+/* ---- self time */
+
+/* A child of @p begins at @t (never before @p: the time line is sorted). */
+static void flatten_kid_begin(struct flatten_open *p, int64_t t)
+{
+	if (!p->kids && (!p->run || t > p->run_end)) {
+		if (p->run)
+			p->covered += p->run_end - p->run_start;
+		p->run = true;
+		p->run_start = p->run_end = t;
+	}
+	p->kids++;
+}
+
+static void flatten_kid_end(struct flatten_open *p, int64_t t)
+{
+	p->kids--;
+	if (t > p->run_end)
+		p->run_end = t;
+}
+
+/* Self time of @o ending at @t: children still open are clamped to @t. */
+static int64_t flatten_self(const struct flatten_open *o, int64_t t)
+{
+	int64_t d = t - o->begin_ns, u = o->covered;
+
+	if (o->run)
+		u += (o->kids ? t : o->run_end) - o->run_start;
+	return u >= d ? 0 : d - u;
+}
+
+/* ---- the stack */
+
+/* Index of the newest open span of @l with id @id, or -1. */
+static long flatten_find(const struct flatten_lane *l, uint64_t id)
+{
+	for (uint32_t i = l->n; i-- > 0;)
+		if (l->stack[i].id == id)
+			return i;
+	return -1;
+}
+
+/* Remove open span @i of @l; parents' indices above it follow. */
+static void flatten_remove(struct flatten_state *st, struct flatten_lane *l,
+			   uint32_t i)
+{
+	flatten_open_release(&l->stack[i]);
+	l->n--;
+	st->nopen--;
+	if (i == l->n)
+		return;
+	memmove(&l->stack[i], &l->stack[i + 1],
+		(l->n - i) * sizeof(l->stack[0]));
+	if (!st->opts.self_time)
+		return;
+	for (uint32_t j = i; j < l->n; j++) {
+		struct flatten_open *o = &l->stack[j];
+
+		if (o->up > (int32_t)i)
+			o->up--;
+		else if (o->up == (int32_t)i)
+			o->up = -1; /* its parent ended first */
+	}
+}
+
+/* Index of the shown span of a lane holding @n > 0 open spans. */
+static uint32_t flatten_shown(const struct flatten_state *st, uint32_t n)
+{
+	return st->opts.keep == FLATTEN_INNERMOST ? n - 1 : 0;
+}
+
+/*
+ * Close open span @i of the lane at @ts. @own: the applied event is its
+ * end; @xflags are passed on with its LAST end.
+ */
+static void flatten_close(const struct flatten_ctx *c, uint32_t i, bool own,
+			  uint32_t xflags, int64_t ts)
+{
+	struct flatten_state *st = c->st;
+	struct flatten_lane *l = c->lane;
+	struct flatten_open *o = &l->stack[i];
+	uint32_t shown = flatten_shown(st, l->n);
+	int64_t self = -1;
+
+	if (st->opts.self_time) {
+		self = flatten_self(o, ts);
+		if (o->up >= 0)
+			flatten_kid_end(&l->stack[o->up], ts);
+	}
+	xflags = (xflags & ~FLATTEN_OUR_FLAGS) | TALLY_SPAN_LAST;
+
+	if (i == shown) {
+		flatten_emit(c, o, own, TALLY_SPAN_END, xflags, ts,
+			     l->frag_begin, self);
+		flatten_remove(st, l, i);
+		if (l->n)
+			flatten_frag_begin(c,
+					   &l->stack[flatten_shown(st, l->n)],
+					   false, ts);
+		return;
+	}
+	if (o->nfrag) {
+		/*
+		 * Shown before, not now (innermost: it ended before a span
+		 * nested in it): its LAST end is a zero-length fragment, fitted
+		 * between an end and a begin of the shown span's fragment so
+		 * that no two fragments of the lane are ever open together.
+		 */
+		struct flatten_open *s = &l->stack[shown];
+
+		flatten_frag_end(c, s, ts);
+		flatten_frag_begin(c, o, false, ts);
+		flatten_emit(c, o, own, TALLY_SPAN_END, xflags, ts, ts, self);
+		flatten_frag_begin(c, s, false, ts);
+	}
+	flatten_remove(st, l, i);
+}
+
+static int flatten_stack_grow(struct flatten_lane *l)
+{
+	uint32_t n = l->cap ? l->cap * 2 : FLATTEN_STACK_MIN;
+	struct flatten_open *s = realloc(l->stack, n * sizeof(*s));
+
+	if (!s)
+		return -1;
+	l->stack = s;
+	l->cap = n;
+	return 0;
+}
+
+/*
+ * The lane is full: forget the least recently active one. Its open spans
+ * end, innermost first, flagged EVICTED, at its latest event time.
+ */
+static void flatten_evict_lane(struct flatten_state *st,
+			       const struct flatten_sink *sink)
+{
+	struct flatten_lane *l = st->lru_tail;
+	struct flatten_ctx c = { st, l, NULL, sink };
+
+	while (l->n)
+		flatten_close(&c, l->n - 1, false, TALLY_SPAN_EVICTED,
+			      l->last_ts);
+	st->counters.lane_evicted++;
+	flatten_lane_unlink(st, l);
+}
+
+/*
+ * The lane of @sp, made the most recently active one. @create: make it if
+ * new (evicting the least recently active lane when full).
+ * Return: the lane; NULL with errno = ENOENT (not found, !@create) or
+ * ENOMEM.
+ */
+static struct flatten_lane *flatten_lane_get(struct flatten_state *st,
+					     const struct tally_span *sp,
+					     bool create,
+					     const struct flatten_sink *sink)
+{
+	const char *host = sp->src.host ? sp->src.host : "";
+	struct flatten_lane *l = st->last;
+	struct tally_hnode *p;
+	size_t tl, hl;
+	uint64_t h;
+
+	if (l && flatten_lane_eq(l, sp->trace, host, sp->src.pid, sp->src.tid))
+		return l;
+	h = flatten_lane_hash(sp->trace, host, sp->src.pid, sp->src.tid);
+	tally_htable_for_each_hash(&st->lanes, h, p)
+	{
+		l = tally_container_of(p, struct flatten_lane, node);
+		if (flatten_lane_eq(l, sp->trace, host, sp->src.pid,
+				    sp->src.tid)) {
+			flatten_lru_remove(st, l);
+			flatten_lru_push(st, l);
+			return st->last = l;
+		}
+	}
+	if (!create) {
+		errno = ENOENT;
+		return NULL;
+	}
+
+	tl = strlen(sp->trace);
+	hl = strlen(host);
+	l = calloc(1, sizeof(*l) + tl + 1 + hl + 1);
+	if (!l)
+		return NULL;
+	if (tally_htable_reserve(&st->lanes) < 0) {
+		free(l);
+		return NULL;
+	}
+	if (st->lanes.n >= st->opts.max_lanes)
+		flatten_evict_lane(st, sink);
+	memcpy(l->strs, sp->trace, tl + 1);
+	memcpy(l->strs + tl + 1, host, hl + 1);
+	l->trace = l->strs;
+	l->host = l->strs + tl + 1;
+	l->pid = sp->src.pid;
+	l->tid = sp->src.tid;
+	l->last_ts = INT64_MIN;
+	l->node.hash = h;
+	tally_htable_insert(&st->lanes, &l->node);
+	flatten_lru_push(st, l);
+	return st->last = l;
+}
+
+/* @ts on @l's time line, which never runs backwards. */
+static int64_t flatten_time(struct flatten_state *st, struct flatten_lane *l,
+			    int64_t ts)
+{
+	if (ts < l->last_ts) {
+		st->counters.reordered++;
+		return l->last_ts;
+	}
+	return l->last_ts = ts;
+}
+
+/* ---- events */
+
+static int flatten_begin(struct flatten_state *st, const struct tally_span *sp,
+			 int64_t ts, int64_t now_ns,
+			 const struct flatten_sink *sink)
+{
+	struct flatten_ctx c = { st, NULL, sp, sink };
+	size_t nl = strlen(sp->name);
+	struct flatten_lane *l;
+	struct flatten_open *o;
+
+	l = c.lane = flatten_lane_get(st, sp, true, sink);
+	if (!l)
+		goto out_nomem;
+	l->last_seen = now_ns;
+	l->rank = sp->src.rank;
+	if (l->n >= st->opts.max_depth) {
+		(void)flatten_time(st, l, ts);
+		l->overflow++;
+		st->counters.depth_limit++;
+		return 0;
+	}
+	if (l->n == l->cap && flatten_stack_grow(l))
+		goto out_nomem;
+	o = &l->stack[l->n];
+	o->heap = NULL;
+	if (nl >= sizeof(o->inl)) {
+		o->heap = strdup(sp->name);
+		if (!o->heap)
+			goto out_nomem;
+	} else {
+		memcpy(o->inl, sp->name, nl + 1);
+	}
+
+	ts = flatten_time(st, l, ts);
+	o->id = sp->span_id;
+	o->parent = sp->parent_id;
+	o->begin_ns = ts;
+	o->attrs = tally_labels_ref(sp->attrs);
+	o->depth = sp->depth;
+	o->nfrag = 0;
+	o->up = -1;
+	o->kids = 0;
+	o->run = false;
+	o->covered = 0;
+	if (st->opts.self_time && sp->parent_id) {
+		long p = flatten_find(l, sp->parent_id);
+
+		if (p >= 0) {
+			o->up = (int32_t)p;
+			flatten_kid_begin(&l->stack[p], ts);
+		}
+	}
+
+	if (st->opts.keep == FLATTEN_INNERMOST && l->n)
+		flatten_frag_end(&c, &l->stack[l->n - 1], ts);
+	l->n++;
+	st->nopen++;
+	if (st->opts.keep == FLATTEN_INNERMOST || l->n == 1)
+		flatten_frag_begin(&c, o, true, ts);
+	return 0;
+
+out_nomem:
+	st->counters.nomem++;
+	errno = ENOMEM;
+	return -1;
+}
+
+static void flatten_end(struct flatten_state *st, const struct tally_span *sp,
+			int64_t ts, int64_t now_ns,
+			const struct flatten_sink *sink)
+{
+	struct flatten_ctx c = { st, NULL, sp, sink };
+	struct flatten_lane *l;
+	long i;
+
+	l = c.lane = flatten_lane_get(st, sp, false, sink);
+	if (!l) {
+		st->counters.orphan_end++;
+		return;
+	}
+	l->last_seen = now_ns;
+	l->rank = sp->src.rank;
+	ts = flatten_time(st, l, ts);
+	i = flatten_find(l, sp->span_id);
+	if (i >= 0) {
+		flatten_close(&c, (uint32_t)i, true, sp->flags, ts);
+	} else if (l->overflow) {
+		l->overflow--;
+		st->counters.depth_limit++;
+	} else {
+		st->counters.orphan_end++;
+	}
+}
+
+int flatten_state_apply(struct flatten_state *st, const struct tally_span *sp,
+			int64_t ts_ns, int64_t now_ns,
+			const struct flatten_sink *sink)
+{
+	if (!sp->trace || !sp->name) {
+		/* Not a span any input makes; nothing to place it by. */
+		st->counters.malformed++;
+		return 0;
+	}
+	if (sp->phase == TALLY_SPAN_BEGIN)
+		return flatten_begin(st, sp, ts_ns, now_ns, sink);
+	if (sp->phase == TALLY_SPAN_END)
+		flatten_end(st, sp, ts_ns, now_ns, sink);
+	return 0;
+}
+
+uint32_t flatten_state_expire(struct flatten_state *st, int64_t before_ns)
+{
+	struct flatten_lane *l = st->lru_tail, *newer;
+	uint32_t n = 0;
+
+	/* Oldest first; a lane with open spans stays, as do newer ones. */
+	for (; l && l->last_seen < before_ns; l = newer) {
+		newer = l->newer;
+		if (l->n || l->overflow)
+			continue;
+		flatten_lane_unlink(st, l);
+		n++;
+	}
+	return n;
+}

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <tally/hash.h>
 #include <tally/io.h>
 
 #include "core-internal.h"
@@ -34,6 +35,7 @@ extern char **environ;
 static bool mode_user;
 static char mode_rundir[PATH_MAX] = "/run/tally";
 static const char *mode_jobid;
+static char mode_jobid_path[TALLY_JOBID_PATH_MAX + 1]; /* for paths */
 /* where tallyd was started: relative output paths are taken from there */
 static char mode_startdir[PATH_MAX];
 /* global.output_dir and global.user_ports, as the start found them */
@@ -79,6 +81,30 @@ const char *tally_jobid(void)
 	return mode_jobid;
 }
 
+size_t tally_jobid_path(const char *id, char *buf, size_t size)
+{
+	char out[TALLY_JOBID_PATH_MAX + 1];
+	size_t len = strlen(id), keep = len;
+
+	if (len > TALLY_JOBID_PATH_MAX)
+		keep = TALLY_JOBID_PATH_MAX - 9; /* "-" and 8 hex digits */
+	for (size_t i = 0; i < keep; i++) {
+		unsigned char c = (unsigned char)id[i];
+
+		out[i] = c == '/' || c < 0x20 || c == 0x7f || (!i && c == '.')
+				 ? '_'
+				 : (char)c;
+	}
+	out[keep] = '\0';
+	if (keep < len) /* cut: a hash of the whole id tells them apart */
+		snprintf(out + keep, sizeof(out) - keep, "-%08x",
+			 (unsigned)(tally_hash_bytes(TALLY_HASH_SEED, id, len) &
+				    0xffffffffu));
+	if (size)
+		snprintf(buf, size, "%s", out);
+	return strlen(out);
+}
+
 /* mkdir -p with @mode for the directories it creates. */
 static int mkdirs(const char *path, mode_t mode)
 {
@@ -115,6 +141,8 @@ int tally_mode_setup(bool user)
 
 			if (v && *v) {
 				mode_jobid = v;
+				tally_jobid_path(v, mode_jobid_path,
+						 sizeof(mode_jobid_path));
 				break;
 			}
 		}
@@ -128,7 +156,7 @@ int tally_mode_setup(bool user)
 			size_t len = strlen(mode_rundir);
 
 			snprintf(mode_rundir + len, sizeof(mode_rundir) - len,
-				 "/job-%s", mode_jobid);
+				 "/job-%s", mode_jobid_path);
 		}
 	}
 	/* tests and unusual sites can put it anywhere */
@@ -184,7 +212,7 @@ const char *tally_output_dir(void)
 		len = snprintf(mode_outdir, n, "%s", TALLY_STATEDIR);
 	else if (mode_jobid)
 		len = snprintf(mode_outdir, n, "%s/tally-%s", mode_startdir,
-			       mode_jobid);
+			       mode_jobid_path);
 	else /* the pid of the collector, also after a detach */
 		len = snprintf(mode_outdir, n, "%s/tally-%ld", mode_startdir,
 			       (long)getpid());

@@ -348,7 +348,10 @@ int tally_user_mode(void);
  * tally_runtime_dir() - directory for sockets and pid files
  *
  * System mode: /run/tally. User mode: $XDG_RUNTIME_DIR/tally, else
- * /tmp/tally-UID; a job's collector adds "/job-ID" (see tally_jobid()).
+ * /tmp/tally-UID; a job's collector adds "/job-ID" (see tally_jobid()),
+ * ID made safe for a path: '/', control characters and a leading '.'
+ * become '_', and an id longer than 64 bytes is cut to 55 plus "-" and 8
+ * hex digits of a hash of the whole id.
  * Created 0755 (system) or 0700 (user) on start.
  * Return: an absolute path valid for the process life.
  */
@@ -358,7 +361,8 @@ const char *tally_runtime_dir(void);
  * tally_jobid() - the batch job id in user mode
  *
  * From SLURM_JOB_ID, FLUX_JOB_ID, PBS_JOBID or LSB_JOBID, first set wins.
- * Return: the id, or NULL outside a job or in system mode.
+ * Return: the id as the launcher set it (the jobid label), or NULL
+ * outside a job or in system mode.
  */
 const char *tally_jobid(void);
 

@@ -89,6 +89,50 @@ static void output_dirs(const char *tmp)
 	tally_mode_cleanup();
 }
 
+static void jobid_paths(const char *tmp)
+{
+	char buf[TALLY_JOBID_PATH_MAX + 1], want[PATH_MAX], id[151];
+	size_t n;
+
+	tally_jobid_path("4242", buf, sizeof(buf));
+	is(buf, "4242", "a plain job id is kept");
+	tally_jobid_path("../../x", buf, sizeof(buf));
+	is(buf, "_._.._x", "'/' and a leading '.' become '_'");
+	tally_jobid_path("12/34", buf, sizeof(buf));
+	is(buf, "12_34", "no nested directories");
+	tally_jobid_path("a\tb\nc\x7f", buf, sizeof(buf));
+	is(buf, "a_b_c_", "control characters become '_'");
+	tally_jobid_path("1.2-x_y", buf, sizeof(buf));
+	is(buf, "1.2-x_y", "an inner '.' stays");
+
+	memset(id, '7', 150);
+	id[150] = '\0';
+	n = tally_jobid_path(id, buf, sizeof(buf));
+	cmp_ok(n, "==", TALLY_JOBID_PATH_MAX, "a long id is cut to 64");
+	cmp_ok(strlen(buf), "==", TALLY_JOBID_PATH_MAX, "in the buffer too");
+	ok(!strncmp(buf, id, 55) && buf[55] == '-', "its start, then '-'");
+	ok(strspn(buf + 56, "0123456789abcdef") == 8, "and a hex hash");
+	strcpy(want, buf);
+	id[149] = '8';
+	tally_jobid_path(id, buf, sizeof(buf));
+	ok(strcmp(buf, want) != 0, "ids differing after the cut differ");
+	n = tally_jobid_path("123456", buf, 4);
+	is(buf, "123", "a short buffer gets a cut string");
+	cmp_ok(n, "==", 6, "and the full length");
+
+	setenv("XDG_RUNTIME_DIR", tmp, 1);
+	unsetenv("TALLY_RUNTIME_DIR");
+	setenv("SLURM_JOB_ID", "../../x", 1);
+	tally_mode_setup(true);
+	snprintf(want, sizeof(want), "%s/tally/job-_._.._x", tmp);
+	is(tally_runtime_dir(), want, "the runtime dir stays inside");
+	is(tally_jobid(), "../../x", "the jobid label keeps the raw id");
+	snprintf(want, sizeof(want), "%s/tally-_._.._x", tmp);
+	is(tally_output_dir(), want, "and so does the output dir");
+	unsetenv("SLURM_JOB_ID");
+	tally_mode_cleanup();
+}
+
 static void port_rule(void)
 {
 	struct tally_conf conf = { 0 };
@@ -180,6 +224,7 @@ int main(void)
 	if (chdir(tmp) < 0)
 		bail_out("chdir %s", tmp);
 	output_dirs(tmp);
+	jobid_paths(tmp);
 	port_rule();
 	command_env();
 	done_testing();

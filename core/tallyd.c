@@ -4,7 +4,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -192,43 +191,50 @@ static void tallyd_ready(int fd, const struct tally_conf *conf)
 
 /*
  * Write the built-in configuration (the shipped conf.d, compiled in) as
- * the files of directory @dir, and remove other *.conf files there (an
- * older tallyd's). 0, or -1 with errno.
+ * directory @dir, unless @dir exists: a user's edits and added files stay,
+ * also under a running collector. Written as DIR.tmp-PID and renamed, so
+ * that two collectors starting at once never read half of it.
+ * Return: 1 written, 0 it existed already, -1 with errno.
  */
 static int builtin_conf_write(const char *dir)
 {
-	char path[PATH_MAX];
-	struct dirent *de;
-	DIR *d;
+	char tmp[PATH_MAX], path[PATH_MAX];
+	int ret = -1, err;
+	size_t i;
 
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	if (access(dir, F_OK) == 0)
+		return 0;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", dir, (long)getpid()) >=
+	    (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
 		return -1;
-	for (size_t i = 0; tally_builtin_conf[i].name; i++) {
-		if (snprintf(path, sizeof(path), "%s/%s", dir,
+	}
+	if (mkdir(tmp, 0700) < 0)
+		return -1;
+	for (i = 0; tally_builtin_conf[i].name; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", tmp,
 			     tally_builtin_conf[i].name) >= (int)sizeof(path)) {
 			errno = ENAMETOOLONG;
-			return -1;
+			goto out_remove;
 		}
 		if (tally_write_file(path, tally_builtin_conf[i].text,
 				     strlen(tally_builtin_conf[i].text)) < 0)
-			return -1;
+			goto out_remove;
 	}
-	d = opendir(dir);
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		bool ours = false;
-
-		if (n < 5 || strcmp(de->d_name + n - 5, ".conf"))
-			continue;
-		for (size_t i = 0; tally_builtin_conf[i].name && !ours; i++)
-			ours = !strcmp(de->d_name, tally_builtin_conf[i].name);
-		if (!ours)
-			unlinkat(dirfd(d), de->d_name, 0);
+	if (rename(tmp, dir) == 0)
+		return 1;
+	if (errno == EEXIST || errno == ENOTEMPTY)
+		ret = 0; /* another collector starting wrote it first */
+out_remove:
+	err = errno;
+	while (i-- > 0) {
+		if (snprintf(path, sizeof(path), "%s/%s", tmp,
+			     tally_builtin_conf[i].name) < (int)sizeof(path))
+			unlink(path);
 	}
-	closedir(d);
-	return 0;
+	rmdir(tmp);
+	errno = err;
+	return ret;
 }
 
 /*
@@ -245,6 +251,7 @@ static const char *user_config(char *buf, size_t len)
 	const char *xdg = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
 	char mine[PATH_MAX];
+	int written;
 
 	if (xdg && *xdg)
 		snprintf(mine, sizeof(mine), "%s/tally/tally.conf", xdg);
@@ -262,11 +269,20 @@ static const char *user_config(char *buf, size_t len)
 	snprintf(buf, len, "%s/conf.d", tally_runtime_dir());
 	if (tally_runtime_dir_create() < 0)
 		return NULL;
-	if (builtin_conf_write(buf) < 0) {
+	written = builtin_conf_write(buf);
+	if (written < 0) {
 		tally_log(NULL, LOG_ERR,
 			  "cannot write the built-in configuration to %s: %s",
 			  buf, strerror(errno));
 		return NULL;
+	}
+	if (!written) {
+		tally_log(NULL, LOG_NOTICE,
+			  "no %s, %s/user.conf nor %s/conf.d: running %s, "
+			  "written by an earlier start and kept as it is "
+			  "(remove it to get the built-in configuration again)",
+			  mine, TALLY_SYSCONFDIR, TALLY_SYSCONFDIR, buf);
+		return buf;
 	}
 	tally_log(NULL, LOG_NOTICE,
 		  "no %s, %s/user.conf nor %s/conf.d: running the built-in "

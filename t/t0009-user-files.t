@@ -232,6 +232,22 @@ test_expect_success NOINSTALL 'no configuration anywhere: the built-in one, the 
 	grep "^tally_records_in_total{instance=\"prom\"" builtin.page
 '
 
+test_expect_success NOINSTALL 'RUNDIR/conf.d is written once: a user'"'"'s edits and added files stay' '
+	first=$(ls "$RT/tally/conf.d" | head -n 1) &&
+	echo "# my edit" >>"$RT/tally/conf.d/$first" &&
+	cp "$RT/tally/conf.d/$first" edited.expect &&
+	echo "# mine" >"$RT/tally/conf.d/zz-mine.conf" &&
+	HOME=$PWD/home tallyd --user -- true 2>again.err &&
+	grep "running $RT/tally/conf.d, written by an earlier start and kept as it is" again.err &&
+	! grep "running the built-in configuration" again.err &&
+	test_cmp edited.expect "$RT/tally/conf.d/$first" &&
+	echo "# mine" >mine.expect &&
+	test_cmp mine.expect "$RT/tally/conf.d/zz-mine.conf" &&
+	! ls "$RT/tally" | grep "conf.d.tmp" &&
+	rm "$RT/tally/conf.d/zz-mine.conf" &&
+	sed -i "/^# my edit\$/d" "$RT/tally/conf.d/$first"
+'
+
 test_expect_success NOINSTALL '--check-config --user without a configuration checks the built-in one' '
 	HOME=$PWD/home tallyd --user --check-config 2>check.err &&
 	grep "0 errors, 0 warnings" check.err

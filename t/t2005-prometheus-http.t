@@ -139,6 +139,39 @@ test_expect_success 'Accept-Encoding: x-gzip is answered with x-gzip, gzip with 
 	grep -i "^Content-Encoding: gzip" gh
 '
 
+# One request with a NUL byte in its header: libevent took a line starting
+# with NUL for the end of the headers, answered 200, then read the rest of
+# the header as a second request and answered 400 on the same connection.
+test_expect_success 'a NUL byte in a request: exactly one 400, then the connection closes' '
+	py "
+import os, socket
+cases = [b\"GET /metrics HTTP/1.1\r\nHost: x\r\n\0X-a: b\r\n\r\n\",
+         b\"GET /metrics HTTP/1.1\r\n\0\r\n\r\n\",
+         b\"GET /metrics HTTP/1.1\r\nX-a: b\0c\r\nHost: x\r\n\r\n\",
+         b\"GET /metrics HTTP/1.0\r\nX-a: \0\r\n\r\n\",
+         b\"GET /met\0rics HTTP/1.1\r\nHost: x\r\n\r\n\",
+         # the NUL arrives in a later packet than the request line
+         (b\"GET /metrics HTTP/1.1\r\n\", b\"\0X: y\r\n\r\n\")]
+for req in cases:
+    s = socket.create_connection((\"127.0.0.1\", int(os.environ[\"PORT\"])), timeout=10)
+    for part in (req if isinstance(req, tuple) else (req,)):
+        s.sendall(part)
+    data = b\"\"
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+    print(repr(req), data.count(b\"HTTP/1.\"), repr(data[:40]))
+    assert data.startswith(b\"HTTP/1.\") and data[9:12] == b\"400\", data[:200]
+    assert data.count(b\"HTTP/1.\") == 1, data
+" &&
+	# the connection was good for one request, and so is the server
+	curl -sf -o /dev/null "http://127.0.0.1:$port/-/healthy" &&
+	curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" &&
+	grep "a NUL byte in a request" tallyd.log
+'
+
 test_expect_success 'stop tallyd' '
 	stop_tallyd
 '

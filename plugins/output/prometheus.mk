@@ -45,7 +45,8 @@ include t/plugins/spangen.mk
 TESTS += t/t2001-prometheus-exposition.t t/t2002-prometheus-server.t \
 	t/t2003-prometheus-expiry.t t/t2004-prometheus-concurrent.t \
 	t/t2005-prometheus-http.t t/t2006-prometheus-limits.t
-EXTRA_DIST += t/t2-prom-check.py t/t2001-prometheus-exposition.t \
+EXTRA_DIST += t/t2-prom-check.py t/t2-prom-clients.py \
+	t/t2001-prometheus-exposition.t \
 	t/t2002-prometheus-server.t t/t2003-prometheus-expiry.t \
 	t/t2004-prometheus-concurrent.t t/t2005-prometheus-http.t \
 	t/t2006-prometheus-limits.t

@@ -48,6 +48,7 @@ struct prometheus {
 	int64_t max_open_spans;
 	int64_t max_series;
 	int64_t max_connections;
+	double idle_timeout;
 	double request_timeout;
 	char *final_page;
 	/* state */
@@ -182,6 +183,23 @@ static void prometheus_request(struct evhttp_request *req, void *arg)
 	const char *path;
 	size_t n;
 
+	/*
+	 * libevent ends the headers at a line that starts with a NUL byte
+	 * and would read the rest as a second request: one 400 for the one
+	 * request, and the connection closes (RFC 9110 5.5: NUL in a field
+	 * value is invalid).
+	 */
+	if (prom_conns_request_has_nul(p->conns, req)) {
+		tally_count_drop(p->inst, "bad_request", 1);
+		tally_log(p->inst, LOG_WARNING,
+			  "a NUL byte in a request: answered 400 and closed "
+			  "the connection");
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+				  "Connection", "close");
+		prometheus_reply_text(req, 400, "Bad Request",
+				      "bad request: NUL byte");
+		return;
+	}
 	if (p->ncidrs && !prom_cidr_match(p->cidrs, p->ncidrs, sa)) {
 		prometheus_reply_text(
 			req, 403, "Forbidden",
@@ -369,6 +387,11 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 		.max_series = (size_t)p->max_series,
 		.labels = tally_output_labels(inst),
 	};
+	struct prom_conns_opts co = {
+		.max_conns = (size_t)p->max_connections,
+		.idle_timeout = p->idle_timeout,
+		.request_timeout = p->request_timeout,
+	};
 	struct timeval tv = { PROM_SWEEP_SECONDS, 0 };
 
 	p->inst = inst;
@@ -394,11 +417,10 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 	p->http = evhttp_new(base);
 	if (!p->http)
 		goto out_nomem;
-	/* idle keep-alive connections, and no progress reading or writing */
+	/* no progress writing a reply (conns closes idle connections and
+	 * requests arriving too slowly long before) */
 	evhttp_set_timeout(p->http, 30);
-	p->conns = prom_conns_new(base, p->http, inst,
-				  (size_t)p->max_connections,
-				  p->request_timeout);
+	p->conns = prom_conns_new(base, p->http, inst, &co);
 	if (!p->conns)
 		goto out_nomem;
 	evhttp_set_max_headers_size(p->http, 16384);
@@ -557,8 +579,14 @@ static const struct tally_option prometheus_options[] = {
 		      "counted (series_limit)"),
 	TALLY_OPT_INT("max_connections", struct prometheus, max_connections,
 		      "64", 1, 65536,
-		      "connections open at once; more wait in the kernel's "
-		      "backlog until one closes"),
+		      "connections kept open at once; beyond it those waiting "
+		      "longest for a request (then the oldest replies) are "
+		      "closed"),
+	TALLY_OPT_DOUBLE("idle_timeout", struct prometheus, idle_timeout, "5",
+			 0.1, 3600,
+			 "seconds a connection may stay open without sending a "
+			 "request byte (after it was opened, or between the "
+			 "requests of a keep-alive connection)"),
 	TALLY_OPT_DOUBLE("request_timeout", struct prometheus, request_timeout,
 			 "10", 0.1, 3600,
 			 "seconds a request may take to arrive, from its first "

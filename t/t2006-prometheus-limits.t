@@ -61,6 +61,30 @@ test_expect_success 'max_series: drops counted (31 per read) and logged' '
 	stop_tallyd
 '
 
+# Issue 9, item 14: with the self input on the capped output, the drop
+# counter was itself a new series beyond the cap, so the overflow showed
+# only in the log.
+test_expect_success 'max_series: the overflow is on the capped page itself' '
+	port=$(free_port) &&
+	cat >one.conf <<-EOF &&
+	global = { interval = 0.2; log_level = "info"; };
+	inputs = {
+	  gen = { plugin = "spangen"; mode = "generations"; count = 200; };
+	  self = { plugin = "self"; };
+	};
+	outputs = { limited = { plugin = "prometheus";
+	                        listen = "127.0.0.1:$port"; max_series = 50; }; };
+	pipelines = { a = { from = ["gen", "self"]; to = ["limited"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port" one.conf &&
+	# 200 gauges and a histogram offered per read, 50 kept: 151 dropped
+	wait_for "scrape $port p1 && test \$(dropped p1 series_limit) -ge 302" &&
+	test $(grep -c "^spangen_gen{" p1) = 50 &&
+	grep "^tally_build_info" p1 &&
+	grep "^process_cpu_seconds_total" p1 &&
+	stop_tallyd
+'
+
 # cpu_ticks PID - user + system CPU time of PID, in clock ticks
 cpu_ticks() {
 	sed "s/.*) //" "/proc/$1/stat" | awk "{ print \$12 + \$13 }"

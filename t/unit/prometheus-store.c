@@ -815,6 +815,68 @@ static void test_max_series(void)
 }
 
 /*
+ * tallyd's own series (tally_*, process_*) have room of their own: at the
+ * cap, the drop counter that reports the overflow is itself a new series
+ * and must be shown (issue 9, item 14). Their room is bounded too.
+ */
+static void test_self_series_room(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s;
+	struct tally_batch *b;
+	struct tally_labels *ls;
+	char lv[16], *text;
+
+	o.max_series = 3;
+	s = prom_store_new(&o, NULL);
+	b = tally_batch_new();
+	for (int i = 0; i < 5; i++) {
+		snprintf(lv, sizeof(lv), "%d", i);
+		add_gauge(b, "g", NULL, i, "i", lv);
+	}
+	apply(s, b, 1 * S);
+	cmp_ok(prom_store_stats(s)->series_limit, "==", 2, "2 user series over");
+	b = tally_batch_new();
+	add_gauge(b, "tally_queue_batches", "Queue", 0, "instance", "prom");
+	add_gauge(b, "process_resident_memory_bytes", "RSS", 4096, NULL, NULL);
+	ls = tally_labels_newv("reason", "series_limit", NULL);
+	if (tally_batch_add_metric(b, TALLY_COUNTER, "tally_dropped_total",
+				   "Drops", ls, 2, 0) < 0)
+		bail_out("add_metric");
+	tally_labels_unref(ls);
+	apply(s, b, 2 * S);
+	cmp_ok(prom_store_series(s), "==", 6, "3 user + 3 own series");
+	cmp_ok(prom_store_stats(s)->series_limit, "==", 2,
+	       "own series not refused at max_series");
+	text = render(s, PROM_FMT_TEXT, 3 * S, R0);
+	is(sample(text, "tally_dropped_total{reason=\"series_limit\"}"), "2",
+	   "the overflow is on the page");
+	is(sample(text, "process_resident_memory_bytes"), "4096",
+	   "process metrics too");
+	free(text);
+	/* own series take no user room: a user series still cannot come */
+	b = tally_batch_new();
+	add_gauge(b, "h", NULL, 1, NULL, NULL);
+	apply(s, b, 4 * S);
+	cmp_ok(prom_store_stats(s)->series_limit, "==", 3, "h refused");
+	/* their own room is bounded */
+	b = tally_batch_new();
+	for (int i = 0; i < PROM_SELF_SERIES; i++) {
+		snprintf(lv, sizeof(lv), "%d", i);
+		add_gauge(b, "tally_flood", NULL, i, "i", lv);
+	}
+	apply(s, b, 5 * S);
+	cmp_ok(prom_store_series(s), "==", 3 + PROM_SELF_SERIES,
+	       "at most PROM_SELF_SERIES own series");
+	cmp_ok(prom_store_stats(s)->series_limit, "==", 3 + 3,
+	       "the 3 beyond it dropped");
+	cmp_ok(prom_series_is_self("tally_trace_region_active"), "==", 1,
+	       "a tally_ name is tallyd's");
+	cmp_ok(prom_series_is_self("node_tally_x"), "==", 0, "prefix only");
+	prom_store_free(s);
+}
+
+/*
  * Info metrics: typed info in OpenMetrics, family named without _info
  * (OpenMetrics 1.0, "Info"); gauges in 0.0.4. Families that OpenMetrics
  * would name alike (gauge foo, counter foo_total: both family foo) are
@@ -951,6 +1013,7 @@ int main(void)
 	test_span_lifetime();
 	test_span_extremes();
 	test_max_series();
+	test_self_series_room();
 	test_info_and_om_families();
 	test_order();
 	return done_testing();

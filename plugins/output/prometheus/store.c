@@ -226,6 +226,12 @@ static void sb_put_label(struct sbuf *b, const char *key, const char *value)
 
 /* ---- families and series ------------------------------------------------- */
 
+bool prom_series_is_self(const char *raw_name)
+{
+	return strncmp(raw_name, "tally_", 6) == 0 ||
+	       strncmp(raw_name, "process_", 8) == 0;
+}
+
 enum fam_kind {
 	FAM_METRIC,	  /* samples from metric records */
 	FAM_SPAN_ACTIVE,  /* tally_trace_region_active */
@@ -289,6 +295,7 @@ struct prom_series {
 	int64_t deadline;  /* monotonic ns; gone after it */
 	struct prom_region *region;
 	double value; /* counters, gauges: what a delta adds to */
+	bool self; /* tallyd's own: counted in nself, not against max_series */
 };
 
 /*
@@ -315,7 +322,8 @@ struct prom_store {
 	size_t nfams, capfams;
 	bool fams_sorted;
 	struct prom_family *span_active, *span_seconds, *span_annot;
-	size_t nseries;
+	size_t nseries;	  /* all of them */
+	size_t nself;	  /* of which tallyd's own (prom_series_is_self()) */
 	int64_t epoch_ns; /* CLOCK_REALTIME at creation */
 	struct prom_store_stats st;
 	struct sbuf tmp, tmp2, tmp3; /* scratch: names, label text, keys */
@@ -666,18 +674,25 @@ static struct prom_series *series_new(struct prom_store *s,
 				      uint64_t rh)
 {
 	struct prom_series *ser;
+	bool self = raw_name && prom_series_is_self(raw_name);
+	size_t nuser = s->nseries - s->nself;
 
 	/*
 	 * A bound on memory and on the scrape's size, whatever the inputs
 	 * send (a region name per iteration, a label per request id): the
 	 * series already there keep being updated, new ones are refused.
+	 * tallyd's own series have room of their own, so that the drop that
+	 * says the limit was hit (tally_dropped_total{reason="series_limit"},
+	 * itself a new series) is shown, not refused in turn.
 	 */
-	if (s->o.max_series && s->nseries >= s->o.max_series) {
+	if (self ? s->nself >= PROM_SELF_SERIES
+		 : s->o.max_series && nuser >= s->o.max_series) {
 		DROP(s, series_limit, "series_limit");
 		tally_log(s->inst, LOG_WARNING,
-			  "%s{%s}: %zu series already (max_series): dropping "
-			  "the new series",
-			  f->name, lbl, s->nseries);
+			  "%s{%s}: %zu series already (%s): dropping the new "
+			  "series",
+			  f->name, lbl, self ? s->nself : nuser,
+			  self ? "room for tallyd's own series" : "max_series");
 		errno = 0;
 		return NULL;
 	}
@@ -685,6 +700,7 @@ static struct prom_series *series_new(struct prom_store *s,
 	if (!ser)
 		goto out_nomem;
 	ser->fam = f;
+	ser->self = self;
 	ser->lbl_len = strlen(lbl);
 	ser->lbl = malloc(ser->lbl_len + 1);
 	if (!ser->lbl)
@@ -712,6 +728,7 @@ static struct prom_series *series_new(struct prom_store *s,
 		htab_insert(&s->raw, &ser->raw);
 	}
 	s->nseries++;
+	s->nself += self;
 	return ser;
 
 out_nomem:
@@ -726,6 +743,7 @@ static void series_unlink(struct prom_store *s, struct prom_series *ser)
 	if (ser->raw_name)
 		htab_remove(&s->raw, &ser->raw);
 	s->nseries--;
+	s->nself -= ser->self;
 }
 
 /*

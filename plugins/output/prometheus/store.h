@@ -65,8 +65,9 @@ enum prom_span_metrics {
  * @max_open_spans: open spans tracked at once; further begins are dropped
  *                (0: 100000; at most PROM_MAX_OPEN_SPANS)
  * @max_series:   series kept at once (a histogram, a summary and a span
- *                region count one each); a record that would add one more
- *                is dropped (0: no limit)
+ *                region count one each), tallyd's own series aside (see
+ *                PROM_SELF_SERIES); a record that would add one more is
+ *                dropped (0: no limit)
  * @labels:       static labels added to every series where its own labels
  *                lack the key (tally_output_labels()); NULL for none. The
  *                store takes a reference.
@@ -89,6 +90,26 @@ struct prom_store_opts {
  * begin times within int64_t (see struct prom_region in store.c).
  */
 #define PROM_MAX_OPEN_SPANS 100000000
+
+/*
+ * Series of tallyd's own metrics (prom_series_is_self()) do not count
+ * against max_series: they have room of their own, this many, so that the
+ * self input's series (drops by reason, among them series_limit, queues,
+ * process metrics) are shown even when user series fill max_series. The
+ * self input exports about 10 series per instance plus one per drop reason
+ * and event name, so this is room for hundreds of instances, and still a
+ * bound when an input names its metrics tally_* by the thousand.
+ */
+#define PROM_SELF_SERIES 10000
+
+/**
+ * prom_series_is_self() - whether a metric is one of tallyd's own: its raw
+ * name starts with "tally_" (tally_dropped_total, tally_build_info...) or
+ * "process_" (the self input's process_cpu_seconds_total...). Span series
+ * (tally_trace_region_*) are the application's, not tallyd's: they are
+ * not metrics and count against max_series.
+ */
+bool prom_series_is_self(const char *raw_name);
 
 /**
  * struct prom_store_stats - what the store dropped and why, for tests and

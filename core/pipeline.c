@@ -314,24 +314,31 @@ static void pipe_run(struct tally_pipeline *p, size_t from,
 
 /*
  * A job's collector labels what it collects with the job id, so series of
- * many jobs on one node (or one Prometheus) stay apart. The batch is still
- * the input's alone here, so its records can be changed in place.
+ * many jobs on one node (or one Prometheus) stay apart: metrics get a
+ * jobid label, spans a jobid attribute (outputs make it a label of the
+ * series they derive from spans). One the input set already wins. The
+ * batch is still the input's alone here, so its records can be changed in
+ * place.
  */
 static void emit_add_jobid(struct tally_batch *b, const char *jobid)
 {
 	for (size_t i = 0; i < tally_batch_count(b); i++) {
 		struct tally_record *r =
 			(struct tally_record *)tally_batch_at(b, i);
+		struct tally_labels **ls = r->kind == TALLY_REC_METRIC
+						   ? &r->metric.labels
+					   : r->kind == TALLY_REC_SPAN
+						   ? &r->span.attrs
+						   : NULL;
 		struct tally_labels *with;
 
-		if (r->kind != TALLY_REC_METRIC ||
-		    tally_labels_get(r->metric.labels, "jobid"))
+		if (!ls || tally_labels_get(*ls, "jobid"))
 			continue;
-		with = tally_labels_with(r->metric.labels, "jobid", jobid);
+		with = tally_labels_with(*ls, "jobid", jobid);
 		if (!with)
 			continue;
-		tally_labels_unref(r->metric.labels);
-		r->metric.labels = with;
+		tally_labels_unref(*ls);
+		*ls = with;
 	}
 }
 

@@ -135,19 +135,20 @@ test_expect_success 'counter input: three series, same read number' '
 '
 
 test_expect_success 'spans: region series for both ranks, step time = 0.5+0.75+1 s' '
-	# spangen spans, limit 3: read k has a step span of (k%4+1)/4 s
+	# spangen spans, limit 3: read k has a step span of (k%4+1)/4 s; their
+	# jobid attribute labels the region series too
 	for r in 0 1; do
-		test "$(value m1 "tally_trace_region_seconds_total{rank=\"$r\",region=\"step\",trace=\"T\"}")" = 2.25 &&
-		test "$(value m1 "tally_trace_region_active{rank=\"$r\",region=\"main\",trace=\"T\"}")" = 1 || return 1
+		test "$(value m1 "tally_trace_region_seconds_total{jobid=\"77\",rank=\"$r\",region=\"step\",trace=\"T\"}")" = 2.25 &&
+		test "$(value m1 "tally_trace_region_active{jobid=\"77\",rank=\"$r\",region=\"main\",trace=\"T\"}")" = 1 || return 1
 	done &&
 	test "$(value m1 "rmsjob_annotations{jobid=\"77\",marker=\"main\",traceid=\"T\"}")" = 1
 '
 
 test_expect_success 'open region: seconds_total grows between scrapes' '
-	s1=$(value m1 "tally_trace_region_seconds_total{rank=\"0\",region=\"main\",trace=\"T\"}") &&
+	s1=$(value m1 "tally_trace_region_seconds_total{jobid=\"77\",rank=\"0\",region=\"main\",trace=\"T\"}") &&
 	sleep 0.3 &&
 	scrape m2 &&
-	s2=$(value m2 "tally_trace_region_seconds_total{rank=\"0\",region=\"main\",trace=\"T\"}") &&
+	s2=$(value m2 "tally_trace_region_seconds_total{jobid=\"77\",rank=\"0\",region=\"main\",trace=\"T\"}") &&
 	"$PYTHON3" -c "import sys; sys.exit(not ($s2 - $s1 >= 0.25))"
 '
 
@@ -319,6 +320,42 @@ time.sleep(60)
 	kill $holder
 	test $rc = 0 &&
 	grep "cannot bind" err3
+'
+
+# tallyd(8): in user mode every metric carries the job id. Spans carried
+# none, so the tally_trace_region_* series of a job's collector had no
+# jobid label (issue 9, friction list). A real client traces under
+# tallyd --user -- with SLURM_JOB_ID set; the command scrapes the page.
+test_expect_success 'user mode with a job id: region series carry jobid' '
+	. "$SHARNESS_TEST_SRCDIR/t30-lib.sh" &&
+	port=$(free_port) &&
+	cat >job.conf <<-EOF &&
+	global = { log_level = "info"; };
+	inputs = { tr = { plugin = "zmq_trace"; }; };
+	outputs = { prom = { plugin = "prometheus";
+	                     listen = "127.0.0.1:$port"; }; };
+	pipelines = { p = { from = ["tr"]; to = ["prom"]; }; };
+	EOF
+	cat >job.sh <<-EOF &&
+	"$TRACE_EMIT" - - begin:outer begin:inner endid:inner >emit.out &&
+	n=0 &&
+	until curl -sf -o job.page "http://127.0.0.1:$port/metrics" &&
+		grep -q "^tally_trace_region_seconds_total{.*region=.inner" job.page
+	do
+		n=\$((n + 1)) && test \$n -lt 100 && sleep 0.1 || exit 1
+	done
+	EOF
+	unset TALLY_TRACE_ENDPOINT FLUX_JOB_ID PBS_JOBID LSB_JOBID PMIX_RANK \
+		OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID FLUX_TASK_RANK &&
+	XDG_RUNTIME_DIR=$SOCKDIR/xdg SLURM_JOB_ID=4242 \
+		tallyd --user -c job.conf -- sh job.sh 2>job.log &&
+	cat job.page &&
+	for r in inner outer; do
+		grep "^tally_trace_region_seconds_total{jobid=\"4242\",region=\"$r\",trace=\"4242\"} " job.page &&
+		grep "^tally_trace_region_active{jobid=\"4242\",region=\"$r\",trace=\"4242\"} " job.page ||
+		return 1
+	done &&
+	! grep "^tally_trace_region.*{region" job.page
 '
 
 test_done

@@ -814,6 +814,43 @@ static void test_max_series(void)
 	prom_store_free(s);
 }
 
+/* A span's jobid attribute (a job's collector gives every span one) is a
+ * label of its region series, between depth and rank. */
+static void test_span_jobid(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s;
+	struct tally_batch *b = tally_batch_new();
+	struct tally_span sp = {
+		.trace = "T",
+		.name = "r",
+		.span_id = 1,
+		.phase = TALLY_SPAN_BEGIN,
+		.depth = 2,
+		.src = { .host = "node1", .pid = 100, .rank = 3 },
+		.attrs = tally_labels_newv("jobid", "4242", NULL),
+		.begin_ns = R0,
+	};
+	char *text;
+
+	o.depth_label = true;
+	s = prom_store_new(&o, NULL);
+	if (tally_batch_add_span(b, &sp, R0) < 0)
+		bail_out("add_span");
+	tally_labels_unref(sp.attrs);
+	apply(s, b, 1 * S);
+	text = render(s, PROM_FMT_TEXT, 1 * S, R0 + 2 * S);
+	is(sample(text, "tally_trace_region_active{depth=\"2\",jobid=\"4242\","
+			"rank=\"3\",region=\"r\",trace=\"T\"}"),
+	   "1", "active, with the jobid label");
+	is(sample(text, "tally_trace_region_seconds_total{depth=\"2\","
+			"jobid=\"4242\",rank=\"3\",region=\"r\","
+			"trace=\"T\"}"),
+	   "2", "seconds, with the jobid label");
+	free(text);
+	prom_store_free(s);
+}
+
 /*
  * tallyd's own series (tally_*, process_*) have room of their own: at the
  * cap, the drop counter that reports the overflow is itself a new series
@@ -1014,6 +1051,7 @@ int main(void)
 	test_span_extremes();
 	test_max_series();
 	test_self_series_room();
+	test_span_jobid();
 	test_info_and_om_families();
 	test_order();
 	return done_testing();

@@ -1071,13 +1071,17 @@ static const char *span_jobid(struct prom_store *s, const struct tally_span *sp)
 }
 
 /* The region series of @sp in span family @f, created if needed. */
+/* Labels of a region series itself, at most: depth, jobid, rank, region,
+ * trace (rmsjob_annotations: jobid, marker, traceid) */
+#define REGION_OWN_LABELS 5
+
 static struct prom_series *region_get(struct prom_store *s,
 				      struct prom_family *f,
 				      const struct tally_span *sp)
 {
 	struct sbuf *b = &s->tmp2;
 	struct prom_series *ser;
-	struct tally_label own[4]; /* sorted by key */
+	struct tally_label own[REGION_OWN_LABELS]; /* sorted by key */
 	char depth[24], rank[24];
 	size_t n = 0;
 	uint64_t eh;
@@ -1092,10 +1096,16 @@ static struct prom_series *region_get(struct prom_store *s,
 		own[n++] = (struct tally_label){ "marker", sp->name };
 		own[n++] = (struct tally_label){ "traceid", sp->trace };
 	} else {
+		/* the span's own jobid (a job's collector gives every span
+		 * one), as metrics carry theirs; no option default here */
+		const char *jobid = tally_labels_get(sp->attrs, "jobid");
+
 		if (s->o.depth_label) {
 			snprintf(depth, sizeof(depth), "%u", sp->depth);
 			own[n++] = (struct tally_label){ "depth", depth };
 		}
+		if (jobid && *jobid)
+			own[n++] = (struct tally_label){ "jobid", jobid };
 		if (sp->src.rank >= 0) {
 			snprintf(rank, sizeof(rank), "%d", sp->src.rank);
 			own[n++] = (struct tally_label){ "rank", rank };
@@ -1290,8 +1300,8 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 	s->o.jobid = NULL;
 	s->o.labels =
 		tally_labels_ref(o->labels ? o->labels : tally_labels_empty());
-	s->lbuf =
-		malloc((4 + tally_labels_count(o->labels)) * sizeof(*s->lbuf));
+	s->lbuf = malloc((REGION_OWN_LABELS + tally_labels_count(o->labels)) *
+			 sizeof(*s->lbuf));
 	if (!s->lbuf)
 		goto out_nomem;
 	if (sm == PROM_SPANS_TALLY || sm == PROM_SPANS_BOTH) {

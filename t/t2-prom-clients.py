@@ -15,11 +15,13 @@
         and sent their first byte, and at exit "closed K" (connections the
         server closed). Exits after SECONDS.
 
-    t2-prom-clients.py slowread PORT N SECONDS OUT
+    t2-prom-clients.py slowread PORT N SECONDS OUT [SPACING]
         N connections GET /metrics with a 4 KiB receive buffer and read one
-        byte a second each. OUT gets "started N" once every one has
-        received the start of its reply, and at exit "closed K" (replies
-        cut by the server before their end). Exits after SECONDS.
+        byte a second each; the connections are opened SPACING seconds
+        apart (default 0). OUT gets "started N" once every one has
+        received the start of its reply, and "closed I" for each one the
+        server closes (I = 0 for the first one opened). Exits after
+        SECONDS.
 
 Every mode runs its connections from one thread (selectors), so that
 hundreds of them cost one process.
@@ -150,52 +152,55 @@ def loris(port, n, secs, out):
     out_line(out, "closed %d" % closed)
 
 
-def slowread(port, n, secs, out):
+def slowread(port, n, secs, out, spacing=0.0):
     sel = selectors.DefaultSelector()
-    socks = []
-    for i in range(n):
-        s = socket.socket()
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        s.settimeout(30)
-        s.connect(("127.0.0.1", port))
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        s.setblocking(False)
-        socks.append(s)
-        sel.register(s, selectors.EVENT_READ, i)
     got = [0] * n
-    started = closed = 0
-    end = time.monotonic() + secs
-    nxt = time.monotonic()
-    while time.monotonic() < end and sel.get_map():
+    started = opened = 0
+    now = time.monotonic()
+    end, next_open, next_read = now + secs, now, now
+    while now < end and (opened < n or sel.get_map()):
+        if opened < n and now >= next_open:
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(30)
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.setblocking(False)
+            sel.register(s, selectors.EVENT_READ, opened)
+            opened += 1
+            next_open = now + spacing
+            if not spacing:
+                continue
+        if now >= next_read:
+            next_read = now + 1.0
+            for key, _ in sel.select(timeout=0):
+                try:
+                    data = key.fileobj.recv(1)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                    out_line(out, "closed %d" % key.data)
+                    continue
+                if not got[key.data]:
+                    started += 1
+                    if started == n:
+                        out_line(out, "started %d" % n)
+                got[key.data] += 1
+        wake = min(next_read, end, next_open if opened < n else end)
+        time.sleep(max(0.0, wake - time.monotonic()))
         now = time.monotonic()
-        if now < nxt:
-            time.sleep(nxt - now)
-        nxt += 1.0
-        for key, _ in sel.select(timeout=0):
-            try:
-                data = key.fileobj.recv(1)
-            except BlockingIOError:
-                continue
-            except OSError:
-                data = b""
-            if not data:
-                sel.unregister(key.fileobj)
-                key.fileobj.close()
-                closed += 1
-                continue
-            if not got[key.data]:
-                started += 1
-                if started == n:
-                    out_line(out, "started %d" % n)
-            got[key.data] += 1
-    out_line(out, "closed %d" % closed)
 
 
 def main():
     mode, port, n, secs, out = sys.argv[1:6]
+    extra = [float(a) for a in sys.argv[6:]]
     raise_nofile()
     {"idle": idle, "loris": loris, "slowread": slowread}[mode](
-        int(port), int(n), float(secs), out)
+        int(port), int(n), float(secs), out, *extra)
 
 
 if __name__ == "__main__":

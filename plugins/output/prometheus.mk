@@ -11,6 +11,7 @@ pkgplugin_LTLIBRARIES += plugins/output/prometheus.la
 plugins_output_prometheus_la_SOURCES = \
 	plugins/output/prometheus/prometheus.c \
 	plugins/output/prometheus/conn.c plugins/output/prometheus/conn.h \
+	plugins/output/prometheus/page.c plugins/output/prometheus/page.h \
 	$(PROM_SOURCES)
 plugins_output_prometheus_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
 	$(ZLIB_CFLAGS)
@@ -31,6 +32,12 @@ t_unit_prometheus_http_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
 t_unit_prometheus_http_t_LDADD = t/unit/libtap.la core/libtally.la \
 	$(LIBEVENT_LIBS) $(ZLIB_LIBS) -lm
 TESTS += t/unit/prometheus-store.t t/unit/prometheus-http.t
+check_PROGRAMS += t/unit/prometheus-page.t
+t_unit_prometheus_page_t_SOURCES = t/unit/prometheus-page.c \
+	plugins/output/prometheus/page.c plugins/output/prometheus/page.h
+t_unit_prometheus_page_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
+t_unit_prometheus_page_t_LDADD = t/unit/libtap.la $(LIBEVENT_LIBS)
+TESTS += t/unit/prometheus-page.t
 
 # Render benchmark (contrib/bench, never part of make check).
 noinst_PROGRAMS += contrib/bench/prom-render
@@ -44,10 +51,11 @@ include t/plugins/spangen.mk
 
 TESTS += t/t2001-prometheus-exposition.t t/t2002-prometheus-server.t \
 	t/t2003-prometheus-expiry.t t/t2004-prometheus-concurrent.t \
-	t/t2005-prometheus-http.t t/t2006-prometheus-limits.t
+	t/t2005-prometheus-http.t t/t2006-prometheus-limits.t \
+	t/t2007-prometheus-slow-readers.t
 EXTRA_DIST += t/t2-prom-check.py t/t2-prom-clients.py \
 	t/t2001-prometheus-exposition.t \
 	t/t2002-prometheus-server.t t/t2003-prometheus-expiry.t \
 	t/t2004-prometheus-concurrent.t t/t2005-prometheus-http.t \
-	t/t2006-prometheus-limits.t
+	t/t2006-prometheus-limits.t t/t2007-prometheus-slow-readers.t
 EXTRA_DIST += doc/plugins/prometheus.md

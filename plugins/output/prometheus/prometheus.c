@@ -5,9 +5,9 @@
  * Serves GET /metrics (text format 0.0.4, or OpenMetrics 1.0 when the
  * scraper prefers it), /-/healthy and /-/ready with libevent's evhttp on
  * one or more listen addresses, on the loop thread. Batches go into the
- * series store (store.c) in write(); a scrape renders the store into the
- * reply. Both run on the loop thread, so a scrape sees every batch whole
- * or not at all.
+ * series store (store.c) in write(); a scrape renders the store into a
+ * page (page.c) that the replies of concurrent scrapes share. Both run on
+ * the loop thread, so a scrape sees every batch whole or not at all.
  */
 #include "config.h"
 
@@ -32,6 +32,7 @@
 
 #include "conn.h"
 #include "http.h"
+#include "page.h"
 #include "store.h"
 
 struct prometheus {
@@ -48,6 +49,7 @@ struct prometheus {
 	int64_t max_open_spans;
 	int64_t max_series;
 	int64_t max_connections;
+	int64_t max_reply_bytes;
 	double idle_timeout;
 	double request_timeout;
 	char *final_page;
@@ -55,6 +57,7 @@ struct prometheus {
 	struct tally_instance *inst;
 	struct evhttp *http;
 	struct prom_store *store;
+	struct prom_pages *pages;
 	struct prom_cidr *cidrs;
 	size_t ncidrs;
 	struct event *sweep;
@@ -109,6 +112,61 @@ static void prometheus_reply_text(struct evhttp_request *req, int code,
 	prometheus_send(req, code, reason);
 }
 
+/*
+ * Pages being sent to slow readers take memory until they are read: when
+ * they and the page about to be rendered (taken to be as big as the last
+ * one) would pass max_reply_bytes, the replies in progress longest are cut
+ * until they fit or none is left. A page all those replies shared goes
+ * with the last of them.
+ */
+static void prometheus_make_room(struct prometheus *p, size_t need)
+{
+	size_t before = prom_pages_bytes(p->pages), cut = 0;
+
+	while (prom_pages_bytes(p->pages) + need > (size_t)p->max_reply_bytes &&
+	       prom_conns_cut_oldest_reply(p->conns, "reply_memory") == 0)
+		cut++;
+	if (cut)
+		tally_log(p->inst, LOG_WARNING,
+			  "pages being sent took %zu bytes, %zu more needed "
+			  "(max_reply_bytes %lld): cut the %zu slowest "
+			  "replies, %zu bytes left",
+			  before, need, (long long)p->max_reply_bytes, cut,
+			  prom_pages_bytes(p->pages));
+}
+
+/* Render a page of @variant; NULL with errno = ENOMEM. */
+static struct prom_page *prometheus_render(struct prometheus *p,
+					   enum prom_format fmt, bool gz,
+					   unsigned variant, int64_t now)
+{
+	struct evbuffer *text = evbuffer_new();
+	struct evbuffer *z = NULL;
+
+	if (!text ||
+	    prom_store_render(p->store, text, fmt, now, tally_now_ns()) < 0)
+		goto out_nomem;
+	if (gz) {
+		z = evbuffer_new();
+		if (!z || prom_gzip(text, z) < 0)
+			goto out_nomem;
+		evbuffer_free(text);
+		text = z;
+		z = NULL;
+	}
+	/* the generation after the render: its sweep may have moved it */
+	return prom_pages_add(p->pages, variant,
+			      prom_store_generation(p->store), now, text);
+
+out_nomem:
+	if (z)
+		evbuffer_free(z);
+	if (text)
+		evbuffer_free(text);
+	errno = ENOMEM;
+	return NULL;
+}
+
 static void prometheus_metrics(struct prometheus *p, struct evhttp_request *req)
 {
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
@@ -119,26 +177,31 @@ static void prometheus_metrics(struct prometheus *p, struct evhttp_request *req)
 	enum prom_format fmt = PROM_FMT_TEXT;
 	const char *coding = p->gzip ? prom_http_gzip_coding(enc) : NULL;
 	bool gz = coding != NULL;
-	struct evbuffer *text = gz ? evbuffer_new() : body;
+	int64_t now = tally_monotonic_ns();
+	struct prom_page *pg;
+	unsigned variant;
 
 	if (p->openmetrics && prom_http_wants_openmetrics(accept))
 		fmt = PROM_FMT_OPENMETRICS;
-	if (!text ||
-	    prom_store_render(p->store, text, fmt, tally_monotonic_ns(),
-			      tally_now_ns()) < 0 ||
-	    (gz && prom_gzip(text, body) < 0)) {
+	variant = (unsigned)fmt * 2 + gz;
+	prom_pages_trim(p->pages, now);
+	/* Scrapes of an unchanged store within a second share one page. */
+	pg = prom_pages_get(p->pages, variant, prom_store_generation(p->store),
+			    now);
+	if (!pg) {
+		prometheus_make_room(p,
+				     prom_pages_last_size(p->pages, variant));
+		pg = prometheus_render(p, fmt, gz, variant, now);
+	}
+	if (!pg || prom_page_attach(pg, body) < 0) {
 		tally_log(p->inst, LOG_ERR, "scrape: out of memory");
-		if (gz && text)
-			evbuffer_free(text);
 		evbuffer_drain(body, evbuffer_get_length(body));
 		prometheus_reply_text(req, 500, "Internal Server Error",
 				      "out of memory");
 		return;
 	}
-	if (gz) {
-		evbuffer_free(text);
+	if (gz)
 		evhttp_add_header(out, "Content-Encoding", coding);
-	}
 	evhttp_add_header(out, "Content-Type",
 			  fmt == PROM_FMT_OPENMETRICS ? prometheus_om_type
 						      : prometheus_text_type);
@@ -238,8 +301,10 @@ static void prometheus_request(struct evhttp_request *req, void *arg)
 static void prometheus_sweep(evutil_socket_t fd, short what, void *arg)
 {
 	struct prometheus *p = arg;
+	int64_t now = tally_monotonic_ns();
 
-	prom_store_sweep(p->store, tally_monotonic_ns());
+	prom_store_sweep(p->store, now);
+	prom_pages_trim(p->pages, now);
 }
 
 /*
@@ -412,7 +477,8 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 		p->ncidrs = p->allow.n;
 	}
 	p->store = prom_store_new(&so, inst);
-	if (!p->store)
+	p->pages = prom_pages_new();
+	if (!p->store || !p->pages)
 		goto out_nomem;
 	p->http = evhttp_new(base);
 	if (!p->http)
@@ -456,6 +522,8 @@ out_free:
 	if (p->http)
 		evhttp_free(p->http);
 	p->http = NULL;
+	prom_pages_free(p->pages);
+	p->pages = NULL;
 	prom_store_free(p->store);
 	p->store = NULL;
 	free(p->cidrs);
@@ -523,6 +591,9 @@ static void prometheus_fini(struct tally_instance *inst, void *state)
 	prom_conns_free(p->conns);
 	if (p->http)
 		evhttp_free(p->http);
+	/* pages replies still hold go with the last of them (libevent frees
+	 * the connections' buffers in a later turn of the loop) */
+	prom_pages_free(p->pages);
 	prom_store_free(p->store);
 	free(p->cidrs);
 }
@@ -582,6 +653,15 @@ static const struct tally_option prometheus_options[] = {
 		      "connections kept open at once; beyond it those waiting "
 		      "longest for a request (then the oldest replies) are "
 		      "closed"),
+	/*
+	 * 64 MiB: four copies of a page of 200000 series (max_series), or a
+	 * hundred of a node's usual few thousand; a page bigger than this is
+	 * still sent, to one reader at a time.
+	 */
+	TALLY_OPT_INT("max_reply_bytes", struct prometheus, max_reply_bytes,
+		      "67108864", 65536, 1e15,
+		      "bytes of rendered pages held for replies being sent; "
+		      "beyond it the replies in progress longest are cut"),
 	TALLY_OPT_DOUBLE("idle_timeout", struct prometheus, idle_timeout, "5",
 			 0.1, 3600,
 			 "seconds a connection may stay open without sending a "

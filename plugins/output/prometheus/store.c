@@ -325,6 +325,7 @@ struct prom_store {
 	size_t nseries;	  /* all of them */
 	size_t nself;	  /* of which tallyd's own (prom_series_is_self()) */
 	int64_t epoch_ns; /* CLOCK_REALTIME at creation */
+	uint64_t gen;	  /* changes applied or swept so far */
 	struct prom_store_stats st;
 	struct sbuf tmp, tmp2, tmp3; /* scratch: names, label text, keys */
 	struct tally_label *lbuf;    /* a region's labels with the static */
@@ -1399,6 +1400,8 @@ int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
 	 */
 	if (linger < s->o.grace_ns)
 		linger = s->o.grace_ns;
+	if (n)
+		s->gen++;
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_record *rec = tally_batch_at(b, i);
 		int rc = 0;
@@ -1449,6 +1452,8 @@ size_t prom_store_sweep(struct prom_store *s, int64_t now_ns)
 		s->fams[k++] = f;
 	}
 	s->nfams = k; /* order kept: still sorted if it was */
+	if (removed)
+		s->gen++;
 	return removed;
 }
 
@@ -1662,6 +1667,11 @@ int prom_store_render(struct prom_store *s, struct evbuffer *out,
 		return -1;
 	}
 	return 0;
+}
+
+uint64_t prom_store_generation(const struct prom_store *s)
+{
+	return s->gen;
 }
 
 size_t prom_store_series(const struct prom_store *s)

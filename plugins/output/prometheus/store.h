@@ -179,6 +179,14 @@ size_t prom_store_sweep(struct prom_store *s, int64_t now_ns);
 int prom_store_render(struct prom_store *s, struct evbuffer *out,
 		      enum prom_format fmt, int64_t now_ns, int64_t real_ns);
 
+/**
+ * prom_store_generation() - a number that changes whenever a batch is
+ * applied or a sweep removes series, so that two renders of one generation
+ * differ only in what depends on the scrape time (spans still open, the
+ * grace period of regions, expiry)
+ */
+uint64_t prom_store_generation(const struct prom_store *s);
+
 /** prom_store_series() - number of series (span regions included) */
 size_t prom_store_series(const struct prom_store *s);
 

@@ -13,9 +13,22 @@ and raw sockets, independent of libevent.'
 
 require_cmd curl
 
-# py SCRIPT - run Python with the port in $PORT
+# py SCRIPT - run Python with the port in $PORT, and raw(PART...): send
+# each PART (bytes) on a new connection, return all it reads until the
+# server closes it
 py() {
-	PORT=$port "$PYTHON3" -c "$1"
+	PORT=$port "$PYTHON3" -c "import os, socket
+def raw(*parts):
+    s = socket.create_connection(('127.0.0.1', int(os.environ['PORT'])), timeout=10)
+    for part in parts:
+        s.sendall(part)
+    data = b''
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return data
+        data += b
+$1"
 }
 
 test_expect_success 'start tallyd: spangen shapes read once (a fixed exposition)' '
@@ -58,15 +71,7 @@ for path, hdrs, code in cases:
 
 test_expect_success 'HEAD over raw HTTP/1.1: the next reply starts right after the headers' '
 	py "
-import os, socket
-s = socket.create_connection((\"127.0.0.1\", int(os.environ[\"PORT\"])), timeout=10)
-s.sendall(b\"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n\")
-data = b\"\"
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
+data = raw(b\"HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\nGET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n\")
 head, rest = data.split(b\"\r\n\r\n\", 1)
 assert head.startswith(b\"HTTP/1.1 200\"), head
 assert rest.startswith(b\"HTTP/1.1 200\"), rest[:80]
@@ -83,15 +88,7 @@ test_expect_success 'OPTIONS, TRACE, PATCH, CONNECT, PUT, DELETE, POST: 405 with
 		test "$(cat body)" = "method not allowed" || return 1
 	done &&
 	py "
-import os, socket
-s = socket.create_connection((\"127.0.0.1\", int(os.environ[\"PORT\"])), timeout=10)
-s.sendall(b\"CONNECT 127.0.0.1:22 HTTP/1.0\r\n\r\n\")
-data = b\"\"
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
+data = raw(b\"CONNECT 127.0.0.1:22 HTTP/1.0\r\n\r\n\")
 assert data.startswith(b\"HTTP/1.0 405\"), data
 assert b\"\r\nAllow: GET, HEAD\r\n\" in data, data
 "
@@ -114,15 +111,7 @@ test_expect_success 'paths match as sent: //metrics is 404, a query string is ig
 	curl -sf -o q "http://127.0.0.1:$port/metrics?x=1" &&
 	test_cmp m q &&
 	py "
-import os, socket
-s = socket.create_connection((\"127.0.0.1\", int(os.environ[\"PORT\"])), timeout=10)
-s.sendall(b\"GET http://127.0.0.1/metrics HTTP/1.0\r\n\r\n\")
-data = b\"\"
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
+data = raw(b\"GET http://127.0.0.1/metrics HTTP/1.0\r\n\r\n\")
 assert data.startswith(b\"HTTP/1.0 200\"), data[:80]
 assert data.endswith(open(\"m\", \"rb\").read())
 "
@@ -144,7 +133,6 @@ test_expect_success 'Accept-Encoding: x-gzip is answered with x-gzip, gzip with 
 # the header as a second request and answered 400 on the same connection.
 test_expect_success 'a NUL byte in a request: exactly one 400, then the connection closes' '
 	py "
-import os, socket
 cases = [b\"GET /metrics HTTP/1.1\r\nHost: x\r\n\0X-a: b\r\n\r\n\",
          b\"GET /metrics HTTP/1.1\r\n\0\r\n\r\n\",
          b\"GET /metrics HTTP/1.1\r\nX-a: b\0c\r\nHost: x\r\n\r\n\",
@@ -153,15 +141,7 @@ cases = [b\"GET /metrics HTTP/1.1\r\nHost: x\r\n\0X-a: b\r\n\r\n\",
          # the NUL arrives in a later packet than the request line
          (b\"GET /metrics HTTP/1.1\r\n\", b\"\0X: y\r\n\r\n\")]
 for req in cases:
-    s = socket.create_connection((\"127.0.0.1\", int(os.environ[\"PORT\"])), timeout=10)
-    for part in (req if isinstance(req, tuple) else (req,)):
-        s.sendall(part)
-    data = b\"\"
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
+    data = raw(*(req if isinstance(req, tuple) else (req,)))
     print(repr(req), data.count(b\"HTTP/1.\"), repr(data[:40]))
     assert data.startswith(b\"HTTP/1.\") and data[9:12] == b\"400\", data[:200]
     assert data.count(b\"HTTP/1.\") == 1, data

@@ -8,6 +8,7 @@ its connections.'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t2-lib.sh"
 
 require_cmd curl
 
@@ -18,9 +19,7 @@ scrape() {
 
 # dropped FILE REASON - tally_dropped_total of instance "limited", or 0
 dropped() {
-	awk -v r="reason=\"$2\"" 'index($0, "tally_dropped_total{") == 1 &&
-		index($0, "instance=\"limited\"") && index($0, r) {
-		print $2; found = 1 } END { if (!found) print 0 }' "$1"
+	self_count "$1" tally_dropped_total limited "reason=\"$2\""
 }
 
 test_expect_success 'max_series: 50 series offered, the first 20 kept' '
@@ -125,13 +124,7 @@ hold_bg() {
 
 test_expect_success 'fd exhaustion: no busy loop, counted, recovers' '
 	port=$(free_port) &&
-	cat >fd.conf <<-EOF &&
-	global = { interval = 0.5; log_level = "info"; };
-	inputs = { self = { plugin = "self"; }; };
-	outputs = { limited = { plugin = "prometheus";
-	                        listen = "127.0.0.1:$port"; }; };
-	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
-	EOF
+	self_conf fd.conf &&
 	start_tallyd --wait "port_listening $port" fd.conf &&
 	prlimit --pid $TALLYD_PID --nofile=40:40 &&
 	hold_bg 60 4 &&
@@ -153,22 +146,9 @@ test_expect_success 'fd exhaustion: no busy loop, counted, recovers' '
 	stop_tallyd
 '
 
-# clients MODE N SECONDS OUT - t2-prom-clients.py against $port in the
-# background (pid in clients_pid, killed when the test ends whatever its
-# outcome), OUT emptied first
-clients() {
-	: >"$4"
-	"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t2-prom-clients.py" "$1" $port \
-		"$2" "$3" "$4" &
-	clients_pid=$!
-	test_when_finished "kill $clients_pid 2>/dev/null || :"
-}
-
 # event FILE NAME - tally_events_total of instance "limited", or 0
 event() {
-	awk -v e="event=\"$2\"" 'index($0, "tally_events_total{") == 1 &&
-		index($0, "instance=\"limited\"") && index($0, e) {
-		print $2; found = 1 } END { if (!found) print 0 }' "$1"
+	self_count "$1" tally_events_total limited "event=\"$2\""
 }
 
 # timed_scrape FILE - scrape with curl, at most 8 s, printing how long it
@@ -181,14 +161,7 @@ timed_scrape() {
 }
 
 test_expect_success 'max_connections: beyond it, those waiting longest are closed' '
-	cat >cap.conf <<-EOF &&
-	global = { interval = 0.5; log_level = "info"; };
-	inputs = { self = { plugin = "self"; }; };
-	outputs = { limited = { plugin = "prometheus";
-	                        listen = "127.0.0.1:$port";
-	                        max_connections = 5; idle_timeout = 600.0; }; };
-	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
-	EOF
+	self_conf cap.conf "max_connections = 5; idle_timeout = 600.0;" &&
 	start_tallyd --wait "port_listening $port" cap.conf &&
 	fd0=$(sockets $TALLYD_PID) &&
 	clients idle 12 60 held &&
@@ -211,13 +184,7 @@ test_expect_success 'max_connections: beyond it, those waiting longest are close
 # Issue 9, item 2: 70 clients that connect and send nothing held all 64
 # connections; a scrape waited about 30 s in the kernel backlog.
 test_expect_success '70 idle connections: a scrape is served at once, the idle ones time out' '
-	cat >idle.conf <<-EOF &&
-	global = { interval = 0.5; log_level = "info"; };
-	inputs = { self = { plugin = "self"; }; };
-	outputs = { limited = { plugin = "prometheus";
-	                        listen = "127.0.0.1:$port"; }; };
-	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
-	EOF
+	self_conf idle.conf &&
 	start_tallyd --wait "port_listening $port" idle.conf &&
 	clients idle 70 60 held &&
 	wait_for "grep -q connected held" 20 &&
@@ -277,14 +244,7 @@ for i in range(n):
 }
 
 test_expect_success 'request_timeout: a request trickling in is cut off' '
-	cat >slow.conf <<-EOF &&
-	global = { interval = 0.5; log_level = "info"; };
-	inputs = { self = { plugin = "self"; }; };
-	outputs = { limited = { plugin = "prometheus";
-	                        listen = "127.0.0.1:$port";
-	                        request_timeout = 2.0; idle_timeout = 5.0; }; };
-	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
-	EOF
+	self_conf slow.conf "request_timeout = 2.0; idle_timeout = 5.0;" &&
 	start_tallyd --wait "port_listening $port" slow.conf &&
 	trickle 3 10 >closed &&
 	cat closed &&

@@ -10,6 +10,7 @@ are bounded by max_reply_bytes (the slowest replies are cut).'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t2-lib.sh"
 
 require_cmd curl
 
@@ -23,21 +24,10 @@ rss_kib() {
 	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
 }
 
+
 # dropped FILE REASON - tally_dropped_total of instance "prom", or 0
 dropped() {
-	awk -v r="reason=\"$2\"" 'index($0, "tally_dropped_total{") == 1 &&
-		index($0, "instance=\"prom\"") && index($0, r) {
-		print $2; found = 1 } END { if (!found) print 0 }' "$1"
-}
-
-# readers N SECONDS OUT [SPACING] - slow readers in the background, killed
-# when the test ends whatever its outcome
-readers() {
-	: >"$3"
-	"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t2-prom-clients.py" slowread $port \
-		"$@" &
-	readers_pid=$!
-	test_when_finished "kill $readers_pid 2>/dev/null || :"
+	self_count "$1" tally_dropped_total prom "reason=\"$2\""
 }
 
 test_expect_success '60 slow readers of an 8 MB page: tallyd grows by one page, not 60' '
@@ -56,7 +46,7 @@ test_expect_success '60 slow readers of an 8 MB page: tallyd grows by one page, 
 	tally_diag "page: $size bytes" &&
 	test $size -gt 8000000 &&
 	rss0=$(rss_kib $TALLYD_PID) &&
-	readers 60 120 slow.out &&
+	clients slowread 60 120 slow.out &&
 	wait_for "grep -q started slow.out" 60 &&
 	rss1=$(rss_kib $TALLYD_PID) &&
 	grow=$(( (rss1 - rss0) / 1024 )) &&
@@ -92,7 +82,7 @@ test_expect_success 'max_reply_bytes: pages held by slow readers are bounded, th
 	# a new page every read (0.5 s), a reader every 0.6 s: each reader
 	# holds a page of its own, about 2.5 MB; 6 MiB hold two. Unbounded,
 	# 20 readers held 50 MB.
-	readers 20 120 slow.out 0.6 &&
+	clients slowread 20 120 slow.out 0.6 &&
 	wait_for "grep -q started slow.out" 60 &&
 	rss1=$(rss_kib $TALLYD_PID) &&
 	grow=$(( (rss1 - rss0) / 1024 )) &&

@@ -53,7 +53,7 @@ TESTS += t/t2001-prometheus-exposition.t t/t2002-prometheus-server.t \
 	t/t2003-prometheus-expiry.t t/t2004-prometheus-concurrent.t \
 	t/t2005-prometheus-http.t t/t2006-prometheus-limits.t \
 	t/t2007-prometheus-slow-readers.t
-EXTRA_DIST += t/t2-prom-check.py t/t2-prom-clients.py \
+EXTRA_DIST += t/t2-prom-check.py t/t2-prom-clients.py t/t2-lib.sh \
 	t/t2001-prometheus-exposition.t \
 	t/t2002-prometheus-server.t t/t2003-prometheus-expiry.t \
 	t/t2004-prometheus-concurrent.t t/t2005-prometheus-http.t \

@@ -78,6 +78,17 @@ static void add_gauge(struct tally_batch *b, const char *name,
 	tally_labels_unref(ls);
 }
 
+/* @n gauges @name{i="0"} 0 ... {i="n-1"} n-1 */
+static void add_gauges(struct tally_batch *b, const char *name, int n)
+{
+	char lv[16];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(lv, sizeof(lv), "%d", i);
+		add_gauge(b, name, NULL, i, "i", lv);
+	}
+}
+
 static void apply(struct prom_store *s, struct tally_batch *b, int64_t now)
 {
 	if (prom_store_apply(s, b, now) < 0)
@@ -775,15 +786,12 @@ static void test_max_series(void)
 	struct prom_store_opts o = default_opts();
 	struct prom_store *s;
 	struct tally_batch *b;
-	char lv[16], *text;
+	char *text;
 
 	o.max_series = 3;
 	s = prom_store_new(&o, NULL);
 	b = tally_batch_new();
-	for (int i = 0; i < 5; i++) {
-		snprintf(lv, sizeof(lv), "%d", i);
-		add_gauge(b, "g", NULL, i, "i", lv);
-	}
+	add_gauges(b, "g", 5);
 	add_span(b, TALLY_SPAN_BEGIN, 1, "r", 0, 0, R0, R0);
 	add_span(b, TALLY_SPAN_END, 1, "r", 0, 0, R0 + S, R0);
 	apply(s, b, 1 * S);
@@ -862,15 +870,12 @@ static void test_self_series_room(void)
 	struct prom_store *s;
 	struct tally_batch *b;
 	struct tally_labels *ls;
-	char lv[16], *text;
+	char *text;
 
 	o.max_series = 3;
 	s = prom_store_new(&o, NULL);
 	b = tally_batch_new();
-	for (int i = 0; i < 5; i++) {
-		snprintf(lv, sizeof(lv), "%d", i);
-		add_gauge(b, "g", NULL, i, "i", lv);
-	}
+	add_gauges(b, "g", 5);
 	apply(s, b, 1 * S);
 	cmp_ok(prom_store_stats(s)->series_limit, "==", 2, "2 user series over");
 	b = tally_batch_new();
@@ -898,10 +903,7 @@ static void test_self_series_room(void)
 	cmp_ok(prom_store_stats(s)->series_limit, "==", 3, "h refused");
 	/* their own room is bounded */
 	b = tally_batch_new();
-	for (int i = 0; i < PROM_SELF_SERIES; i++) {
-		snprintf(lv, sizeof(lv), "%d", i);
-		add_gauge(b, "tally_flood", NULL, i, "i", lv);
-	}
+	add_gauges(b, "tally_flood", PROM_SELF_SERIES);
 	apply(s, b, 5 * S);
 	cmp_ok(prom_store_series(s), "==", 3 + PROM_SELF_SERIES,
 	       "at most PROM_SELF_SERIES own series");

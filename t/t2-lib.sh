@@ -1,0 +1,41 @@
+# t/t2-lib.sh - helpers shared by the prometheus tests (t2xxx), sourced
+# after t/lib/tally.sh
+#
+#	self_count FILE METRIC INSTANCE LABEL
+#		value of METRIC (tally_dropped_total, tally_events_total...)
+#		of instance INSTANCE with label LABEL (reason="x") in the
+#		scraped FILE, or 0 when there is no such sample
+#	self_conf FILE [OPTION...]
+#		a config: the self input (every 0.5 s) into the prometheus
+#		output "limited" on 127.0.0.1:$port, with the OPTIONs given
+#		('max_connections = 5;')
+#	clients MODE N SECONDS OUT [ARG]
+#		t2-prom-clients.py MODE against $port in the background (pid
+#		in clients_pid, killed when the test ends, whatever its
+#		outcome), OUT emptied first
+
+self_count() {
+	awk -v m="$2{" -v i="instance=\"$3\"" -v l="$4" '
+		index($0, m) == 1 && index($0, i) && index($0, l) {
+		print $2; found = 1 } END { if (!found) print 0 }' "$1"
+}
+
+self_conf() {
+	tally_sc_file=$1
+	shift
+	cat >"$tally_sc_file" <<-EOF
+	global = { interval = 0.5; log_level = "info"; };
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { limited = { plugin = "prometheus";
+	                        listen = "127.0.0.1:$port"; $* }; };
+	pipelines = { p = { from = ["self"]; to = ["limited"]; }; };
+	EOF
+}
+
+clients() {
+	: >"$4"
+	"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t2-prom-clients.py" "$1" $port \
+		"$2" "$3" "$4" $5 &
+	clients_pid=$!
+	test_when_finished "kill $clients_pid 2>/dev/null || :"
+}

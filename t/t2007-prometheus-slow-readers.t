@@ -14,6 +14,11 @@ are bounded by max_reply_bytes (the slowest replies are cut).'
 
 require_cmd curl
 
+# RSS is the measure here: under AddressSanitizer, freed memory waits in
+# its quarantine (256 MiB) before reuse, so pages freed would still count.
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0
+export ASAN_OPTIONS
+
 # scrape FILE - GET /metrics
 scrape() {
 	curl -sS --max-time 20 -o "$1" "http://127.0.0.1:$port/metrics"

@@ -48,6 +48,7 @@ struct prom_conn {
 	uint64_t received; /* request bytes read from the socket, in all */
 	uint64_t consumed; /* of which evhttp has parsed (drained) */
 	uint64_t nul_at;   /* offset in that stream of a NUL byte, or NO_NUL */
+	uint64_t turn;	   /* c->turn when accepted */
 };
 
 struct prom_conns {
@@ -60,6 +61,7 @@ struct prom_conns {
 	size_t n;     /* in the list, closing ones too (their fds are open) */
 	size_t nopen; /* not closing */
 	size_t max;
+	uint64_t turn; /* runs of conns_balance() so far */
 	int64_t idle_ns, request_ns;
 	struct timeval poll_tv;
 	struct event *poll;    /* while connections are open */
@@ -194,41 +196,55 @@ static int conn_victim_cmp(const void *a, const void *b)
 	return tx < ty ? -1 : tx > ty;
 }
 
+/*
+ * Close the connections beyond max. Only those accepted before the
+ * previous run are candidates: the loop has polled them since, so a
+ * request that came with its connection has been read and is being
+ * answered. (Run in the same turn of the loop as the accept, this closed
+ * a scrape accepted amid a burst of slow-loris reconnections before its
+ * request was read.) The others wait for the next run, in the next turn.
+ */
 static void conns_balance(evutil_socket_t fd, short what, void *arg)
 {
+	static const struct timeval soon = { 0, 0 };
 	struct prom_conns *c = arg;
 	struct prom_conn **v, *k;
-	size_t nv = 0, over;
+	size_t nv = 0, over, closed = 0;
 
 	conns_reap(c, tally_monotonic_ns());
 	if (c->nopen <= c->max)
-		return;
+		goto out;
 	over = c->nopen - c->max;
 	v = malloc(c->nopen * sizeof(*v));
 	if (!v) {
 		tally_count_drop(c->inst, "nomem", 1);
-		return; /* the poll timer tries again */
+		goto out; /* the poll timer tries again */
 	}
 	for (k = c->conns; k; k = k->next)
-		if (k->state != CONN_CLOSING)
+		if (k->state != CONN_CLOSING && k->turn < c->turn)
 			v[nv++] = k;
 	qsort(v, nv, sizeof(*v), conn_victim_cmp);
-	for (size_t i = 0; i < over && i < nv; i++) {
-		k = v[i];
-		if (k->state == CONN_IDLE) {
+	for (; closed < over && closed < nv; closed++) {
+		k = v[closed];
+		if (k->state == CONN_IDLE)
 			tally_count_event(c->inst, "idle_evicted", 1);
-		} else if (k->state == CONN_ARRIVING) {
+		else if (k->state == CONN_ARRIVING)
 			tally_count_drop(c->inst, "request_evicted", 1);
-		} else {
+		else
 			tally_count_drop(c->inst, "reply_evicted", 1);
-		}
 		conn_close(c, k);
 	}
-	tally_log(c->inst, LOG_WARNING,
-		  "%zu connections open (max_connections %zu): closed the %zu "
-		  "waiting longest for a request or a reply",
-		  nv, c->max, over);
 	free(v);
+	if (closed)
+		tally_log(c->inst, LOG_WARNING,
+			  "%zu connections open (max_connections %zu): closed "
+			  "the %zu waiting longest for a request or a reply",
+			  c->nopen + closed, c->max, closed);
+	/* the ones too new to judge: next turn */
+	if (c->nopen > c->max && !evtimer_pending(c->balance, NULL))
+		evtimer_add(c->balance, &soon);
+out:
+	c->turn++;
 }
 
 /* Bytes read: the first ones of a request start its clock; NUL bytes are
@@ -318,6 +334,7 @@ static struct bufferevent *conns_bevcb(struct event_base *base, void *arg)
 	k->state = CONN_IDLE;
 	k->since = k->waiting = tally_monotonic_ns();
 	k->nul_at = NO_NUL;
+	k->turn = c->turn;
 	k->next = c->conns;
 	c->conns = k;
 	c->n++;

@@ -325,37 +325,30 @@ time.sleep(60)
 # tallyd(8): in user mode every metric carries the job id. Spans carried
 # none, so the tally_trace_region_* series of a job's collector had no
 # jobid label (issue 9, friction list). A real client traces under
-# tallyd --user -- with SLURM_JOB_ID set; the command scrapes the page.
+# tallyd --user -- with SLURM_JOB_ID set; the final page shows the series.
 test_expect_success 'user mode with a job id: region series carry jobid' '
 	. "$SHARNESS_TEST_SRCDIR/t30-lib.sh" &&
-	port=$(free_port) &&
 	cat >job.conf <<-EOF &&
 	global = { log_level = "info"; };
 	inputs = { tr = { plugin = "zmq_trace"; }; };
 	outputs = { prom = { plugin = "prometheus";
-	                     listen = "127.0.0.1:$port"; }; };
+	                     listen = "127.0.0.1:0"; }; };
 	pipelines = { p = { from = ["tr"]; to = ["prom"]; }; };
-	EOF
-	cat >job.sh <<-EOF &&
-	"$TRACE_EMIT" - - begin:outer begin:inner endid:inner >emit.out &&
-	n=0 &&
-	until curl -sf -o job.page "http://127.0.0.1:$port/metrics" &&
-		grep -q "^tally_trace_region_seconds_total{.*region=.inner" job.page
-	do
-		n=\$((n + 1)) && test \$n -lt 100 && sleep 0.1 || exit 1
-	done
 	EOF
 	unset TALLY_TRACE_ENDPOINT FLUX_JOB_ID PBS_JOBID LSB_JOBID PMIX_RANK \
 		OMPI_COMM_WORLD_RANK PMI_RANK SLURM_PROCID FLUX_TASK_RANK &&
 	XDG_RUNTIME_DIR=$SOCKDIR/xdg SLURM_JOB_ID=4242 \
-		tallyd --user -c job.conf -- sh job.sh 2>job.log &&
-	cat job.page &&
+		tallyd --user -c job.conf -- \
+		"$TRACE_EMIT" - - begin:outer begin:inner endid:inner \
+		>emit.out 2>job.log &&
+	page=tally-4242/metrics.prom &&
+	cat $page &&
 	for r in inner outer; do
-		grep "^tally_trace_region_seconds_total{jobid=\"4242\",region=\"$r\",trace=\"4242\"} " job.page &&
-		grep "^tally_trace_region_active{jobid=\"4242\",region=\"$r\",trace=\"4242\"} " job.page ||
+		grep "^tally_trace_region_seconds_total{jobid=\"4242\",region=\"$r\",trace=\"4242\"} " $page &&
+		grep "^tally_trace_region_active{jobid=\"4242\",region=\"$r\",trace=\"4242\"} " $page ||
 		return 1
 	done &&
-	! grep "^tally_trace_region.*{region" job.page
+	! grep "^tally_trace_region.*{region" $page
 '
 
 test_done

@@ -28,6 +28,12 @@
 #define PROM_CONN_POLL_MS     1000
 #define PROM_CONN_POLL_MIN_MS 50
 
+/* How long a connection that has sent nothing is safe from being closed
+ * to make room (at most idle_timeout), and how often the closing is
+ * retried while such connections keep the count above max. */
+#define PROM_CONN_GRACE_MS 1000
+#define PROM_CONN_RETRY_MS 100
+
 #define NO_NUL UINT64_MAX
 
 enum conn_state {
@@ -48,7 +54,6 @@ struct prom_conn {
 	uint64_t received; /* request bytes read from the socket, in all */
 	uint64_t consumed; /* of which evhttp has parsed (drained) */
 	uint64_t nul_at;   /* offset in that stream of a NUL byte, or NO_NUL */
-	uint64_t turn;	   /* c->turn when accepted */
 };
 
 struct prom_conns {
@@ -61,8 +66,8 @@ struct prom_conns {
 	size_t n;     /* in the list, closing ones too (their fds are open) */
 	size_t nopen; /* not closing */
 	size_t max;
-	uint64_t turn; /* runs of conns_balance() so far */
 	int64_t idle_ns, request_ns;
+	int64_t grace_ns; /* an idle connection is not closed for room before */
 	struct timeval poll_tv;
 	struct event *poll;    /* while connections are open */
 	struct event *balance; /* closes connections beyond max */
@@ -180,8 +185,7 @@ static void conns_poll(evutil_socket_t fd, short what, void *arg)
 /*
  * Order of closing beyond max_connections: first those waiting for a
  * complete request (idle or arriving) longest, then the replies in
- * progress longest. A connection just accepted comes last of the first
- * kind; by the time this runs the loop has read what it sent.
+ * progress longest.
  */
 static int conn_victim_cmp(const void *a, const void *b)
 {
@@ -197,31 +201,33 @@ static int conn_victim_cmp(const void *a, const void *b)
 }
 
 /*
- * Close the connections beyond max. Only those accepted before the
- * previous run are candidates: the loop has polled them since, so a
- * request that came with its connection has been read and is being
- * answered. (Run in the same turn of the loop as the accept, this closed
- * a scrape accepted amid a burst of slow-loris reconnections before its
- * request was read.) The others wait for the next run, in the next turn.
+ * Close the connections beyond max. A connection that has sent nothing
+ * yet is left alone for its first PROM_CONN_GRACE_MS: a scrape accepted
+ * amid a burst of slow-loris reconnections, on a loaded machine, may send
+ * its request a moment after its connection is accepted, and closing the
+ * idle ones by age alone closed it before (curl: "Empty reply from
+ * server"). Until they are judged, they keep the count above max.
  */
 static void conns_balance(evutil_socket_t fd, short what, void *arg)
 {
-	static const struct timeval soon = { 0, 0 };
+	static const struct timeval later = { 0, PROM_CONN_RETRY_MS * 1000 };
 	struct prom_conns *c = arg;
+	int64_t now = tally_monotonic_ns();
 	struct prom_conn **v, *k;
 	size_t nv = 0, over, closed = 0;
 
-	conns_reap(c, tally_monotonic_ns());
+	conns_reap(c, now);
 	if (c->nopen <= c->max)
-		goto out;
+		return;
 	over = c->nopen - c->max;
 	v = malloc(c->nopen * sizeof(*v));
 	if (!v) {
 		tally_count_drop(c->inst, "nomem", 1);
-		goto out; /* the poll timer tries again */
+		goto out; /* try again */
 	}
 	for (k = c->conns; k; k = k->next)
-		if (k->state != CONN_CLOSING && k->turn < c->turn)
+		if (k->state != CONN_CLOSING &&
+		    (k->state != CONN_IDLE || now - k->waiting >= c->grace_ns))
 			v[nv++] = k;
 	qsort(v, nv, sizeof(*v), conn_victim_cmp);
 	for (; closed < over && closed < nv; closed++) {
@@ -240,11 +246,10 @@ static void conns_balance(evutil_socket_t fd, short what, void *arg)
 			  "%zu connections open (max_connections %zu): closed "
 			  "the %zu waiting longest for a request or a reply",
 			  c->nopen + closed, c->max, closed);
-	/* the ones too new to judge: next turn */
-	if (c->nopen > c->max && !evtimer_pending(c->balance, NULL))
-		evtimer_add(c->balance, &soon);
 out:
-	c->turn++;
+	/* the ones too new to judge, in a moment */
+	if (c->nopen > c->max && !evtimer_pending(c->balance, NULL))
+		evtimer_add(c->balance, &later);
 }
 
 /* Bytes read: the first ones of a request start its clock; NUL bytes are
@@ -334,7 +339,6 @@ static struct bufferevent *conns_bevcb(struct event_base *base, void *arg)
 	k->state = CONN_IDLE;
 	k->since = k->waiting = tally_monotonic_ns();
 	k->nul_at = NO_NUL;
-	k->turn = c->turn;
 	k->next = c->conns;
 	c->conns = k;
 	c->n++;
@@ -401,6 +405,9 @@ struct prom_conns *prom_conns_new(struct event_base *base, struct evhttp *http,
 	c->max = o->max_conns ? o->max_conns : 1;
 	c->idle_ns = (int64_t)(o->idle_timeout * 1e9);
 	c->request_ns = (int64_t)(o->request_timeout * 1e9);
+	c->grace_ns = PROM_CONN_GRACE_MS * 1000000LL;
+	if (c->grace_ns > c->idle_ns)
+		c->grace_ns = c->idle_ns;
 	if (o->idle_timeout / 4 < poll)
 		poll = o->idle_timeout / 4;
 	if (o->request_timeout / 4 < poll)

@@ -18,11 +18,12 @@
  *   - the number of open connections. Pausing the listeners at the limit
  *     left a real scrape in the kernel's backlog behind whoever held the
  *     slots (idle or trickling clients: 30 s and more). Instead every
- *     connection is accepted and, once the loop has read what the new ones
- *     sent, the connections beyond max_connections are closed: those that
- *     have waited longest for a complete request first (idle or still
- *     arriving), then the replies in progress longest. A scrape, whose
- *     request arrives in one packet, is being answered by then.
+ *     connection is accepted and the connections beyond max_connections
+ *     are closed: those that have waited longest for a complete request
+ *     first (idle or still arriving), then the replies in progress
+ *     longest. A connection that has sent nothing yet is spared for its
+ *     first second (at most idle_timeout): a scrape, whose request comes
+ *     in one packet just after the connection, is being answered by then.
  *   - a NUL byte in a request: libevent takes a header line that starts
  *     with NUL for the end of the headers and parses the rest as the next
  *     request. Requests are watched for NUL bytes as they arrive, so the

@@ -206,7 +206,8 @@ static int conn_victim_cmp(const void *a, const void *b)
  * amid a burst of slow-loris reconnections, on a loaded machine, may send
  * its request a moment after its connection is accepted, and closing the
  * idle ones by age alone closed it before (curl: "Empty reply from
- * server"). Until they are judged, they keep the count above max.
+ * server"). Until they are judged, they keep the count above max, and no
+ * reply in progress is closed for room.
  */
 static void conns_balance(evutil_socket_t fd, short what, void *arg)
 {
@@ -214,7 +215,7 @@ static void conns_balance(evutil_socket_t fd, short what, void *arg)
 	struct prom_conns *c = arg;
 	int64_t now = tally_monotonic_ns();
 	struct prom_conn **v, *k;
-	size_t nv = 0, over, closed = 0;
+	size_t nv = 0, over, closed = 0, young = 0;
 
 	conns_reap(c, now);
 	if (c->nopen <= c->max)
@@ -225,13 +226,21 @@ static void conns_balance(evutil_socket_t fd, short what, void *arg)
 		tally_count_drop(c->inst, "nomem", 1);
 		goto out; /* try again */
 	}
-	for (k = c->conns; k; k = k->next)
-		if (k->state != CONN_CLOSING &&
-		    (k->state != CONN_IDLE || now - k->waiting >= c->grace_ns))
+	for (k = c->conns; k; k = k->next) {
+		if (k->state == CONN_CLOSING)
+			continue;
+		if (k->state == CONN_IDLE && now - k->waiting < c->grace_ns)
+			young++;
+		else
 			v[nv++] = k;
+	}
 	qsort(v, nv, sizeof(*v), conn_victim_cmp);
 	for (; closed < over && closed < nv; closed++) {
 		k = v[closed];
+		/* a reply goes only for room that the young ones, judged
+		 * later, will not make: the scrape answered now is one */
+		if (k->state == CONN_REPLYING && young)
+			break;
 		if (k->state == CONN_IDLE)
 			tally_count_event(c->inst, "idle_evicted", 1);
 		else if (k->state == CONN_ARRIVING)

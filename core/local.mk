@@ -22,7 +22,8 @@ core_libtally_la_SOURCES = \
 	core/net-bind.c \
 	core/net-drain.c \
 	core/net-listen.c \
-	core/net-sender.c
+	core/net-sender.c \
+	core/net-conf.c
 core_libtally_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_libtally_la_LIBADD = $(LIBEVENT_LIBS) $(LIBCONFIG_LIBS) $(LTDL_LIBS) \
 	$(PTHREAD_LIBS) -lm

@@ -86,6 +86,31 @@ static int parse_unix_path(const char *rest, struct tally_net_addr *out)
 	return 0;
 }
 
+/*
+ * The unix path rules with their messages, for "unix:" (@scheme, the
+ * value quoted) and "ipc://" (unquoted, as ZeroMQ users write it); @rest
+ * is what follows the scheme.
+ */
+static int unix_rules(const char *opt, const char *spec, const char *rest,
+		      bool zmq, struct tally_net_addr *out, char *err,
+		      size_t errlen)
+{
+	const char *q = zmq ? "" : "\"";
+	const char *scheme = zmq ? "ipc://" : "unix:";
+
+	if (parse_unix_path(rest, out) == 0)
+		return 0;
+	if (errno == ENAMETOOLONG)
+		return fail(ENAMETOOLONG, err, errlen,
+			    "%s %s%s%s: the socket path is %zu bytes, a unix "
+			    "socket allows at most %zu; choose a shorter path",
+			    opt, q, spec, q, strlen(rest), TALLY_NET_PATH_MAX);
+	return fail(EINVAL, err, errlen,
+		    "%s %s%s%s: the %s path must be absolute (%s/dir/file) or "
+		    "abstract (%s@name)",
+		    opt, q, spec, q, zmq ? "ipc" : "socket", scheme, scheme);
+}
+
 /* Fill @out->sa for a unix address already in @out->path. */
 static void unix_sockaddr(struct tally_net_addr *out)
 {
@@ -277,20 +302,8 @@ int tally_net_addr_parse(const char *opt, const char *spec, unsigned flags,
 				    "%s \"%s\": unix sockets are not offered "
 				    "here: write %s",
 				    opt, spec, forms(flags));
-		if (parse_unix_path(spec + 5, &a) < 0) {
-			if (errno == ENAMETOOLONG)
-				return fail(ENAMETOOLONG, err, errlen,
-					    "%s \"%s\": the socket path is %zu "
-					    "bytes, a unix socket allows at "
-					    "most %zu; choose a shorter path",
-					    opt, spec, strlen(spec + 5),
-					    TALLY_NET_PATH_MAX);
-			return fail(EINVAL, err, errlen,
-				    "%s \"%s\": the socket path must be "
-				    "absolute (unix:/dir/file) or abstract "
-				    "(unix:@name)",
-				    opt, spec);
-		}
+		if (unix_rules(opt, spec, spec + 5, false, &a, err, errlen) < 0)
+			return -1;
 		unix_sockaddr(&a);
 		goto out_ok;
 	}
@@ -394,20 +407,8 @@ int tally_net_zmq_parse(const char *opt, const char *ep, unsigned flags,
 			    "%s is empty: use ipc:///path or tcp://host:port",
 			    opt);
 	if (!strncmp(ep, "ipc://", 6)) {
-		if (parse_unix_path(ep + 6, &a) < 0) {
-			if (errno == ENAMETOOLONG)
-				return fail(ENAMETOOLONG, err, errlen,
-					    "%s %s: the socket path is %zu "
-					    "bytes, a unix socket allows at "
-					    "most %zu; choose a shorter path",
-					    opt, ep, strlen(ep + 6),
-					    TALLY_NET_PATH_MAX);
-			return fail(EINVAL, err, errlen,
-				    "%s %s: the ipc path must be absolute "
-				    "(ipc:///dir/file) or abstract "
-				    "(ipc://@name)",
-				    opt, ep);
-		}
+		if (unix_rules(opt, ep, ep + 6, true, &a, err, errlen) < 0)
+			return -1;
 		unix_sockaddr(&a);
 		goto out_ok;
 	}

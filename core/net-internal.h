@@ -7,6 +7,7 @@
 #define TALLY_NET_INTERNAL_H
 
 #include <stdbool.h>
+#include <sys/time.h>
 
 #include <tally/net.h>
 
@@ -36,6 +37,9 @@ int tally_net_hosts_lookup(const char *name, uint16_t port,
 /* "127.0.0.1:80", "[::1]:80", "unix:/path": 0, or -1 (EAFNOSUPPORT). */
 int tally_net_format_sockaddr(const struct sockaddr *sa, socklen_t sl,
 			      char *buf, size_t len);
+
+/* @seconds (negative: 0) as a struct timeval, for event timers. */
+struct timeval tally_net_timeval(double seconds);
 
 /* Non-blocking, close-on-exec socket of @family/@socktype, or -1. */
 int tally_net_socket(int family, int socktype);

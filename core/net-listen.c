@@ -130,8 +130,7 @@ static void listener_arm(struct tally_net_listener *l)
 	}
 	if (evtimer_pending(l->tick, NULL))
 		return;
-	tv.tv_sec = (time_t)s;
-	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+	tv = tally_net_timeval(s);
 	evtimer_add(l->tick, &tv);
 }
 

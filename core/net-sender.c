@@ -99,17 +99,6 @@ struct tally_net_sender {
 	struct tally_net_sender_stats st;
 };
 
-static struct timeval tv_of(double s)
-{
-	struct timeval tv;
-
-	if (s < 0)
-		s = 0;
-	tv.tv_sec = (time_t)s;
-	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
-	return tv;
-}
-
 static uint64_t sender_in(const struct tally_net_sender *s)
 {
 	return s->base_off + evbuffer_get_length(s->pending);
@@ -302,10 +291,19 @@ static void sender_rewind(struct tally_net_sender *s)
 	s->written = s->queued = s->base_off;
 }
 
-static void sender_schedule(struct tally_net_sender *s, double delay)
+/* Try again after the backoff of one more failure; say so. */
+static void sender_retry(struct tally_net_sender *s, const char *event,
+			 const char *why)
 {
-	struct timeval tv = tv_of(delay);
+	struct timeval tv;
+	double delay;
 
+	s->fails++;
+	delay = sender_backoff(s);
+	tally_log(s->inst, LOG_WARNING,
+		  "%s: %s: %s; retrying in %.3g s (%zu bytes waiting)",
+		  s->what, event, why, delay, evbuffer_get_length(s->pending));
+	tv = tally_net_timeval(delay);
 	s->state = SENDER_WAIT;
 	s->st.backoff = delay;
 	evtimer_add(s->retry_ev, &tv);
@@ -326,8 +324,6 @@ static void sender_cancel_resolve(struct tally_net_sender *s)
 /* An attempt reached no address of the server: wait, then again. */
 static void sender_fail(struct tally_net_sender *s, const char *why)
 {
-	double delay;
-
 	event_del(s->timeout_ev);
 	sender_cancel_resolve(s);
 	sender_drop_bev(s);
@@ -336,13 +332,7 @@ static void sender_fail(struct tally_net_sender *s, const char *why)
 	s->ai = s->ai_next = NULL;
 	s->st.connect_failures++;
 	tally_count_event(s->inst, "connect_failures", 1);
-	s->fails++;
-	delay = sender_backoff(s);
-	tally_log(s->inst, LOG_WARNING,
-		  "%s: cannot connect: %s; retrying in %.3g s (%zu bytes "
-		  "waiting)",
-		  s->what, why, delay, evbuffer_get_length(s->pending));
-	sender_schedule(s, delay);
+	sender_retry(s, "cannot connect", why);
 }
 
 static void sender_event_cb(struct bufferevent *bev, short what, void *arg);
@@ -472,7 +462,6 @@ static void sender_up(struct tally_net_sender *s)
 static void sender_down(struct tally_net_sender *s, const char *why)
 {
 	int64_t lived = tally_monotonic_ns() - s->up_ns;
-	double delay;
 
 	s->st.disconnects++;
 	sender_drop_bev(s);
@@ -480,13 +469,7 @@ static void sender_down(struct tally_net_sender *s, const char *why)
 	/* a connection that lasted starts the backoff over */
 	if ((double)lived >= s->o.healthy * 1e9)
 		s->fails = 0;
-	s->fails++;
-	delay = sender_backoff(s);
-	tally_log(s->inst, LOG_WARNING,
-		  "%s: connection lost: %s; reconnecting in %.3g s (%zu bytes "
-		  "waiting)",
-		  s->what, why, delay, evbuffer_get_length(s->pending));
-	sender_schedule(s, delay);
+	sender_retry(s, "connection lost", why);
 }
 
 static void sender_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -551,7 +534,7 @@ static void sender_attempt(evutil_socket_t fd, short what, void *arg)
 					 .ai_socktype = SOCK_STREAM,
 					 .ai_protocol = IPPROTO_TCP,
 					 .ai_flags = EVUTIL_AI_ADDRCONFIG };
-	struct timeval tv = tv_of(s->o.connect_timeout);
+	struct timeval tv = tally_net_timeval(s->o.connect_timeout);
 	struct evdns_getaddrinfo_request *req;
 	struct sender_ticket *t;
 	char port[8];

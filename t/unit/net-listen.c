@@ -282,55 +282,58 @@ static void send_five(struct got *g)
 }
 
 /*
+ * A listener with @min_interval, idle (its start-up drain found nothing),
+ * gets one datagram, then 5 more while its first drain runs. Its drains
+ * are in @g (free it); return: its wake-ups.
+ */
+static uint64_t trickle_run(double min_interval, struct got *g)
+{
+	struct tally_net_listener_opts o = { .min_interval = min_interval };
+	struct tally_net_addr a = parse("127.0.0.1:0", TALLY_NET_UDP);
+	struct tally_net_listener_stats st;
+	struct tally_net_listener *l;
+	struct trickle t = { 0 };
+
+	*g = (struct got){ .on_drained = send_five, .ctx = &t };
+	l = tally_net_listener_new(NULL, base, "x", &a, &o, &got_ops, g);
+	t.fd = udp_client(tally_net_listener_port(l), &t.to);
+	for (int i = 0; i < 3; i++)
+		turn();
+	tally_net_listener_get_stats(l, &st);
+	cmp_ok(st.drain.wakeups, "==", 0, "idle: no wake-up yet");
+	sendto(t.fd, "t", 1, 0, (struct sockaddr *)&t.to, sizeof(t.to));
+	ok(run_until(&g->n, 6), "6 datagrams read (min_drain_interval %g)",
+	   min_interval);
+	tally_net_listener_get_stats(l, &st);
+	tally_net_listener_free(l);
+	close(t.fd);
+	g->on_drained = NULL;
+	return st.drain.wakeups;
+}
+
+/*
  * After a drain that read something, the next one waits
  * min_drain_interval with the socket unwatched: what arrives meanwhile is
  * read in one drain, after one wake-up, not one per datagram.
  */
 static void test_coalescing(void)
 {
-	struct tally_net_listener_opts o = { .min_interval = 0.2 };
-	struct tally_net_addr a = parse("127.0.0.1:0", TALLY_NET_UDP);
-	struct tally_net_listener_stats st;
-	struct tally_net_listener *l;
-	struct trickle t = { 0 };
-	struct got g = { .on_drained = send_five, .ctx = &t };
+	struct got g;
+	uint64_t wakeups;
 
-	l = tally_net_listener_new(NULL, base, "x", &a, &o, &got_ops, &g);
-	t.fd = udp_client(tally_net_listener_port(l), &t.to);
-	/* let the start-up drain find nothing, so the loop waits on the fd */
-	for (int i = 0; i < 3; i++)
-		turn();
-	tally_net_listener_get_stats(l, &st);
-	cmp_ok(st.drain.wakeups, "==", 0, "idle: no wake-up yet");
-	sendto(t.fd, "t", 1, 0, (struct sockaddr *)&t.to, sizeof(t.to));
-	ok(run_until(&g.n, 6), "6 datagrams read");
+	wakeups = trickle_run(0.2, &g);
 	cmp_ok(g.ndrains, "==", 2, "in 2 drains");
 	cmp_ok(g.drains[0], "==", 1, "the first drain read 1");
 	cmp_ok(g.drains[1], "==", 5, "the 5 sent in the cooldown: one drain");
 	cmp_ok((double)(g.ns_at[1] - g.ns_at[0]) / 1e9, ">=", 0.2,
 	       "the second drain came min_drain_interval (0.2 s) later");
-	tally_net_listener_get_stats(l, &st);
-	cmp_ok(st.drain.wakeups, "==", 2,
-	       "2 wake-ups (the fd, the cooldown), not 6");
-	tally_net_listener_free(l);
-	close(t.fd);
+	cmp_ok(wakeups, "==", 2, "2 wake-ups (the fd, the cooldown), not 6");
 	got_free(&g);
 
-	/* without coalescing each drain that reads goes on at once */
-	o.min_interval = 0;
-	a = parse("127.0.0.1:0", TALLY_NET_UDP);
-	g = (struct got){ .on_drained = send_five, .ctx = &t };
-	l = tally_net_listener_new(NULL, base, "x", &a, &o, &got_ops, &g);
-	t.fd = udp_client(tally_net_listener_port(l), &t.to);
-	for (int i = 0; i < 3; i++)
-		turn();
-	sendto(t.fd, "t", 1, 0, (struct sockaddr *)&t.to, sizeof(t.to));
-	ok(run_until(&g.n, 6), "min_drain_interval 0: 6 datagrams read");
-	tally_net_listener_get_stats(l, &st);
-	cmp_ok(st.drain.wakeups, "==", 1,
+	/* without coalescing the next drain is a loop turn away */
+	wakeups = trickle_run(0, &g);
+	cmp_ok(wakeups, "==", 1,
 	       "the second drain was a loop turn, not a wake-up");
-	tally_net_listener_free(l);
-	close(t.fd);
 	got_free(&g);
 }
 

@@ -187,6 +187,21 @@ static struct tally_net_addr server(const char *spec)
 	return a;
 }
 
+/* A server (see srv_init), pumped by turn(), and a sender to it. */
+static struct tally_net_sender *
+srv_sender(struct srv *s, bool listening, int rcvbuf,
+	   const struct tally_net_sender_opts *o)
+{
+	struct tally_net_addr a;
+	char spec[64];
+
+	srv_init(s, listening, rcvbuf);
+	pumped = s;
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", s->port);
+	a = server(spec);
+	return tally_net_sender_new(NULL, base, "server \"test\"", &a, o);
+}
+
 static double backoff_cap(unsigned k, double min, double max)
 {
 	double d = min;
@@ -194,6 +209,33 @@ static double backoff_cap(unsigned k, double min, double max)
 	while (--k && d < max)
 		d *= 2;
 	return d < max ? d : max;
+}
+
+/*
+ * Wait for @n consecutive failures (attempts, or with @drops connections
+ * that ended at once): the k-th waits in [d/2, d], d = 0.01 * 2^(k-1)
+ * capped at 0.08 s. Return: whether all @n came, each within bounds.
+ */
+static bool backoffs_ok(struct tally_net_sender *t, bool drops, unsigned n)
+{
+	bool good = true;
+
+	for (unsigned k = 1; k <= n; k++) {
+		double cap = backoff_cap(k, 0.01, 0.08);
+		struct tally_net_sender_stats st;
+
+		if (!WAIT((drops ? stats(t).disconnects
+				 : stats(t).connect_failures) >= k))
+			return false;
+		st = stats(t);
+		if (st.backoff < cap / 2 || st.backoff > cap) {
+			good = false;
+			diag("%s %u: backoff %.4f s not in [%.4f, %.4f]",
+			     drops ? "drop" : "failure", k, st.backoff, cap / 2,
+			     cap);
+		}
+	}
+	return good;
 }
 
 /*
@@ -207,33 +249,16 @@ static void test_refused(void)
 					   .backoff_max = 0.08 };
 	struct tally_net_sender_stats st;
 	struct tally_net_sender *t;
-	struct tally_net_addr a;
 	struct srv s;
-	char spec[64];
-	bool bounds = true;
+	bool bounds;
 
-	srv_init(&s, false, 0);
-	pumped = &s;
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", s.port);
-	a = server(spec);
-	t = tally_net_sender_new(NULL, base, "server \"test\"", &a, &o);
+	t = srv_sender(&s, false, 0, &o);
 	ok(t != NULL, "sender to a port that refuses");
 	ok(tally_net_sender_send(t, "m1\n", 3) == 0 &&
 		   tally_net_sender_send(t, "m2\n", 3) == 0 &&
 		   tally_net_sender_send(t, "m3\n", 3) == 0,
 	   "messages are accepted while the server is down");
-	for (unsigned k = 1; k <= 7; k++) {
-		double cap = backoff_cap(k, 0.01, 0.08);
-
-		if (!WAIT(stats(t).connect_failures >= k))
-			break;
-		st = stats(t);
-		if (st.backoff < cap / 2 || st.backoff > cap) {
-			bounds = false;
-			diag("failure %u: backoff %.4f s not in [%.4f, %.4f]",
-			     k, st.backoff, cap / 2, cap);
-		}
-	}
+	bounds = backoffs_ok(t, false, 7);
 	st = stats(t);
 	cmp_ok(st.connect_failures, ">=", 7, "7 failed attempts");
 	ok(bounds, "each wait in [d/2, d], d = 0.01 s * 2^(n-1) capped at "
@@ -280,18 +305,13 @@ static void test_stall(void)
 					   .arg = &readies };
 	struct tally_net_sender_stats st;
 	struct tally_net_sender *t;
-	struct tally_net_addr a;
 	struct evbuffer *expect = evbuffer_new();
 	struct srv s;
-	char spec[64], msg[1000];
+	char msg[1000];
 	int i, rc = 0, err = 0;
 	size_t before;
 
-	srv_init(&s, true, 4096);
-	pumped = &s;
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", s.port);
-	a = server(spec);
-	t = tally_net_sender_new(NULL, base, "x", &a, &o);
+	t = srv_sender(&s, true, 4096, &o);
 	ok(WAIT(stats(t).connected), "connected to a server that stalls");
 	memset(msg, '.', sizeof(msg));
 	msg[sizeof(msg) - 1] = '\n';
@@ -355,20 +375,15 @@ static void test_reset(bool one_message)
 	size_t total = line * nlines, cut, avail = 0;
 	struct tally_net_sender_stats st;
 	struct tally_net_sender *t;
-	struct tally_net_addr a;
 	struct srv s;
-	char spec[64], *text;
+	char *text;
 	uint64_t sent;
 
 	o.delimiter = one_message ? '\n' : 0;
 	text = malloc(total + 1);
 	for (size_t i = 0; i < nlines; i++)
 		snprintf(text + i * line, line + 1, "L%05zu\n", i % 100000);
-	srv_init(&s, true, 4096);
-	pumped = &s;
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", s.port);
-	a = server(spec);
-	t = tally_net_sender_new(NULL, base, "x", &a, &o);
+	t = srv_sender(&s, true, 4096, &o);
 	if (one_message) {
 		ok(tally_net_sender_send(t, text, total) == 0,
 		   "one message of %zu lines", nlines);
@@ -442,30 +457,13 @@ static void test_flapping(void)
 					   .healthy = 0.3 };
 	struct tally_net_sender_stats st;
 	struct tally_net_sender *t;
-	struct tally_net_addr a;
 	struct srv s;
-	char spec[64];
-	bool bounds = true;
+	bool bounds;
 	int64_t up;
 
-	srv_init(&s, true, 0);
+	t = srv_sender(&s, true, 0, &o);
 	s.close_at_once = true;
-	pumped = &s;
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", s.port);
-	a = server(spec);
-	t = tally_net_sender_new(NULL, base, "x", &a, &o);
-	for (unsigned k = 1; k <= 5; k++) {
-		double cap = backoff_cap(k, 0.01, 0.08);
-
-		if (!WAIT(stats(t).disconnects >= k))
-			break;
-		st = stats(t);
-		if (st.backoff < cap / 2 || st.backoff > cap) {
-			bounds = false;
-			diag("drop %u: backoff %.4f s not in [%.4f, %.4f]", k,
-			     st.backoff, cap / 2, cap);
-		}
-	}
+	bounds = backoffs_ok(t, true, 5);
 	st = stats(t);
 	cmp_ok(st.disconnects, ">=", 5, "5 connections ended at once");
 	ok(bounds, "the waits grew as after failures");
@@ -568,17 +566,14 @@ static void test_free_pending(void)
 	struct tally_net_sender *t;
 	struct tally_net_addr a;
 	struct srv s;
-	char spec[64];
 
-	srv_init(&s, false, 0);
-	snprintf(spec, sizeof(spec), "127.0.0.1:%u", s.port);
-	a = server(spec);
-	t = tally_net_sender_new(NULL, base, "x", &a, NULL);
+	t = srv_sender(&s, false, 0, NULL);
 	tally_net_sender_send(t, "0123456789", 10);
 	turn();
 	cmp_ok(stats(t).buffered, "==", 10, "buffered says what free drops");
 	tally_net_sender_free(t);
 	tally_net_sender_free(NULL);
+	pumped = NULL;
 	srv_free(&s);
 	a = server("127.0.0.1:1");
 	a.flags |= TALLY_NET_LISTEN;

@@ -510,8 +510,10 @@ struct tally_net_listener;
 
 /**
  * tally_net_listener_new() - bind a listen address and read it
- * @inst: for logs and counters ("oversize" and "accept_error" drops,
- *        "wakeups" and "drains" events)
+ * @inst: for logs and counters: drops "oversize" (longer than
+ *        max_item), "truncated" (a connection ended inside a line),
+ *        "accept_error", "nomem"; events "wakeups", "drains",
+ *        "idle_closed" (NULL: not counted)
  * @base: the event loop
  * @what: names the address in messages, e.g. "listen \"*:8125\""
  * @a:    a parsed listen address (TALLY_NET_LISTEN; UDP or stream)

@@ -69,6 +69,27 @@ out_close:
 	return -1;
 }
 
+/* The port (network order) a socket was bound to, or 0. */
+static in_port_t first_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return 0;
+	return ss.ss_family == AF_INET
+		       ? ((struct sockaddr_in *)&ss)->sin_port
+		       : ((struct sockaddr_in6 *)&ss)->sin6_port;
+}
+
+static void set_sockaddr_port(struct sockaddr_storage *ss, in_port_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = port;
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = port;
+}
+
 static void close_all(int *fds, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -155,6 +176,9 @@ int tally_net_bind(struct tally_instance *inst, const char *what,
 		}
 		if ((size_t)n == maxfds)
 			break;
+		/* port 0: every address of the name on the port chosen first */
+		if (!a->port && n)
+			set_sockaddr_port(&sas[i], first_port(fds[0]));
 		fds[n] = bind_one((struct sockaddr *)&sas[i], lens[i],
 				  a->socktype);
 		if (fds[n] >= 0) {

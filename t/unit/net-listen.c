@@ -514,6 +514,47 @@ static void test_unix_stream(void)
 	got_free(&g);
 }
 
+/* A listen name: each address of it bound, on one port. */
+static void test_name(void)
+{
+	struct tally_net_addr a = parse("localhost:0", TALLY_NET_UDP);
+	struct tally_net_listener *l;
+	struct sockaddr_in6 to6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in to;
+	struct got g = { 0 };
+	int c, c6;
+
+	l = tally_net_listener_new(NULL, base, "listen \"localhost:0\"", &a,
+				   NULL, &got_ops, &g);
+	if (!ok(l != NULL, "a listener on localhost:0"))
+		return;
+	c = udp_client(tally_net_listener_port(l), &to);
+	sendto(c, "v4", 2, 0, (struct sockaddr *)&to, sizeof(to));
+	ok(run_until(&g.n, 1), "127.0.0.1 is bound");
+	c6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	to6.sin6_addr = in6addr_loopback;
+	to6.sin6_port = htons(tally_net_listener_port(l));
+	if (c6 < 0 || sendto(c6, "v6", 2, 0, (struct sockaddr *)&to6,
+			     sizeof(to6)) < 0) {
+		skip(2, "no IPv6 loopback here");
+	} else {
+		ok(run_until(&g.n, 2), "::1 is bound, on the same port");
+		is(g.items[1], "v6", "its datagram");
+	}
+	close(c);
+	if (c6 >= 0)
+		close(c6);
+	tally_net_listener_free(l);
+	got_free(&g);
+
+	a = parse("no-such-host.invalid:0", TALLY_NET_UDP);
+	errno = 0;
+	ok(!tally_net_listener_new(NULL, base, "listen \"x\"", &a, NULL,
+				   &got_ops, &g) &&
+		   errno == ENOENT,
+	   "a name the hosts file lacks is refused (no DNS query): ENOENT");
+}
+
 int main(void)
 {
 	static const struct timeval zero = { 0, 0 };
@@ -531,6 +572,7 @@ int main(void)
 	test_limits();
 	test_read_now();
 	test_unix_stream();
+	test_name();
 	event_base_free(base);
 	return done_testing();
 }

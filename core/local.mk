@@ -99,7 +99,8 @@ t_unit_net_addr_t_LDADD = t/unit/libtap.la core/libtally.la
 t_unit_net_unix_t_SOURCES = t/unit/net-unix.c
 t_unit_net_unix_t_LDADD = t/unit/libtap.la core/libtally.la
 t_unit_net_listen_t_SOURCES = t/unit/net-listen.c
-t_unit_net_listen_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
+t_unit_net_listen_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
+	$(LIBCONFIG_CFLAGS)
 t_unit_net_listen_t_LDADD = t/unit/libtap.la core/libtally.la \
 	$(LIBEVENT_LIBS)
 t_unit_net_sender_t_SOURCES = t/unit/net-sender.c

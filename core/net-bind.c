@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <tally/log.h>
+#include <tally/mode.h>
 #include <tally/plugin.h>
 
 #include "net-internal.h"
@@ -96,9 +97,42 @@ static void close_all(int *fds, size_t n)
 		close(fds[i]);
 }
 
+static int bind_addr(struct tally_instance *inst, const char *what,
+		     const struct tally_net_addr *a, int *fds, size_t maxfds,
+		     struct tally_net_unix *u);
+
+/* Record each bound address for scripts (RUNDIR/listen). */
+static void bind_publish(struct tally_instance *inst, const int *fds, int n)
+{
+	char name[300];
+
+	for (int i = 0; inst && i < n; i++)
+		if (tally_net_sockname(fds[i], name, sizeof(name)) == 0)
+			tally_listen_publish(inst, name);
+}
+
 int tally_net_bind(struct tally_instance *inst, const char *what,
 		   const struct tally_net_addr *a, int *fds, size_t maxfds,
 		   struct tally_net_unix *u)
+{
+	struct tally_net_addr local = *a;
+	int n;
+
+	/* the port rule: a user collector's TCP/UDP ports are the kernel's */
+	if (a->kind != TALLY_NET_PATH && a->kind != TALLY_NET_ABSTRACT) {
+		local.port = (uint16_t)tally_listen_port(inst, a->port);
+		if (a->kind != TALLY_NET_NAME) /* a name's come from lookup */
+			set_sockaddr_port(&local.sa, htons(local.port));
+	}
+	n = bind_addr(inst, what, &local, fds, maxfds, u);
+	if (n > 0)
+		bind_publish(inst, fds, n);
+	return n;
+}
+
+static int bind_addr(struct tally_instance *inst, const char *what,
+		     const struct tally_net_addr *a, int *fds, size_t maxfds,
+		     struct tally_net_unix *u)
 {
 	struct sockaddr_storage sas[NET_BIND_MAX];
 	socklen_t lens[NET_BIND_MAX];

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <tally/net.h>
+#include <tally/plugin.h>
 
 #include "core-internal.h"
 
@@ -54,6 +55,14 @@ static void conf_bind_one(struct tally_conf *c, const struct tally_conf_decl *d,
 		rc = tally_net_addr_parse(o->name, spec, flags, &b.addr, NULL,
 					  0);
 	if (rc < 0)
+		return;
+	/*
+	 * The port rule (tally/mode.h): a user collector's TCP and UDP
+	 * listeners bind ports the kernel chooses, which never clash.
+	 */
+	if (!(o->flags & TALLY_OPT_BINDS_ZMQ) && tally_user_mode() &&
+	    !c->user_ports_configured && b.addr.kind != TALLY_NET_PATH &&
+	    b.addr.kind != TALLY_NET_ABSTRACT)
 		return;
 	for (size_t i = 0; i < c->nbinds; i++) {
 		const struct tally_conf_bind *p = &c->binds[i];

@@ -166,6 +166,20 @@ test_expect_success 'two prometheus outputs on one listen address' '
 	test $(grep -c "already bound" err) = 2
 '
 
+test_expect_success 'a user collector: ports are the kernel'"'"'s, unless configured' '
+	cat >uclash.conf <<-\EOF &&
+	outputs = {
+	  a = { plugin = "prometheus"; listen = "127.0.0.1:19464"; };
+	  b = { plugin = "prometheus"; listen = "127.0.0.1:19464"; };
+	};
+	EOF
+	tallyd --user --check-config -c uclash.conf 2>err &&
+	! grep "already bound" err &&
+	echo "global = { user_ports = \"configured\"; };" >>uclash.conf &&
+	test_must_fail tallyd --user --check-config -c uclash.conf 2>err &&
+	grep "^uclash.conf:3: error: outputs.b: listen \"127.0.0.1:19464\" is already bound by outputs.a" err
+'
+
 test_expect_success 'two zmq_trace inputs on one endpoint' '
 	cat >zclash.conf <<-EOF &&
 	inputs = {

@@ -327,6 +327,11 @@ void tally_net_unix_close(struct tally_net_unix *u);
  *          with tally_net_unix_close() after closing the fds); may be
  *          NULL for other kinds
  *
+ * TCP and UDP ports follow the port rule of tally/mode.h: the port is
+ * tally_listen_port(@inst, port) (a user collector's: one the kernel
+ * chooses, unless global.user_ports = "configured"), and with @inst set
+ * every address bound is published with tally_listen_publish(); the
+ * caller logs where it serves (tally_net_sockname()).
  * ANY binds [::] dual-stack (IPV6_V6ONLY off), or 0.0.0.0 where the host
  * has no IPv6. A NAME is resolved with evdns from the hosts file, without
  * waiting for DNS (a listen address is a local one: a name that needs a

@@ -25,6 +25,7 @@
 #include <tally/net.h>
 #include <tally/record.h>
 
+#include "../../core/core-internal.h"
 #include "tap.h"
 
 #define TIMEOUT_S 20.0
@@ -555,6 +556,40 @@ static void test_name(void)
 	   "a name the hosts file lacks is refused (no DNS query): ENOENT");
 }
 
+/*
+ * The port rule (tally/mode.h): a user collector's listener takes a port
+ * the kernel chooses, so a configured port held by someone else is no
+ * obstacle. Last: the mode stays user for the rest of the program.
+ */
+static void test_port_rule(void)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(in);
+	int held = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct tally_net_listener *l;
+	struct tally_net_addr a;
+	struct got g = { 0 };
+	char spec[64];
+
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bind(held, (struct sockaddr *)&in, sizeof(in));
+	getsockname(held, (struct sockaddr *)&in, &sl);
+	snprintf(spec, sizeof(spec), "127.0.0.1:%u", ntohs(in.sin_port));
+	a = parse(spec, TALLY_NET_UDP);
+	errno = 0;
+	ok(!tally_net_listener_new(NULL, base, "x", &a, NULL, &got_ops, &g) &&
+		   errno == EADDRINUSE,
+	   "system collector: the configured port, taken: EADDRINUSE");
+	setenv("XDG_RUNTIME_DIR", tap_tmpdir("tally-net-listen"), 1);
+	tally_mode_setup(true);
+	l = tally_net_listener_new(NULL, base, "x", &a, NULL, &got_ops, &g);
+	ok(l && tally_net_listener_port(l) != ntohs(in.sin_port),
+	   "user collector: a port the kernel chose (%u, not %u)",
+	   l ? tally_net_listener_port(l) : 0, ntohs(in.sin_port));
+	tally_net_listener_free(l);
+	close(held);
+}
+
 int main(void)
 {
 	static const struct timeval zero = { 0, 0 };
@@ -573,6 +608,7 @@ int main(void)
 	test_read_now();
 	test_unix_stream();
 	test_name();
+	test_port_rule();
 	event_base_free(base);
 	return done_testing();
 }

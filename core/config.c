@@ -593,6 +593,7 @@ static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 				 kind_section(kind), name);
 			if (tally_instance_check(&tmp) < 0)
 				c->errors++;
+			tally_conf_binds_add(c, d, label, state);
 		}
 		tally_options_free(d->plugin->options, state);
 		free(state);
@@ -1013,6 +1014,7 @@ void tally_conf_free(struct tally_conf *c)
 		free(c->pipes[i].to);
 	}
 	free(c->pipes);
+	tally_conf_binds_free(c);
 	for (size_t i = 0; i < c->nfiles; i++) {
 		config_destroy(&c->cfgs[i]);
 		free(c->paths[i]);

@@ -146,8 +146,20 @@ struct tally_conf {
 	size_t ndecls;
 	struct tally_conf_pipe *pipes;
 	size_t npipes;
+	struct tally_conf_bind *binds;	/* net-conf.c */
+	size_t nbinds;
 	unsigned errors, warnings;
 };
+
+/*
+ * net-conf.c: remember the addresses declaration @d (named @who, e.g.
+ * "outputs.prom") binds, from its filled @state, and report a clash with
+ * an earlier declaration's as an error with both file:line places.
+ */
+void tally_conf_binds_add(struct tally_conf *c,
+			  const struct tally_conf_decl *d, const char *who,
+			  const void *state);
+void tally_conf_binds_free(struct tally_conf *c);
 
 /*
  * Read @path (a file, then its include_dir; or a directory of *.conf) and

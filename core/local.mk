@@ -14,7 +14,16 @@ core_libtally_la_SOURCES = \
 	core/pipeline.c \
 	core/graph.c \
 	core/mode.c \
-	core/io.c
+	core/io.c \
+	core/net-internal.h \
+	core/net-addr.c \
+	core/net-dns.c \
+	core/net-unix.c \
+	core/net-bind.c \
+	core/net-drain.c \
+	core/net-listen.c \
+	core/net-sender.c \
+	core/net-conf.c
 core_libtally_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_libtally_la_LIBADD = $(LIBEVENT_LIBS) $(LIBCONFIG_LIBS) $(LTDL_LIBS) \
 	$(PTHREAD_LIBS) -lm
@@ -32,6 +41,7 @@ pkginclude_HEADERS += \
 	include/tally/stats.h \
 	include/tally/io.h \
 	include/tally/mode.h \
+	include/tally/net.h \
 	include/tally/wire.h
 
 sbin_PROGRAMS += core/tallyd
@@ -80,6 +90,25 @@ t_unit_drops_t_LDADD = t/unit/libtap.la core/libtally.la $(PTHREAD_LIBS)
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
 	t/unit/conf-same.t t/unit/heap-trim.t t/unit/hash.t t/unit/utf8.t \
 	t/unit/mode.t t/unit/drops.t t/unit/static-labels.t
+
+# Unit tests of networking (tally/net.h)
+check_PROGRAMS += t/unit/net-addr.t t/unit/net-unix.t t/unit/net-listen.t \
+	t/unit/net-sender.t
+t_unit_net_addr_t_SOURCES = t/unit/net-addr.c
+t_unit_net_addr_t_LDADD = t/unit/libtap.la core/libtally.la
+t_unit_net_unix_t_SOURCES = t/unit/net-unix.c
+t_unit_net_unix_t_LDADD = t/unit/libtap.la core/libtally.la
+t_unit_net_listen_t_SOURCES = t/unit/net-listen.c
+t_unit_net_listen_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
+	$(LIBCONFIG_CFLAGS)
+t_unit_net_listen_t_LDADD = t/unit/libtap.la core/libtally.la \
+	$(LIBEVENT_LIBS)
+t_unit_net_sender_t_SOURCES = t/unit/net-sender.c
+t_unit_net_sender_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
+t_unit_net_sender_t_LDADD = t/unit/libtap.la core/libtally.la \
+	$(LIBEVENT_LIBS)
+TESTS += t/unit/net-addr.t t/unit/net-unix.t t/unit/net-listen.t \
+	t/unit/net-sender.t
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \

@@ -143,4 +143,60 @@ test_expect_success 'a missing configuration is a clear error' '
 	grep "^nowhere.conf: error: cannot read: No such file or directory" err
 '
 
+# Two instances binding one address: start-up would fail on the second
+# bind, so --check-config says so, with both places, after normalising.
+test_expect_success 'two prometheus outputs on one listen address' '
+	mkdir clash &&
+	cat >clash/10-a.conf <<-\EOF &&
+	outputs = {
+	  a = { plugin = "prometheus"; listen = "127.0.0.1:19464"; };
+	};
+	EOF
+	cat >clash/20-b.conf <<-\EOF &&
+	outputs = {
+	  b = { plugin = "prometheus";
+	        listen = ["127.0.0.1:19465", "*:19464"]; };
+	  c = { plugin = "prometheus"; listen = "localhost:19465"; };
+	  d = { plugin = "prometheus"; listen = "127.0.0.2:19466"; };
+	};
+	EOF
+	test_must_fail tallyd --check-config -c clash 2>err &&
+	grep "^clash/20-b.conf:3: error: outputs.b: listen \"\*:19464\" is already bound by outputs.a (listen \"127.0.0.1:19464\" at clash/10-a.conf:2): two instances cannot bind the same address$" err &&
+	grep "^clash/20-b.conf:4: error: outputs.c: listen \"localhost:19465\" is already bound by outputs.b (listen \"127.0.0.1:19465\" at clash/20-b.conf:3)" err &&
+	test $(grep -c "already bound" err) = 2
+'
+
+test_expect_success 'a user collector: ports are the kernel'"'"'s, unless configured' '
+	cat >uclash.conf <<-\EOF &&
+	outputs = {
+	  a = { plugin = "prometheus"; listen = "127.0.0.1:19464"; };
+	  b = { plugin = "prometheus"; listen = "127.0.0.1:19464"; };
+	};
+	EOF
+	tallyd --user --check-config -c uclash.conf 2>err &&
+	! grep "already bound" err &&
+	echo "global = { user_ports = \"configured\"; };" >>uclash.conf &&
+	test_must_fail tallyd --user --check-config -c uclash.conf 2>err &&
+	grep "^uclash.conf:3: error: outputs.b: listen \"127.0.0.1:19464\" is already bound by outputs.a" err
+'
+
+test_expect_success 'two zmq_trace inputs on one endpoint' '
+	cat >zclash.conf <<-EOF &&
+	inputs = {
+	  a = { plugin = "zmq_trace"; endpoint = "ipc://$PWD/t.sock"; };
+	  b = { plugin = "zmq_trace"; endpoint = "ipc://$PWD//./t.sock"; };
+	  c = { plugin = "zmq_trace"; endpoint = "tcp://127.0.0.1:19467"; };
+	  d = { plugin = "zmq_trace"; endpoint = "tcp://*:19467"; };
+	  e = { plugin = "zmq_trace"; endpoint = "tcp://127.0.0.1:*"; };
+	  f = { plugin = "zmq_trace"; endpoint = "tcp://127.0.0.1:*"; };
+	};
+	outputs = { o = { plugin = "capture"; path = "o.out"; }; };
+	pipelines = { p = { from = ["a", "b", "c", "d", "e", "f"]; to = ["o"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c zclash.conf 2>err &&
+	grep -F "zclash.conf:3: error: inputs.b: endpoint \"ipc://$PWD//./t.sock\" is already bound by inputs.a (endpoint \"ipc://$PWD/t.sock\" at zclash.conf:2)" err &&
+	grep -F "zclash.conf:5: error: inputs.d: endpoint \"tcp://*:19467\" is already bound by inputs.c (endpoint \"tcp://127.0.0.1:19467\" at zclash.conf:4)" err &&
+	test $(grep -c "already bound" err) = 2
+'
+
 test_done

@@ -58,6 +58,17 @@ enum tally_opt_type {
 
 /* struct tally_option.flags */
 #define TALLY_OPT_REQUIRED	0x1u /* no default: the config must set it */
+/*
+ * The value (a string or a list) holds addresses this instance binds:
+ * TALLY_OPT_BINDS in `listen` syntax ("host:port", "[ipv6]:port",
+ * "*:port", "unix:/path"; UDP when the table's enum option "protocol"
+ * chooses "udp"), TALLY_OPT_BINDS_ZMQ a ZeroMQ endpoint ("ipc:///path",
+ * "tcp://host:port"). tallyd --check-config refuses two instances that
+ * would bind the same address (tally_net_addr_clash() in tally/net.h),
+ * naming both file:line places; the plugin still checks the syntax.
+ */
+#define TALLY_OPT_BINDS		0x2u
+#define TALLY_OPT_BINDS_ZMQ	0x4u
 
 /**
  * struct tally_strlist - a list of strings option value
@@ -149,6 +160,16 @@ struct tally_option {
 	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \
 	  .offset = offsetof(st, field), .min = 1, .max = 0,                \
 	  .flags = TALLY_OPT_REQUIRED, .doc = (help) }
+/* `listen`: a list of addresses the instance binds (TALLY_OPT_BINDS). */
+#define TALLY_OPT_LISTEN(key, st, field, dflt, help)                        \
+	{ .name = (key), .type = TALLY_OPT_T_LIST,                            \
+	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0, \
+	  .flags = TALLY_OPT_BINDS, .doc = (help) }
+/* `endpoint`: a ZeroMQ endpoint the instance binds (TALLY_OPT_BINDS_ZMQ). */
+#define TALLY_OPT_ENDPOINT(key, st, field, dflt, help)                      \
+	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \
+	  .offset = offsetof(st, field), .def = (dflt), .min = 1, .max = 0, \
+	  .flags = TALLY_OPT_BINDS_ZMQ, .doc = (help) }
 #define TALLY_OPT_END { .name = NULL, .type = TALLY_OPT_T_END }
 
 /**

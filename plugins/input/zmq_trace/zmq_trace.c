@@ -973,11 +973,11 @@ static void zmq_trace_fini(struct tally_instance *inst, void *state)
 }
 
 static const struct tally_option zmq_trace_options[] = {
-	TALLY_OPT_STRING("endpoint", struct zmq_trace, endpoint, NULL,
-			 "ZeroMQ endpoint to bind, ipc:///path or "
-			 "tcp://host:port (default: ipc://RUNTIME_DIR/"
-			 "trace.sock, /run/tally/trace.sock for the system "
-			 "collector)"),
+	TALLY_OPT_ENDPOINT("endpoint", struct zmq_trace, endpoint, NULL,
+			   "ZeroMQ endpoint to bind, ipc:///path or "
+			   "tcp://host:port (default: ipc://RUNTIME_DIR/"
+			   "trace.sock, /run/tally/trace.sock for the system "
+			   "collector)"),
 	TALLY_OPT_STRING("group", struct zmq_trace, group, NULL,
 			 "ipc: group that may send (socket file mode 0660); "
 			 "default: everyone (0666) for the system collector, "

@@ -602,9 +602,9 @@ static const char *const prometheus_span_choices[] = { "tally", "omnistat",
 						       "both", "none", NULL };
 
 static const struct tally_option prometheus_options[] = {
-	TALLY_OPT_LIST("listen", struct prometheus, listen, "127.0.0.1:9464",
-		       "addresses to serve on: \"host:port\", \"[ipv6]:port\" "
-		       "or \":port\" (all IPv4 addresses)"),
+	TALLY_OPT_LISTEN("listen", struct prometheus, listen, "127.0.0.1:9464",
+			 "addresses to serve on: \"host:port\", \"[ipv6]:port\" "
+			 "or \":port\" (all IPv4 addresses)"),
 	TALLY_OPT_LIST("allow", struct prometheus, allow, NULL,
 		       "if set, only these addresses or networks may scrape "
 		       "(\"10.0.0.0/8\", \"::1\"); others get 403"),

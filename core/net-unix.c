@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * core/net-unix.c - binding unix sockets without stealing or trusting
+ * what is already there (tally/net.h)
+ *
+ * A collector's socket path is well known (/run/tally/trace.sock, a job's
+ * run directory, /tmp/omnistat_trace), so what sits there may be: nothing;
+ * the stale file of a collector that died; a live collector's socket; a
+ * file or socket another user planted. Only the first two are ours to
+ * take. libzmq's own ipc bind unlinks whatever is there first, which would
+ * steal a live collector's socket: zmq_trace binds through here and hands
+ * the socket over with ZMQ_USE_FD.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <tally/log.h>
+
+#include "net-internal.h"
+
+int tally_net_socket(int family, int socktype)
+{
+	return socket(family, socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+/*
+ * Is a collector listening at @a? A refused connect() means a stale file;
+ * a successful or pending one, a live peer.
+ * Return: 1 live, 0 stale, -1 with errno when it cannot tell.
+ */
+static int unix_probe(const struct tally_net_addr *a)
+{
+	int fd = tally_net_socket(AF_UNIX, a->socktype);
+	int rc, err;
+
+	if (fd < 0)
+		return -1;
+	rc = connect(fd, (const struct sockaddr *)&a->sa, a->salen);
+	err = errno;
+	close(fd);
+	if (rc == 0 || err == EAGAIN || err == EINPROGRESS)
+		return 1; /* EAGAIN: listening, its backlog full */
+	if (err == ECONNREFUSED || err == ENOENT)
+		return 0;
+	errno = err;
+	return -1;
+}
+
+/* Take "PATH.lock": one tallyd at a time decides about PATH. */
+static int unix_lock(struct tally_instance *inst, const char *what,
+		     struct tally_net_unix *u)
+{
+	char lock[sizeof(u->path) + 8];
+	struct stat st;
+	int err;
+
+	snprintf(lock, sizeof(lock), "%s.lock", u->path);
+	u->lock_fd =
+		open(lock, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (u->lock_fd < 0) {
+		err = errno;
+		tally_log(inst, LOG_ERR, "%s: cannot open %s: %s", what, lock,
+			  strerror(err));
+		goto out_err;
+	}
+	if (fstat(u->lock_fd, &st) < 0) {
+		err = errno;
+		goto out_close;
+	}
+	if (st.st_uid != geteuid()) {
+		tally_log(inst, LOG_ERR,
+			  "%s: %s belongs to uid %u, not to this collector: "
+			  "not using the path (remove it or choose another "
+			  "path)",
+			  what, lock, (unsigned)st.st_uid);
+		err = EPERM;
+		goto out_close;
+	}
+	if (flock(u->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		err = errno == EWOULDBLOCK ? EADDRINUSE : errno;
+		if (err == EADDRINUSE)
+			tally_log(inst, LOG_ERR,
+				  "%s is in use by another tallyd (%s is "
+				  "locked): not taking it over",
+				  what, lock);
+		else
+			tally_log(inst, LOG_ERR, "%s: flock %s: %s", what, lock,
+				  strerror(err));
+		goto out_close;
+	}
+	return 0;
+
+out_close:
+	close(u->lock_fd);
+	u->lock_fd = -1;
+out_err:
+	errno = err;
+	return -1;
+}
+
+/*
+ * bind() found something at the path: take it only if it is our stale
+ * socket. Return: 0 (the path is free now), or -1 with errno, logged.
+ */
+static int unix_take_over(struct tally_instance *inst, const char *what,
+			  const struct tally_net_addr *a)
+{
+	struct stat st;
+	int live;
+
+	if (lstat(a->path, &st) < 0)
+		return errno == ENOENT ? 0 : -1; /* gone meanwhile */
+	if (!S_ISSOCK(st.st_mode)) {
+		tally_log(inst, LOG_ERR, "%s: %s exists and is not a socket",
+			  what, a->path);
+		errno = EEXIST;
+		return -1;
+	}
+	/* never connect to, nor remove, a socket another user made */
+	if (st.st_uid != geteuid()) {
+		tally_log(inst, LOG_ERR,
+			  "%s: %s belongs to uid %u, not to this collector: "
+			  "not using it (remove it or choose another path)",
+			  what, a->path, (unsigned)st.st_uid);
+		errno = EPERM;
+		return -1;
+	}
+	live = unix_probe(a);
+	if (live > 0) {
+		tally_log(inst, LOG_ERR,
+			  "%s: a collector is listening there: not taking it "
+			  "over",
+			  what);
+		errno = EADDRINUSE;
+		return -1;
+	}
+	if (live < 0) {
+		tally_log(inst, LOG_ERR,
+			  "%s: cannot tell whether %s is in use: "
+			  "%s",
+			  what, a->path, strerror(errno));
+		return -1;
+	}
+	tally_log(inst, LOG_INFO, "replacing stale socket file %s", a->path);
+	if (unlink(a->path) < 0 && errno != ENOENT) {
+		tally_log(inst, LOG_ERR, "%s: cannot remove %s: %s", what,
+			  a->path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Give the file its group and mode, before anyone may use it. */
+static int unix_protect(struct tally_instance *inst, const char *what,
+			const struct tally_net_addr *a, unsigned mode,
+			gid_t gid)
+{
+	if (gid != (gid_t)-1 && chown(a->path, (uid_t)-1, gid) < 0) {
+		tally_log(inst, LOG_ERR, "%s: chown %s to gid %u: %s", what,
+			  a->path, (unsigned)gid, strerror(errno));
+		return -1;
+	}
+	if (chmod(a->path, (mode_t)mode) < 0) {
+		tally_log(inst, LOG_ERR, "%s: chmod %s: %s", what, a->path,
+			  strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int tally_net_unix_bind(struct tally_instance *inst, const char *what,
+			const struct tally_net_addr *a, unsigned mode,
+			gid_t gid, struct tally_net_unix *u)
+{
+	bool file = a->kind == TALLY_NET_PATH;
+	struct stat st;
+	char buf[64];
+	int err;
+
+	memset(u, 0, sizeof(*u));
+	u->fd = -1;
+	u->lock_fd = -1;
+	if (a->kind != TALLY_NET_PATH && a->kind != TALLY_NET_ABSTRACT) {
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(u->path, sizeof(u->path), "%s", a->path);
+	if (file && unix_lock(inst, what, u) < 0)
+		return -1;
+	u->fd = tally_net_socket(AF_UNIX, a->socktype);
+	if (u->fd < 0)
+		goto out_sys;
+	if (bind(u->fd, (const struct sockaddr *)&a->sa, a->salen) < 0) {
+		if (errno != EADDRINUSE)
+			goto out_bind;
+		if (!file) {
+			tally_log(inst, LOG_ERR,
+				  "%s: the abstract socket is in use: not "
+				  "taking it over",
+				  what);
+			errno = EADDRINUSE;
+			goto out_close;
+		}
+		if (unix_take_over(inst, what, a) < 0)
+			goto out_close;
+		if (bind(u->fd, (const struct sockaddr *)&a->sa, a->salen) < 0)
+			goto out_bind;
+	}
+	if (file) {
+		u->file = true;
+		if (stat(a->path, &st) < 0)
+			goto out_sys;
+		u->dev = st.st_dev;
+		u->ino = st.st_ino;
+		if (unix_protect(inst, what, a, mode, gid) < 0)
+			goto out_close;
+	}
+	if (a->socktype == SOCK_STREAM) {
+		if (listen(u->fd, SOMAXCONN) < 0)
+			goto out_sys;
+	} else {
+		/* sent before the mode was set: not from a permitted peer */
+		while (recv(u->fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+			;
+	}
+	return 0;
+
+out_bind:
+	tally_log(inst, LOG_ERR, "%s: cannot bind: %s", what, strerror(errno));
+	goto out_close;
+out_sys:
+	tally_log(inst, LOG_ERR, "%s: %s", what, strerror(errno));
+out_close:
+	err = errno;
+	tally_net_unix_close(u);
+	errno = err;
+	return -1;
+}
+
+void tally_net_unix_close(struct tally_net_unix *u)
+{
+	struct stat st;
+
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = -1;
+	if (u->file && stat(u->path, &st) == 0 && st.st_dev == u->dev &&
+	    st.st_ino == u->ino)
+		unlink(u->path);
+	u->file = false;
+	if (u->lock_fd >= 0)
+		close(u->lock_fd);
+	u->lock_fd = -1;
+}

@@ -7,18 +7,13 @@
 # Fragments add their targets to FUZZ_TARGETS and a rule building them.
 
 FUZZ_CC = clang
-FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
-	-I$(top_srcdir)/include -I$(top_builddir) \
-	-DTALLY_PLUGINDIR='"$(pkgplugindir)"'
+# The fuzzed sources see the same include path and defines as the build.
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined $(AM_CPPFLAGS)
 FUZZ_TARGETS = contrib/fuzz/config_fuzz
 
+# All of libtally, so the list cannot go stale when the core gains a file.
 CONFIG_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/config_fuzz.c \
-	$(top_srcdir)/core/config.c $(top_srcdir)/core/options.c \
-	$(top_srcdir)/core/loader.c $(top_srcdir)/core/log.c \
-	$(top_srcdir)/core/labels.c $(top_srcdir)/core/record.c \
-	$(top_srcdir)/core/hash.c $(top_srcdir)/core/utf8.c \
-	$(top_srcdir)/core/pipeline.c $(top_srcdir)/core/graph.c \
-	$(top_srcdir)/core/mode.c
+	$(addprefix $(top_srcdir)/,$(filter %.c,$(core_libtally_la_SOURCES)))
 contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC)
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCONFIG_CFLAGS) \

@@ -6,9 +6,10 @@
  *   - lanes live in the core's hash table (tally/hash.h) keyed by (trace,
  *     host, pid, tid); the last lane used is cached, since consecutive
  *     events usually come from the same thread;
- *   - they are also on a list in order of activity, most recent first, so
- *     that a full table makes room in O(1) by forgetting the least recently
- *     active lane (the cached lane is always the list's head);
+ *   - they are also on a list in order of activity (tally/list.h), most
+ *     recent first, so that a full table makes room in O(1) by forgetting
+ *     the least recently active lane (the cached lane is always the list's
+ *     first);
  *   - a lane's open spans sit in an array in begin order, grown by
  *     doubling. Well-nested ends close the newest span, found by scanning
  *     from the top in O(1); names up to FLATTEN_INLINE_NAME - 1 bytes are
@@ -25,6 +26,7 @@
 
 #include <tally/hash.h>
 #include <tally/labels.h>
+#include <tally/list.h>
 
 #include "state.h"
 
@@ -39,7 +41,7 @@ struct flatten_open {
 	uint64_t id;
 	uint64_t parent;
 	int64_t begin_ns;	    /* on the lane's time line */
-	struct tally_labels *attrs; /* the begin's, referenced (NULL: none) */
+	struct tally_labels *attrs; /* the begin's, referenced; NULL: empty */
 	uint32_t depth;
 	uint32_t nfrag; /* fragments begun; 0 = never shown */
 	/* self time (opts.self_time only) */
@@ -54,7 +56,7 @@ struct flatten_open {
 
 struct flatten_lane {
 	struct tally_hnode node;
-	struct flatten_lane *newer, *older; /* activity list */
+	struct tally_list lru; /* on the activity list, newest first */
 	uint32_t pid;
 	uint32_t tid;
 	int32_t rank;
@@ -74,9 +76,10 @@ struct flatten_state {
 	struct flatten_opts opts;
 	struct tally_htable lanes;
 	uint64_t nopen;
-	struct flatten_lane *last;		  /* NULL, or lru_head */
-	struct flatten_lane *lru_head, *lru_tail; /* newest, oldest */
+	struct flatten_lane *last; /* NULL, or the activity list's first */
+	struct tally_list lru;	   /* lanes, most recently active first */
 	struct flatten_counters counters;
+	struct tally_labels *empty; /* tally_labels_empty() */
 };
 
 struct flatten_state *flatten_state_new(const struct flatten_opts *opts)
@@ -93,6 +96,8 @@ struct flatten_state *flatten_state_new(const struct flatten_opts *opts)
 	if (!st)
 		return NULL;
 	st->opts = *opts;
+	tally_list_init(&st->lru);
+	st->empty = tally_labels_empty();
 	return st;
 }
 
@@ -103,8 +108,10 @@ static const char *flatten_open_name(const struct flatten_open *o)
 
 static void flatten_open_release(struct flatten_open *o)
 {
-	free(o->heap);
-	tally_labels_unref(o->attrs);
+	if (o->heap)
+		free(o->heap);
+	if (o->attrs)
+		tally_labels_unref(o->attrs);
 }
 
 static void flatten_lane_free(struct flatten_lane *l)
@@ -117,13 +124,14 @@ static void flatten_lane_free(struct flatten_lane *l)
 
 void flatten_state_free(struct flatten_state *st)
 {
-	struct flatten_lane *l, *next;
+	struct tally_list *p;
 
 	if (!st)
 		return;
-	for (l = st->lru_head; l; l = next) {
-		next = l->older;
-		flatten_lane_free(l);
+	while ((p = tally_list_first(&st->lru))) {
+		tally_list_del(p);
+		flatten_lane_free(
+			tally_container_of(p, struct flatten_lane, lru));
 	}
 	tally_htable_fini(&st->lanes);
 	free(st);
@@ -163,38 +171,13 @@ static bool flatten_lane_eq(const struct flatten_lane *l, const char *trace,
 	       !strcmp(l->host, host);
 }
 
-/* Take @l off the activity list. */
-static void flatten_lru_remove(struct flatten_state *st, struct flatten_lane *l)
-{
-	if (l->newer)
-		l->newer->older = l->older;
-	else
-		st->lru_head = l->older;
-	if (l->older)
-		l->older->newer = l->newer;
-	else
-		st->lru_tail = l->newer;
-	l->newer = l->older = NULL;
-}
-
-/* Put @l, not on the activity list, at its head (most recent). */
-static void flatten_lru_push(struct flatten_state *st, struct flatten_lane *l)
-{
-	l->older = st->lru_head;
-	if (st->lru_head)
-		st->lru_head->newer = l;
-	else
-		st->lru_tail = l;
-	st->lru_head = l;
-}
-
 static void flatten_lane_unlink(struct flatten_state *st,
 				struct flatten_lane *l)
 {
 	if (st->last == l)
 		st->last = NULL;
 	tally_htable_remove(&st->lanes, &l->node);
-	flatten_lru_remove(st, l);
+	tally_list_del(&l->lru);
 	st->nopen -= l->n;
 	flatten_lane_free(l);
 }
@@ -218,21 +201,24 @@ struct flatten_ctx {
  * Hand one record of a fragment of @o to the sink. @own: the record is the
  * applied event itself (its begin or end).
  */
-static void flatten_emit(const struct flatten_ctx *c,
-			 const struct flatten_open *o, bool own,
-			 enum tally_span_phase phase, uint32_t flags,
-			 int64_t ts, int64_t begin, int64_t self)
+static inline __attribute__((always_inline)) void
+flatten_emit(const struct flatten_ctx *c, const struct flatten_open *o,
+	     bool own, enum tally_span_phase phase, uint32_t flags, int64_t ts,
+	     int64_t begin, int64_t self)
 {
 	const struct flatten_lane *l = c->lane;
 	const char *name = flatten_open_name(o);
 	struct flatten_frag f;
 
-	memset(&f.span, 0, sizeof(f.span));
 	if (c->cur) {
 		f.span.trace = c->cur->trace;
 		f.span.src.host = c->cur->src.host ? c->cur->src.host : "";
-		/* The event's own name, if it is the same, can be borrowed. */
-		if (own && c->cur->name && !strcmp(c->cur->name, name))
+		/*
+		 * The event's own name can be borrowed: a begin's always (the
+		 * span's was copied from it), an end's if it is the same.
+		 */
+		if (own && (phase == TALLY_SPAN_BEGIN ||
+			    (c->cur->name && !strcmp(c->cur->name, name))))
 			name = c->cur->name;
 	} else {
 		f.span.trace = l->trace;
@@ -243,14 +229,15 @@ static void flatten_emit(const struct flatten_ctx *c,
 	f.span.parent_id = o->parent;
 	f.span.phase = phase;
 	f.span.depth = o->depth;
-	f.span.flags = TALLY_SPAN_FRAGMENT | flags;
-	if (o->nfrag > 1)
-		f.span.flags |= TALLY_SPAN_RESUMED;
+	f.span.flags = TALLY_SPAN_FRAGMENT | flags |
+		       (o->nfrag > 1 ? TALLY_SPAN_RESUMED : 0);
+	f.span.nvalues = 0;
 	f.span.src.pid = l->pid;
 	f.span.src.tid = l->tid;
 	f.span.src.rank = l->rank;
 	f.span.attrs = o->attrs;
 	f.span.begin_ns = begin;
+	f.span.values = NULL;
 	f.ts_ns = ts;
 	f.own = own;
 	f.self_ns = self;
@@ -413,7 +400,8 @@ static int flatten_stack_grow(struct flatten_lane *l)
 static void flatten_evict_lane(struct flatten_state *st,
 			       const struct flatten_sink *sink)
 {
-	struct flatten_lane *l = st->lru_tail;
+	struct flatten_lane *l = tally_container_of(tally_list_last(&st->lru),
+						    struct flatten_lane, lru);
 	struct flatten_ctx c = { st, l, NULL, sink };
 
 	while (l->n)
@@ -424,8 +412,9 @@ static void flatten_evict_lane(struct flatten_state *st,
 }
 
 /*
- * The lane of @sp, made the most recently active one. @create: make it if
- * new (evicting the least recently active lane when full).
+ * The lane of @sp, not the cached one, made the most recently active one.
+ * @create: make it if new (evicting the least recently active lane when
+ * full).
  * Return: the lane; NULL with errno = ENOENT (not found, !@create) or
  * ENOMEM.
  */
@@ -435,21 +424,18 @@ static struct flatten_lane *flatten_lane_get(struct flatten_state *st,
 					     const struct flatten_sink *sink)
 {
 	const char *host = sp->src.host ? sp->src.host : "";
-	struct flatten_lane *l = st->last;
+	struct flatten_lane *l;
 	struct tally_hnode *p;
 	size_t tl, hl;
 	uint64_t h;
 
-	if (l && flatten_lane_eq(l, sp->trace, host, sp->src.pid, sp->src.tid))
-		return l;
 	h = flatten_lane_hash(sp->trace, host, sp->src.pid, sp->src.tid);
 	tally_htable_for_each_hash(&st->lanes, h, p)
 	{
 		l = tally_container_of(p, struct flatten_lane, node);
 		if (flatten_lane_eq(l, sp->trace, host, sp->src.pid,
 				    sp->src.tid)) {
-			flatten_lru_remove(st, l);
-			flatten_lru_push(st, l);
+			tally_list_move_first(&st->lru, &l->lru);
 			return st->last = l;
 		}
 	}
@@ -478,8 +464,21 @@ static struct flatten_lane *flatten_lane_get(struct flatten_state *st,
 	l->last_ts = INT64_MIN;
 	l->node.hash = h;
 	tally_htable_insert(&st->lanes, &l->node);
-	flatten_lru_push(st, l);
+	tally_list_add_first(&st->lru, &l->lru);
 	return st->last = l;
+}
+
+/* The lane of @sp: the cached one (consecutive events of one thread). */
+static inline struct flatten_lane *
+flatten_lane_of(struct flatten_state *st, const struct tally_span *sp,
+		bool create, const struct flatten_sink *sink)
+{
+	struct flatten_lane *l = st->last;
+
+	if (l && flatten_lane_eq(l, sp->trace, sp->src.host ? sp->src.host : "",
+				 sp->src.pid, sp->src.tid))
+		return l;
+	return flatten_lane_get(st, sp, create, sink);
 }
 
 /* @ts on @l's time line, which never runs backwards. */
@@ -504,7 +503,7 @@ static int flatten_begin(struct flatten_state *st, const struct tally_span *sp,
 	struct flatten_lane *l;
 	struct flatten_open *o;
 
-	l = c.lane = flatten_lane_get(st, sp, true, sink);
+	l = c.lane = flatten_lane_of(st, sp, true, sink);
 	if (!l)
 		goto out_nomem;
 	l->last_seen = now_ns;
@@ -531,7 +530,10 @@ static int flatten_begin(struct flatten_state *st, const struct tally_span *sp,
 	o->id = sp->span_id;
 	o->parent = sp->parent_id;
 	o->begin_ns = ts;
-	o->attrs = tally_labels_ref(sp->attrs);
+	/* the empty set (most spans) costs no reference */
+	o->attrs = sp->attrs && sp->attrs != st->empty
+			   ? tally_labels_ref(sp->attrs)
+			   : NULL;
 	o->depth = sp->depth;
 	o->nfrag = 0;
 	o->up = -1;
@@ -569,7 +571,7 @@ static void flatten_end(struct flatten_state *st, const struct tally_span *sp,
 	struct flatten_lane *l;
 	long i;
 
-	l = c.lane = flatten_lane_get(st, sp, false, sink);
+	l = c.lane = flatten_lane_of(st, sp, false, sink);
 	if (!l) {
 		st->counters.orphan_end++;
 		return;
@@ -606,12 +608,17 @@ int flatten_state_apply(struct flatten_state *st, const struct tally_span *sp,
 
 uint32_t flatten_state_expire(struct flatten_state *st, int64_t before_ns)
 {
-	struct flatten_lane *l = st->lru_tail, *newer;
+	struct tally_list *p = tally_list_last(&st->lru), *newer;
 	uint32_t n = 0;
 
 	/* Oldest first; a lane with open spans stays, as do newer ones. */
-	for (; l && l->last_seen < before_ns; l = newer) {
-		newer = l->newer;
+	for (; p; p = newer) {
+		struct flatten_lane *l =
+			tally_container_of(p, struct flatten_lane, lru);
+
+		if (l->last_seen >= before_ns)
+			break;
+		newer = tally_list_prev(&st->lru, p);
 		if (l->n || l->overflow)
 			continue;
 		flatten_lane_unlink(st, l);

@@ -94,10 +94,10 @@ struct flatten_opts {
  * struct flatten_frag - one record of the flat stream
  * @span:    the record: phase, ids, name, depth, flags (TALLY_SPAN_FRAGMENT
  *           and the others above), source, attrs (the original begin's,
- *           not referenced for the sink) and begin_ns (a begin: its own
- *           time; an end: its fragment's begin). Strings are borrowed for
- *           the call: the trace, host and name pointers are those of the
- *           event being applied when they are its own, else the state's
+ *           not referenced for the sink; NULL for the empty set) and begin_ns
+ * (a begin: its own time; an end: its fragment's begin). Strings are borrowed
+ * for the call: the trace, host and name pointers are those of the event being
+ * applied when they are its own, else the state's
  * @ts_ns:   the record's time (CLOCK_REALTIME ns)
  * @own:     the record stands for the applied event itself (its begin, or
  *           its end): a filter may copy that event and overwrite the

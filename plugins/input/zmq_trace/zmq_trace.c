@@ -220,6 +220,8 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 			"orphan_end");
 	zmq_trace_count(zt, &zt->reported.abandoned, c->abandoned,
 			"span_abandoned");
+	zmq_trace_count(zt, &zt->reported.lost_end, c->lost_end,
+			"span_lost_end");
 	/* Limits reached lose data: say so, once per drain as above. */
 	n = zmq_trace_count(zt, &zt->reported.source_limit, c->source_limit,
 			    "source_limit");

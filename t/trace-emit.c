@@ -11,6 +11,8 @@
  *	end:NAME	end the innermost open span named NAME (by name)
  *	endid:NAME	the same, by the id tally_trace_begin() returned
  *	sleep:MS	sleep MS milliseconds
+ *	wait:FILE	wait until FILE exists (at most 120 s), so that a test
+ *			decides when the next step happens
  * -n NEVENTS: after the steps, send NEVENTS events: begin/end pairs of a
  * span "e" (an odd count leaves the last one open).
  * -p NPROC: NPROC forked processes each open a tracer and do all the above;
@@ -80,6 +82,9 @@ static void *emit_run(void *arg)
 			}
 		} else if (!strncmp(s, "sleep:", 6)) {
 			msleep(atol(s + 6));
+		} else if (!strncmp(s, "wait:", 5)) {
+			for (int t = 0; t < 12000 && access(s + 5, F_OK); t++)
+				msleep(10);
 		}
 	}
 	for (long i = 0; i < e->nevents; i += 2) {
@@ -94,7 +99,7 @@ static void *emit_run(void *arg)
 static int check_steps(char **steps, int n)
 {
 	static const char *const kinds[] = { "begin:", "end:", "endid:",
-					     "sleep:", NULL };
+					     "sleep:", "wait:", NULL };
 
 	for (int i = 0; i < n; i++) {
 		int k;

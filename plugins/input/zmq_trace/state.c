@@ -53,6 +53,8 @@ struct zmq_trace_source {
 	uint16_t host_len;
 	int64_t last_seen; /* CLOCK_MONOTONIC ns of the last event */
 	int64_t last_ts;   /* latest event timestamp (CLOCK_REALTIME ns) */
+	int64_t alive_ns;  /* CLOCK_REALTIME ns of the last check that found
+			    * the process running, 0 = none */
 	uint64_t next_id;  /* synthesized span ids (Omnistat) */
 	struct zmq_trace_open *ring;
 	uint32_t cap; /* power of two, 0 before the first begin */
@@ -738,12 +740,24 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			/* A remote pid, or Omnistat's none, means nothing
 			 * here. */
 			if (zmq_trace_pid_checkable(src) &&
-			    (final || silent >= st->opts.gone_grace_ns))
+			    (final || silent >= st->opts.gone_grace_ns)) {
 				gone = !st->opts.pid_alive(src->pid);
+				if (!gone)
+					src->alive_ns = real_ns;
+			}
 
 			if (gone) {
-				closed += zmq_trace_abandon(st, src, real_ns,
-							    sink);
+				/*
+				 * It ended between the last time it was known
+				 * running and now: end its spans at the former,
+				 * so that they never outlast the process.
+				 */
+				closed += zmq_trace_abandon(
+					st, src,
+					src->alive_ns > src->last_ts
+						? src->alive_ns
+						: src->last_ts,
+					sink);
 			} else if (src->count && st->opts.abandon_ns &&
 				   silent >= st->opts.abandon_ns) {
 				closed += zmq_trace_abandon(st, src,

@@ -134,13 +134,16 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
  * zmq_trace_state_check() - close abandoned spans, forget idle sources
  * @st:      state
  * @now_ns:  CLOCK_MONOTONIC ns
- * @real_ns: CLOCK_REALTIME ns, the end time of spans of dead processes
+ * @real_ns: CLOCK_REALTIME ns: a process found running is known to run
+ *           at this time
  * @final:   shutdown after the socket was drained: skip the grace period
  * @sink:    receives one end record (flag ABANDONED) per closed span,
  *           innermost first
  *
  * Spans of a silent source end at its last event's time; spans of a dead
- * process end at @real_ns (when the loss was noticed).
+ * process at the last time it was known to run: its last event, or the
+ * last check that found it running, whichever is later. So a region
+ * never outlasts its process (it may end up to check_interval early).
  * Return: the number of spans closed.
  */
 uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,

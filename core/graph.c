@@ -11,9 +11,9 @@
  * flushed and replaced, and batches still queued for a replaced output
  * are handed to its successor of the same name, as is the state of a
  * replaced input that hands it over (zmq_trace: its open spans, which
- * would otherwise stay open for ever in the outputs that saw them begin). So a reload that adds a
- * pipeline costs the running ones nothing, and scrapes of an unchanged
- * prometheus output see no gap.
+ * would otherwise stay open for ever in the outputs that saw them begin). So a
+ * reload that adds a pipeline costs the running ones nothing, and scrapes of an
+ * unchanged prometheus output see no gap.
  *
  * The new configuration is validated whole (tally_conf_load runs the
  * plugins' checks) before anything is touched; an invalid one leaves the

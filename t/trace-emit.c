@@ -98,8 +98,9 @@ static void *emit_run(void *arg)
 
 static int check_steps(char **steps, int n)
 {
-	static const char *const kinds[] = { "begin:", "end:", "endid:",
-					     "sleep:", "wait:", NULL };
+	static const char *const kinds[] = {
+		"begin:", "end:", "endid:", "sleep:", "wait:", NULL,
+	};
 
 	for (int i = 0; i < n; i++) {
 		int k;

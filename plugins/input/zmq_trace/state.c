@@ -505,16 +505,16 @@ static int zmq_trace_begin(struct zmq_trace_state *st,
 
 		o.id = ev->span_id;
 		o.parent = ev->parent_id;
-		if (at >= -1) {
-			/* removes spans above @at only: it stays valid */
+		if (at >= -1)
 			zmq_trace_lost_ends(st, src, ev->tid, at, ev->ts_ns,
 					    sink);
-			o.depth = at < 0 ? 0
-					 : zmq_trace_at(src, (uint32_t)at)->depth +
-						   1;
-		} else {
+		/* that removed spans above @at only: it still holds */
+		if (at >= 0)
+			o.depth = zmq_trace_at(src, (uint32_t)at)->depth + 1;
+		else if (at == -1)
+			o.depth = 0;
+		else
 			o.depth = zmq_trace_depth_of(src, o.parent);
-		}
 	} else {
 		/* Omnistat: nesting is the order of starts; ids are ours. */
 		o.id = ++src->next_id;

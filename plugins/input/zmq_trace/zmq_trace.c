@@ -1014,6 +1014,28 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 }
 
 /*
+ * Count @n open spans no instance keeps (for the core: their instance is
+ * gone) and say so: ended through @inst's pipelines, or with no instance
+ * left (@inst NULL), lost.
+ */
+static void zmq_trace_spans_gone(struct tally_instance *inst, uint64_t n)
+{
+	if (!n)
+		return;
+	tally_count_drop(NULL, "span_abandoned", n);
+	if (inst)
+		tally_log(inst, LOG_WARNING,
+			  "reload: the instance is gone: ended its %llu open "
+			  "spans as abandoned",
+			  (unsigned long long)n);
+	else
+		tally_log(NULL, LOG_WARNING,
+			  "zmq_trace: reload: %llu open spans lost, no "
+			  "instance took them over",
+			  (unsigned long long)n);
+}
+
+/*
  * A reload replaces the instance: hand the open spans to the successor,
  * which ends them when their process exits or their thread's stream shows
  * their ends were lost at the swap. Without a successor, end them now:
@@ -1041,13 +1063,7 @@ static void *zmq_trace_handoff(struct tally_instance *inst, void *state,
 	}
 	n = zmq_trace_state_abandon_all(st, tally_now_ns(), &zt->sink);
 	zmq_trace_flush(zt);
-	if (n) {
-		tally_count_drop(NULL, "span_abandoned", n);
-		tally_log(inst, LOG_WARNING,
-			  "reload: the instance is gone: ended its %llu open "
-			  "spans as abandoned",
-			  (unsigned long long)n);
-	}
+	zmq_trace_spans_gone(inst, n);
 	return NULL;
 }
 
@@ -1077,15 +1093,8 @@ static int zmq_trace_adopt(struct tally_instance *inst, void *state,
 static void zmq_trace_discard(void *handed)
 {
 	struct zmq_trace_state *st = handed;
-	uint64_t n = zmq_trace_state_open_spans(st);
 
-	if (n) {
-		tally_count_drop(NULL, "span_abandoned", n);
-		tally_log(NULL, LOG_WARNING,
-			  "zmq_trace: reload: %llu open spans lost, no "
-			  "instance took them over",
-			  (unsigned long long)n);
-	}
+	zmq_trace_spans_gone(NULL, zmq_trace_state_open_spans(st));
 	zmq_trace_state_free(st);
 }
 

@@ -40,7 +40,7 @@ extern "C" {
 /*
  * Bumped on every incompatible change to this header, tally/record.h,
  * tally/labels.h or tally/config.h. 2: struct tally_output_ops gained
- * reopen and end.
+ * reopen and end, struct tally_input_ops handoff, adopt and discard.
  */
 #define TALLY_PLUGIN_ABI 2
 

@@ -16,12 +16,13 @@ holds the old socket until a message arrives, and closes it unread.'
 
 require_cmd curl
 
-# conf HWM [EXTRA_OUTPUT] - zmq_trace "tr" (rcvhwm = HWM) -> capture and
-# prometheus; self -> prometheus. HWM "none": no trace input at all.
+# conf HWM [EXTRA_OUTPUT [SPANS_TO]] - zmq_trace "tr" (rcvhwm = HWM) ->
+# capture and prometheus (or SPANS_TO); self -> prometheus. HWM "none": no
+# trace input at all.
 conf() {
 	tr="tr = { plugin = \"zmq_trace\"; endpoint = \"$EP\";
 		   rcvhwm = $1; check_interval = 0.2; };"
-	spans='spans = { from = ["tr"]; to = ["cap", "prom"]; };'
+	spans="spans = { from = [\"tr\"]; to = [${3:-\"cap\", \"prom\"}]; };"
 	if test "$1" = none; then
 		tr= &&
 		spans='spans = { from = ["self"]; to = ["cap"]; };'
@@ -108,6 +109,7 @@ test_expect_success 'an end lost at the swap: the region ends with its process' 
 	pid=$(sed -n "s/^sent=4 dropped=0 .* pid=\([0-9]*\)$/\1/p" gone.out) &&
 	test -n "$pid" &&
 	wait_for "test \"\$(active gone outer)\" = 0" &&
+	wait_for "grep -q \"^span end trace=gone name=outer\" spans.out" &&
 	s="host=$HOST pid=$pid tid=$pid rank=-1" &&
 	cat >expect <<-EOF &&
 	span begin trace=gone name=outer id=1 parent=0 depth=0 $s flags=0
@@ -170,6 +172,24 @@ test_expect_success 'a reload that fails to start hands the spans back' '
 	wait_for "grep -q \"^span end trace=back name=y\" spans.out" &&
 	grep "^span end trace=back name=y id=[0-9]* parent=0 depth=0 .* flags=0$" \
 		spans.out
+'
+
+# The output is told of nothing here: the reload leaves the input running
+# but no longer feeding it. It asks whether the process runs itself.
+test_expect_success 'an output cut off from the input: the region ends with its process' '
+	{ "$TRACE_EMIT" "$EP" cut begin:z wait:go8 >cut.out & } &&
+	emit=$! &&
+	wait_for "test \"\$(active cut z)\" = 1" &&
+	# rcvhwm as restored above: the input stays as it is
+	conf 100002 "" "\"cap\"" &&
+	n=$(applied) && kill -HUP $TALLYD_PID &&
+	wait_for "test \$(applied) -gt $n" &&
+	grep "configuration applied: 4 instances (0 new), 2 pipelines" \
+		tallyd.log &&
+	test "$(active cut z)" = 1 &&
+	touch go8 &&
+	wait $emit &&
+	wait_for "test \"\$(active cut z)\" = 0"
 '
 
 test_expect_success 'an instance removed by a reload ends its open spans' '

@@ -938,6 +938,112 @@ static void test_order(void)
 	prom_store_free(s2);
 }
 
+
+static bool gone_pids[256];
+static unsigned asked_pids;
+
+static bool fake_alive(uint32_t pid)
+{
+	asked_pids++;
+	return !(pid < 256 && gone_pids[pid]);
+}
+
+/* A span event of process @pid on @host (trace "T", rank 0). */
+static void add_proc_span(struct tally_batch *b, enum tally_span_phase ph,
+			  uint64_t id, const char *host, uint32_t pid,
+			  int64_t ts, int64_t begin_ns)
+{
+	struct tally_span sp = {
+		.trace = "T",
+		.name = "r",
+		.span_id = id,
+		.phase = ph,
+		.src = { .host = host, .pid = pid, .rank = 0 },
+		.begin_ns = begin_ns,
+	};
+
+	if (tally_batch_add_span(b, &sp, ts) < 0)
+		bail_out("add_proc_span");
+}
+
+/*
+ * A region cannot stay open, or count time, after its process: before a
+ * scrape the store asks each process of this host with open spans whether
+ * it runs, and stops the spans of one that is gone where it was last seen
+ * running, whether or not their input ever ends them.
+ */
+static void test_process_gone(void)
+{
+	struct prom_store_opts o = default_opts();
+	const char *act = "tally_trace_region_active{rank=\"0\",region=\"r\",trace=\"T\"}";
+	const char *sec = "tally_trace_region_seconds_total{rank=\"0\",region=\"r\",trace=\"T\"}";
+	struct prom_store *s;
+	struct tally_batch *b;
+	char *text;
+
+	o.local_host = "node1";
+	o.pid_alive = fake_alive;
+	s = prom_store_new(&o, NULL);
+
+	b = tally_batch_new();
+	add_proc_span(b, TALLY_SPAN_BEGIN, 1, "node1", 100, R0, R0);
+	apply(s, b, 1000 * S);
+	text = render(s, PROM_FMT_TEXT, 1002 * S, R0 + 2 * S);
+	is(sample(text, act), "1", "process 100 runs: active");
+	is(sample(text, sec), "2", "2 s so far");
+	free(text);
+
+	gone_pids[100] = true;
+	text = render(s, PROM_FMT_TEXT, 1005 * S, R0 + 5 * S);
+	is(sample(text, act), "0", "process 100 gone: no longer active");
+	is(sample(text, sec), "2",
+	   "the span stopped at the last scrape that saw it run: 2 s, not 5");
+	free(text);
+	cmp_ok(prom_store_stats(s)->span_process_gone, "==", 1, "counted");
+
+	/* its end, sent while it ran, arrives late: counted to its time */
+	b = tally_batch_new();
+	add_proc_span(b, TALLY_SPAN_END, 1, "node1", 100, R0 + 3 * S, R0);
+	apply(s, b, 1006 * S);
+	text = render(s, PROM_FMT_TEXT, 1006 * S, R0 + 6 * S);
+	is(sample(text, sec), "3", "the late end counts it to 3 s");
+	free(text);
+
+	/* A process gone before any scrape saw it: stopped at its last
+	 * event. Another host's, and pid 0, are not this host's to ask. */
+	gone_pids[101] = true;
+	b = tally_batch_new();
+	add_proc_span(b, TALLY_SPAN_BEGIN, 2, "node1", 101, R0 + 10 * S,
+		      R0 + 10 * S);
+	add_proc_span(b, TALLY_SPAN_BEGIN, 3, "node2", 101, R0 + 10 * S,
+		      R0 + 10 * S);
+	add_proc_span(b, TALLY_SPAN_BEGIN, 4, "node1", 0, R0 + 10 * S,
+		      R0 + 10 * S);
+	apply(s, b, 1010 * S);
+	asked_pids = 0;
+	text = render(s, PROM_FMT_TEXT, 1012 * S, R0 + 12 * S);
+	is(sample(text, sec), "7",
+	   "3 s ended, pid 101 of node1 counted nothing, the two others 2 s "
+	   "each as open spans");
+	is(sample(text, act), "1", "the two others are open");
+	cmp_ok(asked_pids, "==", 1, "only pid 101 of node1 was asked");
+	free(text);
+
+	/* A frozen span whose end never comes is forgotten with its region's
+	 * lifetime (300 s): then the same span may begin again. */
+	text = render(s, PROM_FMT_TEXT, 1012 * S + 301 * S, R0 + 400 * S);
+	free(text);
+	gone_pids[101] = false;
+	b = tally_batch_new();
+	add_proc_span(b, TALLY_SPAN_BEGIN, 2, "node1", 101, R0 + 401 * S,
+		      R0 + 401 * S);
+	apply(s, b, 1012 * S + 302 * S);
+	cmp_ok(prom_store_stats(s)->span_duplicate, "==", 0,
+	       "the forgotten frozen span is no duplicate");
+	gone_pids[100] = gone_pids[101] = false;
+	prom_store_free(s);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -953,5 +1059,6 @@ int main(void)
 	test_max_series();
 	test_info_and_om_families();
 	test_order();
+	test_process_gone();
 	return done_testing();
 }

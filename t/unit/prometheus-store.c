@@ -633,6 +633,10 @@ static void test_spans(void)
 	prom_store_free(s);
 }
 
+/* The series of region "r" of trace "T", rank 0. */
+static const char r_act[] = "tally_trace_region_active{rank=\"0\",region=\"r\",trace=\"T\"}";
+static const char r_sec[] = "tally_trace_region_seconds_total{rank=\"0\",region=\"r\",trace=\"T\"}";
+
 /*
  * A span region's lifetime does not depend on the interval of the input
  * that carried its spans: the active gauge shows 0 for the whole grace
@@ -641,8 +645,6 @@ static void test_spans(void)
 static void test_span_lifetime(void)
 {
 	struct prom_store_opts o = default_opts();
-	const char *act = "tally_trace_region_active{rank=\"0\",region=\"r\",trace=\"T\"}";
-	const char *sec = "tally_trace_region_seconds_total{rank=\"0\",region=\"r\",trace=\"T\"}";
 	struct prom_store *s;
 	struct tally_batch *b;
 	char *text;
@@ -657,30 +659,30 @@ static void test_span_lifetime(void)
 		tally_batch_set_source(b, "periodic", 1.0); /* 3 x 1 s */
 		apply(s, b, 100 * S);
 		text = render(s, PROM_FMT_TEXT, 110 * S, R0 + 20 * S);
-		is(sample(text, act), "0",
+		is(sample(text, r_act), "0",
 		   "%s: 10 s after the end (> 3 intervals): active 0",
 		   round ? "expire 5" : "interval 1 s");
-		is(sample(text, sec), "2", "and seconds_total 2");
+		is(sample(text, r_sec), "2", "and seconds_total 2");
 		free(text);
 		text = render(s, PROM_FMT_TEXT, 115 * S, R0 + 20 * S);
-		is(sample(text, act), "0", "15 s after the end (grace): active 0");
+		is(sample(text, r_act), "0", "15 s after the end (grace): active 0");
 		free(text);
 		text = render(s, PROM_FMT_TEXT, 115 * S + 1, R0 + 20 * S);
-		ok(!sample(text, act), "past the grace period: no active series");
+		ok(!sample(text, r_act), "past the grace period: no active series");
 		if (round) {
-			ok(!sample(text, sec),
+			ok(!sample(text, r_sec),
 			   "expire 5 < grace: seconds_total goes with it");
 			free(text);
 			prom_store_free(s);
 			continue;
 		}
-		is(sample(text, sec), "2", "seconds_total stays");
+		is(sample(text, r_sec), "2", "seconds_total stays");
 		free(text);
 		text = render(s, PROM_FMT_TEXT, 400 * S, R0 + 20 * S);
-		is(sample(text, sec), "2", "300 s after the end: still there");
+		is(sample(text, r_sec), "2", "300 s after the end: still there");
 		free(text);
 		text = render(s, PROM_FMT_TEXT, 400 * S + 1, R0 + 20 * S);
-		ok(!sample(text, sec), "past 300 s: gone");
+		ok(!sample(text, r_sec), "past 300 s: gone");
 		free(text);
 		prom_store_free(s);
 	}
@@ -975,8 +977,6 @@ static void add_proc_span(struct tally_batch *b, enum tally_span_phase ph,
 static void test_process_gone(void)
 {
 	struct prom_store_opts o = default_opts();
-	const char *act = "tally_trace_region_active{rank=\"0\",region=\"r\",trace=\"T\"}";
-	const char *sec = "tally_trace_region_seconds_total{rank=\"0\",region=\"r\",trace=\"T\"}";
 	struct prom_store *s;
 	struct tally_batch *b;
 	char *text;
@@ -989,14 +989,14 @@ static void test_process_gone(void)
 	add_proc_span(b, TALLY_SPAN_BEGIN, 1, "node1", 100, R0, R0);
 	apply(s, b, 1000 * S);
 	text = render(s, PROM_FMT_TEXT, 1002 * S, R0 + 2 * S);
-	is(sample(text, act), "1", "process 100 runs: active");
-	is(sample(text, sec), "2", "2 s so far");
+	is(sample(text, r_act), "1", "process 100 runs: active");
+	is(sample(text, r_sec), "2", "2 s so far");
 	free(text);
 
 	gone_pids[100] = true;
 	text = render(s, PROM_FMT_TEXT, 1005 * S, R0 + 5 * S);
-	is(sample(text, act), "0", "process 100 gone: no longer active");
-	is(sample(text, sec), "2",
+	is(sample(text, r_act), "0", "process 100 gone: no longer active");
+	is(sample(text, r_sec), "2",
 	   "the span stopped at the last scrape that saw it run: 2 s, not 5");
 	free(text);
 	cmp_ok(prom_store_stats(s)->span_process_gone, "==", 1, "counted");
@@ -1006,7 +1006,7 @@ static void test_process_gone(void)
 	add_proc_span(b, TALLY_SPAN_END, 1, "node1", 100, R0 + 3 * S, R0);
 	apply(s, b, 1006 * S);
 	text = render(s, PROM_FMT_TEXT, 1006 * S, R0 + 6 * S);
-	is(sample(text, sec), "3", "the late end counts it to 3 s");
+	is(sample(text, r_sec), "3", "the late end counts it to 3 s");
 	free(text);
 
 	/* A process gone before any scrape saw it: stopped at its last
@@ -1022,10 +1022,10 @@ static void test_process_gone(void)
 	apply(s, b, 1010 * S);
 	asked_pids = 0;
 	text = render(s, PROM_FMT_TEXT, 1012 * S, R0 + 12 * S);
-	is(sample(text, sec), "7",
+	is(sample(text, r_sec), "7",
 	   "3 s ended, pid 101 of node1 counted nothing, the two others 2 s "
 	   "each as open spans");
-	is(sample(text, act), "1", "the two others are open");
+	is(sample(text, r_act), "1", "the two others are open");
 	cmp_ok(asked_pids, "==", 1, "only pid 101 of node1 was asked");
 	free(text);
 

@@ -927,7 +927,7 @@ out_close:
 }
 
 /*
- * Test hook (t3010): while the file TALLY_TEST_ZMQ_TRACE_LOSE names
+ * Test hook (t3012): while the file TALLY_TEST_ZMQ_TRACE_LOSE names
  * exists, a stop removes it, waits (at most 30 s) for a message to arrive
  * after its last drain, and leaves it unread for the close to discard: a
  * sender's end landing between the last drain and the close of a reload,

@@ -334,7 +334,7 @@ struct prom_open {
  * whether it still runs (prom_store_render()).
  */
 struct prom_proc {
-	struct hnode node;	 /* store.procs, keyed by pid */
+	struct hnode node; /* store.procs, keyed by pid */
 	uint32_t pid;
 	int64_t alive_ns;	 /* CLOCK_REALTIME it was last known to run */
 	struct prom_open *spans; /* its open spans */
@@ -1184,8 +1184,8 @@ static void region_close(struct prom_region *g, int64_t begin, int64_t end)
 {
 	int64_t d = end > begin ? end - begin : 0;
 
-	g->closed_ns = g->closed_ns > INT64_MAX - d ? INT64_MAX
-						    : g->closed_ns + d;
+	g->closed_ns =
+		g->closed_ns > INT64_MAX - d ? INT64_MAX : g->closed_ns + d;
 }
 
 /* Link @op at the end of the list whose tail pointer is *@tail. */
@@ -1216,8 +1216,8 @@ static bool proc_kill_alive(uint32_t pid)
 
 /* The watched process of span @sp, made if new; NULL when not watched. */
 static struct prom_proc *proc_get(struct prom_store *s,
-				  const struct tally_span *sp,
-				  const char *host, int64_t ts)
+				  const struct tally_span *sp, const char *host,
+				  int64_t ts)
 {
 	uint64_t h = hash_mix(sp->src.pid);
 	struct prom_proc *pr;
@@ -1267,9 +1267,9 @@ static void region_ended(struct prom_store *s, struct prom_series *r,
 {
 	r->region->last_end = now;
 	if (!r->region->n_open)
-		r->deadline = now + (r->fam->kind == FAM_SPAN_ANNOT
-					     ? s->o.grace_ns
-					     : linger);
+		r->deadline =
+			now + (r->fam->kind == FAM_SPAN_ANNOT ? s->o.grace_ns
+							      : linger);
 }
 
 /*
@@ -1278,15 +1278,14 @@ static void region_ended(struct prom_store *s, struct prom_series *r,
  * there. They stay known as frozen until their end comes (it corrects the
  * time) or they expire.
  */
-static void proc_gone(struct prom_store *s, struct prom_proc *pr,
-		      int64_t now)
+static void proc_gone(struct prom_store *s, struct prom_proc *pr, int64_t now)
 {
 	int64_t linger = span_linger(s);
 
 	while (pr->spans) {
 		struct prom_open *op = pr->spans;
 		int64_t t = pr->alive_ns > op->begin_ns ? pr->alive_ns
-							 : op->begin_ns;
+							: op->begin_ns;
 
 		pr->spans = op->next;
 		op->proc = NULL;
@@ -1352,8 +1351,8 @@ static void region_move_end(struct prom_region *g, int64_t from, int64_t to)
 		return;
 	}
 	/* within int64_t: both are ts_clamp()ed */
-	g->closed_ns = g->closed_ns > from - to ? g->closed_ns - (from - to)
-						: 0;
+	g->closed_ns =
+		g->closed_ns > from - to ? g->closed_ns - (from - to) : 0;
 }
 
 /*

@@ -9,9 +9,11 @@
  * on their marks. A pipeline whose filters read the same keeps its filter
  * instances (and what they aggregated). Everything else is stopped,
  * flushed and replaced, and batches still queued for a replaced output
- * are handed to its successor of the same name. So a reload that adds a
- * pipeline costs the running ones nothing, and scrapes of an unchanged
- * prometheus output see no gap.
+ * are handed to its successor of the same name, as is the state of a
+ * replaced input that hands it over (zmq_trace: its open spans, which
+ * would otherwise stay open for ever in the outputs that saw them begin). So a
+ * reload that adds a pipeline costs the running ones nothing, and scrapes of an
+ * unchanged prometheus output see no gap.
  *
  * The new configuration is validated whole (tally_conf_load runs the
  * plugins' checks) before anything is touched; an invalid one leaves the
@@ -44,9 +46,18 @@ struct handover {
 	size_t n;
 };
 
+/* What a retired input handed over (its handoff op), for its successor. */
+struct handoff {
+	char *name;
+	const struct tally_plugin *plugin;
+	void *p;
+};
+
 struct handovers {
 	struct handover *v;
 	size_t n;
+	struct handoff *in;
+	size_t nin;
 };
 
 static int graph_add(struct graph *g, struct tally_instance *inst)
@@ -328,19 +339,103 @@ static void handover_give(struct tally_core *core, struct handovers *h,
 	}
 }
 
+/* Whether @g makes an input that would take over from input @in. */
+static bool graph_has_successor(const struct graph *g,
+				const struct tally_instance *in)
+{
+	for (size_t i = 0; i < g->ninsts; i++) {
+		const struct tally_instance *n = g->insts[i];
+
+		if (!n->kept_as && n->plugin == in->plugin &&
+		    !strcmp(n->name, in->name))
+			return true;
+	}
+	return false;
+}
+
 /*
- * Stop and free the running instances the plan did not keep: inputs
- * first (what they still emit runs through the old pipelines), then
+ * Let halted input @in hand its state over (@next: an input of its name
+ * and plugin will be offered it), to be given to that successor.
+ */
+static void handoff_take(struct handovers *h, struct tally_instance *in,
+			 bool next)
+{
+	const struct tally_input_ops *ops = in->plugin->input;
+	struct handoff *v;
+	char *name;
+	void *p;
+
+	if (in->plugin->kind != TALLY_KIND_INPUT || !ops->handoff ||
+	    !in->initialized)
+		return;
+	p = ops->handoff(in, in->state, next);
+	if (!p)
+		return;
+	name = strdup(in->name);
+	v = name ? realloc(h->in, (h->nin + 1) * sizeof(*v)) : NULL;
+	if (!v) {
+		tally_log(in, LOG_ERR,
+			  "reload: no memory to hand its state over");
+		free(name);
+		ops->discard(p);
+		return;
+	}
+	h->in = v;
+	h->in[h->nin++] = (struct handoff){ name, in->plugin, p };
+}
+
+/* Give new input @in what its predecessor handed over, if anything. */
+static void handoff_give(struct handovers *h, struct tally_instance *in)
+{
+	const struct tally_input_ops *ops = in->plugin->input;
+
+	for (size_t i = 0; i < h->nin; i++) {
+		struct handoff *ho = &h->in[i];
+
+		if (ho->plugin != in->plugin || strcmp(ho->name, in->name))
+			continue;
+		if (!ops->adopt || ops->adopt(in, in->state, ho->p) < 0) {
+			tally_log(in, LOG_ERR,
+				  "reload: could not take over the state of "
+				  "the instance it replaces: %s",
+				  ops->adopt ? strerror(errno) : "no adopt op");
+			ops->discard(ho->p);
+		}
+		free(ho->name);
+		h->in[i] = h->in[--h->nin];
+		return;
+	}
+}
+
+/* Free what no input took over (the reload is over). */
+static void handoff_discard(struct handovers *h)
+{
+	for (size_t i = 0; i < h->nin; i++) {
+		h->in[i].plugin->input->discard(h->in[i].p);
+		free(h->in[i].name);
+	}
+	free(h->in);
+	h->in = NULL;
+	h->nin = 0;
+}
+
+/*
+ * Stop and free the running instances the plan @g did not keep: inputs
+ * first (what they still emit runs through the old pipelines; each hands
+ * its state over, or ends what must end, right after its stop), then
  * filters (their last tick), then outputs, whose queues are taken over.
  */
-static void graph_retire(struct tally_core *core, struct handovers *h)
+static void graph_retire(struct tally_core *core, const struct graph *g,
+			 struct handovers *h)
 {
 	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_FILTER; kind++) {
 		for (size_t i = 0; i < core->ninsts; i++) {
 			struct tally_instance *inst = core->insts[i];
 
-			if ((int)inst->plugin->kind == kind && !inst->kept_as)
-				tally_inst_halt(inst);
+			if ((int)inst->plugin->kind != kind || inst->kept_as)
+				continue;
+			tally_inst_halt(inst);
+			handoff_take(h, inst, graph_has_successor(g, inst));
 		}
 	}
 	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_OUTPUT; kind++) {
@@ -386,7 +481,7 @@ static int graph_apply(struct tally_core *core, struct tally_conf *conf,
 		tally_log(NULL, LOG_ERR, "reload: %s", strerror(errno));
 		return -1;
 	}
-	graph_retire(core, h);
+	graph_retire(core, &g, h);
 	free(core->insts);
 	graph_free_pipes(core->pipes, core->npipes);
 	core->insts = g.insts;
@@ -396,8 +491,14 @@ static int graph_apply(struct tally_core *core, struct tally_conf *conf,
 	if (graph_link(&g, conf) < 0)
 		goto out_undo;
 	for (size_t i = 0; i < g.ninsts; i++) {
-		if (!g.insts[i]->kept_as && tally_inst_init(g.insts[i]) < 0)
+		struct tally_instance *inst = g.insts[i];
+
+		if (inst->kept_as)
+			continue;
+		if (tally_inst_init(inst) < 0)
 			goto out_undo;
+		if (inst->plugin->kind == TALLY_KIND_INPUT)
+			handoff_give(h, inst);
 	}
 	/* queued before the reload, so delivered before what comes next */
 	handover_give(core, h, false);
@@ -442,8 +543,11 @@ out_undo:
 	 * usual (a filter's last tick reaches the kept outputs).
 	 */
 	for (size_t i = 0; i < g.ninsts; i++) {
-		if (!g.insts[i]->kept_as)
-			tally_inst_halt(g.insts[i]);
+		if (g.insts[i]->kept_as)
+			continue;
+		tally_inst_halt(g.insts[i]);
+		/* what it took over goes on to the next apply */
+		handoff_take(h, g.insts[i], true);
 	}
 	for (size_t i = 0; i < g.npipes; i++) {
 		struct tally_pipeline *p = &g.pipes[i];
@@ -508,6 +612,7 @@ int tally_core_reload(struct tally_core *core)
 		core->conf = conf;
 		tally_conf_free(old);
 		handover_give(core, &h, true);
+		handoff_discard(&h);
 		tally_count_event(NULL, "reloads", 1);
 		return 0;
 	}
@@ -529,5 +634,6 @@ int tally_core_reload(struct tally_core *core)
 		tally_core_stop(core);
 	}
 	handover_give(core, &h, true);
+	handoff_discard(&h);
 	return -1;
 }

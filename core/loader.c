@@ -155,6 +155,10 @@ int tally_plugin_check(const struct tally_plugin *p, const char *want_name,
 	case TALLY_KIND_INPUT:
 		if (!p->input || (!p->input->read && !p->input->start))
 			goto out_op;
+		if (p->input->handoff && !p->input->discard) {
+			*why = "op handoff without op discard";
+			return -1;
+		}
 		return 0;
 	case TALLY_KIND_FILTER:
 		if (!p->filter || !p->filter->process)

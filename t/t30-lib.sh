@@ -58,6 +58,13 @@ zt_config() {
 	EOF
 }
 
+# zt_now_s - this host's clock, in whole seconds since the epoch: tests
+# give hand-made events timestamps near it (zmq_trace drops those more
+# than max_clock_skew, 300 s by default, away from its clock)
+zt_now_s() {
+	date +%s
+}
+
 # zt_send - send the messages of the script on stdin to $EP with pyzmq
 # (see t/t30-zmq-send.py for the script format)
 zt_send() {

@@ -65,26 +65,28 @@ test_expect_success 'C client, 3 threads on one tracer: each nests on its own' '
 '
 
 test_expect_success PYZMQ 'raw wire messages: times, begin on ends, hosts, orphans, drops' '
+	# seconds 1 to 6 of the minute before now
+	t=$(( ($(zt_now_s) - 60) * 1000000000 )) &&
 	zt_send <<-EOF &&
-	native begin 10 0 4242 4243 3 0 1000000000 job3 outer n01
-	native begin 11 10 4242 4243 3 0 2000000000 job3 inner n01
-	native end 11 10 4242 4243 3 0 3000000000 job3 - n01
-	native end 99 10 4242 4244 3 5 3500000000 job3 lost n01
-	native end 10 0 4242 4243 3 2 4000000000 job3 - n01
-	native begin 1 0 4242 4243 3 0 5000000000 job3 local -
-	native end 1 0 4242 4243 3 0 6000000000 job3 - -
+	native begin 10 0 4242 4243 3 0 $((t + 1000000000)) job3 outer n01
+	native begin 11 10 4242 4243 3 0 $((t + 2000000000)) job3 inner n01
+	native end 11 10 4242 4243 3 0 $((t + 3000000000)) job3 - n01
+	native end 99 10 4242 4244 3 5 $((t + 3500000000)) job3 lost n01
+	native end 10 0 4242 4243 3 2 $((t + 4000000000)) job3 - n01
+	native begin 1 0 4242 4243 3 0 $((t + 5000000000)) job3 local -
+	native end 1 0 4242 4243 3 0 $((t + 6000000000)) job3 - -
 	EOF
 	zt_lines ts.out 27 &&
 	s="host=n01 pid=4242 tid=4243 rank=3" &&
 	l="host=$HOST pid=4242 tid=4243 rank=3" &&
 	cat >expect <<-EOF &&
-	span begin trace=job3 name=outer id=10 parent=0 depth=0 $s flags=0 ts=1000000000
-	span begin trace=job3 name=inner id=11 parent=10 depth=1 $s flags=0 ts=2000000000
-	span end trace=job3 name=inner id=11 parent=10 depth=1 $s flags=0 ts=3000000000 begin=2000000000
-	span end trace=job3 name=lost id=99 parent=10 depth=1 host=n01 pid=4242 tid=4244 rank=3 flags=orphan_end ts=3500000000 begin=0
-	span end trace=job3 name=outer id=10 parent=0 depth=0 $s flags=0 ts=4000000000 begin=1000000000
-	span begin trace=job3 name=local id=1 parent=0 depth=0 $l flags=0 ts=5000000000
-	span end trace=job3 name=local id=1 parent=0 depth=0 $l flags=0 ts=6000000000 begin=5000000000
+	span begin trace=job3 name=outer id=10 parent=0 depth=0 $s flags=0 ts=$((t + 1000000000))
+	span begin trace=job3 name=inner id=11 parent=10 depth=1 $s flags=0 ts=$((t + 2000000000))
+	span end trace=job3 name=inner id=11 parent=10 depth=1 $s flags=0 ts=$((t + 3000000000)) begin=$((t + 2000000000))
+	span end trace=job3 name=lost id=99 parent=10 depth=1 host=n01 pid=4242 tid=4244 rank=3 flags=orphan_end ts=$((t + 3500000000)) begin=0
+	span end trace=job3 name=outer id=10 parent=0 depth=0 $s flags=0 ts=$((t + 4000000000)) begin=$((t + 1000000000))
+	span begin trace=job3 name=local id=1 parent=0 depth=0 $l flags=0 ts=$((t + 5000000000))
+	span end trace=job3 name=local id=1 parent=0 depth=0 $l flags=0 ts=$((t + 6000000000)) begin=$((t + 5000000000))
 	EOF
 	grep "trace=job3 " ts.out >got &&
 	test_cmp expect got &&

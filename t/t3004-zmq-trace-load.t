@@ -37,12 +37,13 @@ settle() {
 
 # account NAME - after `trace-emit ... >NAME.emit` and a stopped tallyd:
 # check received + client-reported drops = sent, with received counted in
-# the capture file (spans closed by the collector itself not included)
+# the capture file (spans closed by the collector itself not included:
+# abandoned, and lost_end, which events dropped by a client cause)
 # and the client-reported drops taken from the input's summary line
 account() {
 	name=$1 &&
 	sent=$(sed -n "s/^total sent=\([0-9]*\) .*/\1/p" $1.emit) &&
-	got=$(grep -vc "flags=abandoned" spans.out) &&
+	got=$(grep -vEc "flags=(abandoned|lost_end)$" spans.out) &&
 	rep=$(sed -n "s/.*zmq_trace\[tr\]: stopped: \([0-9]*\) messages received, 0 malformed, \([0-9]*\) dropped by clients.*/\1 \2/p" tallyd.log) &&
 	set -- $rep &&
 	tally_diag "$name: sent $sent, in capture $got, received $1," \

@@ -37,16 +37,18 @@ test_expect_success 'start tallyd' '
 	start_tallyd conf
 '
 
+# epoch ms of a minute ago: Omnistat timestamps near the collector's clock
 test_expect_success 'Omnistat messages: ids and nesting from order, ms to ns' '
-	omnistat 3 start:solver:1722000000123 start:io:1722000000200 \
-		end:io:1722000000250 end:solver:1722000001000 &&
+	ms=$(( ($(zt_now_s) - 60) * 1000 )) &&
+	omnistat 3 start:solver:$((ms + 123)) start:io:$((ms + 200)) \
+		end:io:$((ms + 250)) end:solver:$((ms + 1000)) &&
 	zt_lines ts.out 4 &&
 	s="host=$HOST pid=0 tid=0 rank=-1" &&
 	cat >expect <<-EOF &&
-	span begin trace=3 name=solver id=1 parent=0 depth=0 $s flags=0 ts=1722000000123000000
-	span begin trace=3 name=io id=2 parent=1 depth=1 $s flags=0 ts=1722000000200000000
-	span end trace=3 name=io id=2 parent=1 depth=1 $s flags=0 ts=1722000000250000000 begin=1722000000200000000
-	span end trace=3 name=solver id=1 parent=0 depth=0 $s flags=0 ts=1722000001000000000 begin=1722000000123000000
+	span begin trace=3 name=solver id=1 parent=0 depth=0 $s flags=0 ts=$((ms + 123))000000
+	span begin trace=3 name=io id=2 parent=1 depth=1 $s flags=0 ts=$((ms + 200))000000
+	span end trace=3 name=io id=2 parent=1 depth=1 $s flags=0 ts=$((ms + 250))000000 begin=$((ms + 200))000000
+	span end trace=3 name=solver id=1 parent=0 depth=0 $s flags=0 ts=$((ms + 1000))000000 begin=$((ms + 123))000000
 	EOF
 	test_cmp expect ts.out
 '
@@ -58,8 +60,10 @@ shape() {
 }
 
 test_expect_success 'the same sequence from Omnistat JSON and from the C client' '
-	omnistat om start:main:1 start:solve:2 start:iter:3 end:iter:4 \
-		end:solve:5 start:io:6 end:io:7 end:main:8 &&
+	omnistat om start:main:$((ms + 1)) start:solve:$((ms + 2)) \
+		start:iter:$((ms + 3)) end:iter:$((ms + 4)) \
+		end:solve:$((ms + 5)) start:io:$((ms + 6)) end:io:$((ms + 7)) \
+		end:main:$((ms + 8)) &&
 	"$TRACE_EMIT" "$EP" native begin:main begin:solve begin:iter \
 		endid:iter endid:solve begin:io endid:io endid:main \
 		>/dev/null &&
@@ -82,10 +86,10 @@ test_expect_success 'the same sequence from Omnistat JSON and from the C client'
 '
 
 test_expect_success 'Omnistat: an end for a label never started is an orphan' '
-	omnistat 3 end:never:1722000002000 &&
+	omnistat 3 end:never:$((ms + 2000)) &&
 	zt_lines ts.out 21 &&
 	tail -n1 ts.out >got &&
-	echo "span end trace=3 name=never id=3 parent=0 depth=0 host=$HOST pid=0 tid=0 rank=-1 flags=orphan_end ts=1722000002000000000 begin=0" >expect &&
+	echo "span end trace=3 name=never id=3 parent=0 depth=0 host=$HOST pid=0 tid=0 rank=-1 flags=orphan_end ts=$((ms + 2000))000000 begin=0" >expect &&
 	test_cmp expect got &&
 	stop_tallyd &&
 	grep "stopped: 21 messages received, 0 malformed" tallyd.log

@@ -69,9 +69,11 @@ test_expect_success PYZMQ 'a silent remote process: abandoned after abandon_time
 	pipelines = { p = { from = ["tr"]; to = ["cap"]; }; };
 	EOF
 	start_tallyd far.conf &&
+	t1=$(( ($(zt_now_s) - 60) * 1000000000 )) &&
+	t2=$((t1 + 1000000000)) &&
 	zt_send <<-EOF &&
-	native begin 5 0 777 777 0 0 1000000000 far job far.example
-	native begin 6 5 777 777 0 0 2000000000 far step far.example
+	native begin 5 0 777 777 0 0 $t1 far job far.example
+	native begin 6 5 777 777 0 0 $t2 far step far.example
 	EOF
 	zt_lines far.out 2 &&
 	# not before abandon_timeout: 2 s leaves seeing the begins and the
@@ -81,10 +83,10 @@ test_expect_success PYZMQ 'a silent remote process: abandoned after abandon_time
 	wait_for "test \$(grep -c \"flags=abandoned\" far.out) = 2" 6 &&
 	s="host=far.example pid=777 tid=777 rank=0" &&
 	cat >expect <<-EOF &&
-	span begin trace=far name=job id=5 parent=0 depth=0 $s flags=0 ts=1000000000
-	span begin trace=far name=step id=6 parent=5 depth=1 $s flags=0 ts=2000000000
-	span end trace=far name=step id=6 parent=5 depth=1 $s flags=abandoned ts=2000000000 begin=2000000000
-	span end trace=far name=job id=5 parent=0 depth=0 $s flags=abandoned ts=2000000000 begin=1000000000
+	span begin trace=far name=job id=5 parent=0 depth=0 $s flags=0 ts=$t1
+	span begin trace=far name=step id=6 parent=5 depth=1 $s flags=0 ts=$t2
+	span end trace=far name=step id=6 parent=5 depth=1 $s flags=abandoned ts=$t2 begin=$t2
+	span end trace=far name=job id=5 parent=0 depth=0 $s flags=abandoned ts=$t2 begin=$t1
 	EOF
 	test_cmp expect far.out &&
 	stop_tallyd

@@ -20,8 +20,10 @@ zt_require_pyzmq
 SPID=$$
 
 # trickle N GAP_MS [BURST] - N begin events, one every GAP_MS ms (BURST
-# at a time), each of its own span so that nothing is ever closed; prints
-# the seconds from the first send to the last
+# at a time), each of its own root span, from no known thread (tid 0: a
+# root begin of a known thread would end the thread's span before it),
+# so that nothing is ever closed; timestamped now, as a client does;
+# prints the seconds from the first send to the last
 trickle() {
 	"$PYTHON3" - "$EP" "$SPID" "$@" <<-\EOF
 	import struct, sys, time, zmq
@@ -35,8 +37,8 @@ trickle() {
 	time.sleep(0.2)  # connected before the clock starts
 	t0 = time.monotonic()
 	for i in range(1, n + 1):
-	    hdr = struct.pack("<2sBBIqQQIIiHHHH", b"tY", 1, 1, 0, i, i, 0,
-	                      pid, 1, 0, 1, 1, 0, 0)
+	    hdr = struct.pack("<2sBBIqQQIIiHHHH", b"tY", 1, 1, 0,
+	                      time.time_ns(), i, 0, pid, 0, 0, 1, 1, 0, 0)
 	    s.send(hdr + b"tx")
 	    if i % burst == 0:
 	        time.sleep(gap / 1000)
@@ -112,6 +114,7 @@ test_expect_success 'bursts at irregular gaps: every message arrives, none waits
 	zt_config gaps.conf &&
 	rm -f spans.out &&
 	start_tallyd gaps.conf &&
+	# as trickle sends them: root spans of no known thread, now
 	"$PYTHON3" - "$EP" "$SPID" <<-\EOF &&
 	import random, struct, sys, time, zmq
 	pid = int(sys.argv[2])
@@ -124,8 +127,9 @@ test_expect_success 'bursts at irregular gaps: every message arrives, none waits
 	for r in range(150):
 	    for k in range(random.randint(1, 5)):
 	        n += 1
-	        s.send(struct.pack("<2sBBIqQQIIiHHHH", b"tY", 1, 1, 0, n, n,
-	                           0, pid, 1, 0, 1, 1, 0, 0) + b"gx")
+	        s.send(struct.pack("<2sBBIqQQIIiHHHH", b"tY", 1, 1, 0,
+	                           time.time_ns(), n, 0, pid, 0, 0, 1, 1, 0,
+	                           0) + b"gx")
 	    time.sleep(random.choice([0, 0.0005, 0.002, 0.004, 0.006, 0.02]))
 	open("sent", "w").write("%d\n" % n)
 	s.close()

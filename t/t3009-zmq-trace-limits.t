@@ -19,11 +19,13 @@ test_expect_success 'start tallyd: max_sources = 4' '
 # sources timed out, an hour by default).
 test_expect_success 'forged sources do not lock a new tracer out' '
 	"$PYTHON3" -c "
+import time
+t = time.time_ns()
 for i in range(1000):
-    print(\"native begin 1 0\", 100000 + i, \"1 -1 0 1000 forged x remotehost\")
-print(\"native begin 1 0 7 7 -1 0 2000 real outer realhost\")
-print(\"native begin 2 1 7 7 -1 0 3000 real inner realhost\")
-print(\"native end 2 1 7 7 -1 0 4000 real inner realhost\")
+    print(\"native begin 1 0\", 100000 + i, \"1 -1 0\", t + 1000, \"forged x remotehost\")
+print(\"native begin 1 0 7 7 -1 0\", t + 2000, \"real outer realhost\")
+print(\"native begin 2 1 7 7 -1 0\", t + 3000, \"real inner realhost\")
+print(\"native end 2 1 7 7 -1 0\", t + 4000, \"real inner realhost\")
 " >script &&
 	zt_send <script &&
 	wait_for "grep -q \"trace=real name=inner .* flags=0\" spans.out" &&
@@ -54,10 +56,11 @@ test_expect_success 'forgotten sources and their spans are counted and logged' '
 # so the messages of a sender that exits before connecting were lost.
 test_expect_success 'multi-part messages are dropped and counted' '
 	cat >multi.py <<-\EOF &&
-	import struct, sys, zmq
+	import struct, sys, time, zmq
 	def native(span, name):
 	    name = name.encode()
-	    return struct.pack("<2sBBIqQQIIiHHHH", b"tY", 1, 1, 0, 5, span, 0,
+	    return struct.pack("<2sBBIqQQIIiHHHH", b"tY", 1, 1, 0,
+	                       time.time_ns(), span, 0,
 	                       9, 9, -1, 5, len(name), 2, 0) + b"multi" + name + b"mh"
 	ctx = zmq.Context()
 	s = ctx.socket(zmq.PUSH)

@@ -40,7 +40,7 @@ extern "C" {
 /*
  * Bumped on every incompatible change to this header, tally/record.h,
  * tally/labels.h or tally/config.h. 2: struct tally_output_ops gained
- * reopen and end.
+ * reopen and end, struct tally_input_ops handoff, adopt and discard.
  */
 #define TALLY_PLUGIN_ABI 2
 
@@ -83,6 +83,22 @@ enum tally_end {
  * @stop:  stop receiving (shutdown begins); pending data may still be
  *         emitted from here with tally_emit()
  * @fini:  release everything
+ * @handoff: a reload retires this instance (its declaration changed, or
+ *         is gone); called after stop, before fini. @next is 1 when the
+ *         new configuration has an input of the same name and plugin,
+ *         which will be offered what this returns (ownership passes to
+ *         the core), e.g. the open spans an event-driven input tracks;
+ *         0 when it has none: end now what must not outlive the
+ *         instance (records emitted here still reach the old pipelines)
+ *         and return NULL. NULL: nothing to hand over.
+ * @adopt: take over @handed, what @handoff of the retired instance of
+ *         the same name and plugin returned; called after init, before
+ *         start, on the loop thread. Return 0, or -1 with errno set: the
+ *         core then passes @handed to @discard.
+ * @discard: free @handed when no instance took it over (a failed reload
+ *         whose rollback failed too, or whose successor's adopt failed):
+ *         no instance exists to count with, tally_count_drop(NULL, ...)
+ *         counts for the core. Mandatory with @handoff.
  * @flags: TALLY_INPUT_* flags
  * @emits: the non-cumulative sample forms the input may emit
  *         (TALLY_FORMS_DELTA, _OBSERVATION, _SET_MEMBER of tally/record.h;
@@ -102,6 +118,9 @@ struct tally_input_ops {
 		     struct event_base *base);
 	void (*stop)(struct tally_instance *inst, void *state);
 	void (*fini)(struct tally_instance *inst, void *state);
+	void *(*handoff)(struct tally_instance *inst, void *state, int next);
+	int (*adopt)(struct tally_instance *inst, void *state, void *handed);
+	void (*discard)(void *handed);
 	unsigned flags;
 	unsigned emits;
 };

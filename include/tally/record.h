@@ -199,6 +199,7 @@ enum tally_span_phase {
 #define TALLY_SPAN_FRAGMENT	0x8u  /* a piece of a span in a flat stream */
 #define TALLY_SPAN_RESUMED	0x10u /* fragment: not the span's first */
 #define TALLY_SPAN_LAST		0x20u /* fragment end: the span ends here */
+#define TALLY_SPAN_LOST_END	0x40u /* end synthesized: its real end was lost */
 
 /** enum tally_attr_type - the type of a typed span attribute */
 enum tally_attr_type {

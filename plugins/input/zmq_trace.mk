@@ -52,6 +52,9 @@ ZMQ_TRACE_TESTS = \
 	t/t3006-zmq-trace-abandon.t \
 	t/t3007-zmq-trace-wakeups.t \
 	t/t3008-zmq-trace-python.t \
-	t/t3009-zmq-trace-limits.t
+	t/t3009-zmq-trace-limits.t \
+	t/t3012-zmq-trace-reload.t \
+	t/t3013-zmq-trace-drops.t \
+	t/t3014-zmq-trace-clock.t
 TESTS += $(ZMQ_TRACE_TESTS)
 EXTRA_DIST += $(ZMQ_TRACE_TESTS) t/t30-lib.sh t/t30-zmq-send.py

@@ -15,7 +15,8 @@
  *	span begin|end trace=T name=N id=ID parent=P depth=D host=H pid=P
  *	     tid=T rank=R flags=F
  * (a span is one line; F is 0 or a '|'-joined list of abandoned,
- * orphan_end, evicted, fragment, resumed, last). Options add to each line:
+ * orphan_end, evicted, fragment, resumed, last, lost_end). Options add to each
+ * line:
  *	source = true:     "SOURCE: " in front (the batch's input instance)
  *	attrs = true:      " attrs={k="v",...}" after a span's flags, then
  *	                   " values=k=V,..." if it has typed values (strings
@@ -204,6 +205,7 @@ static int capture_span(struct capture *c, const struct tally_span *s)
 		{ TALLY_SPAN_FRAGMENT, "fragment" },
 		{ TALLY_SPAN_RESUMED, "resumed" },
 		{ TALLY_SPAN_LAST, "last" },
+		{ TALLY_SPAN_LOST_END, "lost_end" },
 	};
 	const char *sep = "";
 

@@ -644,6 +644,10 @@ static void test_spans(void)
 	prom_store_free(s);
 }
 
+/* The series of region "r" of trace "T", rank 0. */
+static const char r_act[] = "tally_trace_region_active{rank=\"0\",region=\"r\",trace=\"T\"}";
+static const char r_sec[] = "tally_trace_region_seconds_total{rank=\"0\",region=\"r\",trace=\"T\"}";
+
 /*
  * A span region's lifetime does not depend on the interval of the input
  * that carried its spans: the active gauge shows 0 for the whole grace
@@ -652,8 +656,6 @@ static void test_spans(void)
 static void test_span_lifetime(void)
 {
 	struct prom_store_opts o = default_opts();
-	const char *act = "tally_trace_region_active{rank=\"0\",region=\"r\",trace=\"T\"}";
-	const char *sec = "tally_trace_region_seconds_total{rank=\"0\",region=\"r\",trace=\"T\"}";
 	struct prom_store *s;
 	struct tally_batch *b;
 	char *text;
@@ -668,30 +670,30 @@ static void test_span_lifetime(void)
 		tally_batch_set_source(b, "periodic", 1.0); /* 3 x 1 s */
 		apply(s, b, 100 * S);
 		text = render(s, PROM_FMT_TEXT, 110 * S, R0 + 20 * S);
-		is(sample(text, act), "0",
+		is(sample(text, r_act), "0",
 		   "%s: 10 s after the end (> 3 intervals): active 0",
 		   round ? "expire 5" : "interval 1 s");
-		is(sample(text, sec), "2", "and seconds_total 2");
+		is(sample(text, r_sec), "2", "and seconds_total 2");
 		free(text);
 		text = render(s, PROM_FMT_TEXT, 115 * S, R0 + 20 * S);
-		is(sample(text, act), "0", "15 s after the end (grace): active 0");
+		is(sample(text, r_act), "0", "15 s after the end (grace): active 0");
 		free(text);
 		text = render(s, PROM_FMT_TEXT, 115 * S + 1, R0 + 20 * S);
-		ok(!sample(text, act), "past the grace period: no active series");
+		ok(!sample(text, r_act), "past the grace period: no active series");
 		if (round) {
-			ok(!sample(text, sec),
+			ok(!sample(text, r_sec),
 			   "expire 5 < grace: seconds_total goes with it");
 			free(text);
 			prom_store_free(s);
 			continue;
 		}
-		is(sample(text, sec), "2", "seconds_total stays");
+		is(sample(text, r_sec), "2", "seconds_total stays");
 		free(text);
 		text = render(s, PROM_FMT_TEXT, 400 * S, R0 + 20 * S);
-		is(sample(text, sec), "2", "300 s after the end: still there");
+		is(sample(text, r_sec), "2", "300 s after the end: still there");
 		free(text);
 		text = render(s, PROM_FMT_TEXT, 400 * S + 1, R0 + 20 * S);
-		ok(!sample(text, sec), "past 300 s: gone");
+		ok(!sample(text, r_sec), "past 300 s: gone");
 		free(text);
 		prom_store_free(s);
 	}
@@ -1039,6 +1041,110 @@ static void test_order(void)
 	prom_store_free(s2);
 }
 
+
+static bool gone_pids[256];
+static unsigned asked_pids;
+
+static bool fake_alive(uint32_t pid)
+{
+	asked_pids++;
+	return !(pid < 256 && gone_pids[pid]);
+}
+
+/* A span event of process @pid on @host (trace "T", rank 0). */
+static void add_proc_span(struct tally_batch *b, enum tally_span_phase ph,
+			  uint64_t id, const char *host, uint32_t pid,
+			  int64_t ts, int64_t begin_ns)
+{
+	struct tally_span sp = {
+		.trace = "T",
+		.name = "r",
+		.span_id = id,
+		.phase = ph,
+		.src = { .host = host, .pid = pid, .rank = 0 },
+		.begin_ns = begin_ns,
+	};
+
+	if (tally_batch_add_span(b, &sp, ts) < 0)
+		bail_out("add_proc_span");
+}
+
+/*
+ * A region cannot stay open, or count time, after its process: before a
+ * scrape the store asks each process of this host with open spans whether
+ * it runs, and stops the spans of one that is gone where it was last seen
+ * running, whether or not their input ever ends them.
+ */
+static void test_process_gone(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s;
+	struct tally_batch *b;
+	char *text;
+
+	o.local_host = "node1";
+	o.pid_alive = fake_alive;
+	s = prom_store_new(&o, NULL);
+
+	b = tally_batch_new();
+	add_proc_span(b, TALLY_SPAN_BEGIN, 1, "node1", 100, R0, R0);
+	apply(s, b, 1000 * S);
+	text = render(s, PROM_FMT_TEXT, 1002 * S, R0 + 2 * S);
+	is(sample(text, r_act), "1", "process 100 runs: active");
+	is(sample(text, r_sec), "2", "2 s so far");
+	free(text);
+
+	gone_pids[100] = true;
+	text = render(s, PROM_FMT_TEXT, 1005 * S, R0 + 5 * S);
+	is(sample(text, r_act), "0", "process 100 gone: no longer active");
+	is(sample(text, r_sec), "2",
+	   "the span stopped at the last scrape that saw it run: 2 s, not 5");
+	free(text);
+	cmp_ok(prom_store_stats(s)->span_process_gone, "==", 1, "counted");
+
+	/* its end, sent while it ran, arrives late: counted to its time */
+	b = tally_batch_new();
+	add_proc_span(b, TALLY_SPAN_END, 1, "node1", 100, R0 + 3 * S, R0);
+	apply(s, b, 1006 * S);
+	text = render(s, PROM_FMT_TEXT, 1006 * S, R0 + 6 * S);
+	is(sample(text, r_sec), "3", "the late end counts it to 3 s");
+	free(text);
+
+	/* A process gone before any scrape saw it: stopped at its last
+	 * event. Another host's, and pid 0, are not this host's to ask. */
+	gone_pids[101] = true;
+	b = tally_batch_new();
+	add_proc_span(b, TALLY_SPAN_BEGIN, 2, "node1", 101, R0 + 10 * S,
+		      R0 + 10 * S);
+	add_proc_span(b, TALLY_SPAN_BEGIN, 3, "node2", 101, R0 + 10 * S,
+		      R0 + 10 * S);
+	add_proc_span(b, TALLY_SPAN_BEGIN, 4, "node1", 0, R0 + 10 * S,
+		      R0 + 10 * S);
+	apply(s, b, 1010 * S);
+	asked_pids = 0;
+	text = render(s, PROM_FMT_TEXT, 1012 * S, R0 + 12 * S);
+	is(sample(text, r_sec), "7",
+	   "3 s ended, pid 101 of node1 counted nothing, the two others 2 s "
+	   "each as open spans");
+	is(sample(text, r_act), "1", "the two others are open");
+	cmp_ok(asked_pids, "==", 1, "only pid 101 of node1 was asked");
+	free(text);
+
+	/* A frozen span whose end never comes is forgotten with its region's
+	 * lifetime (300 s): then the same span may begin again. */
+	text = render(s, PROM_FMT_TEXT, 1012 * S + 301 * S, R0 + 400 * S);
+	free(text);
+	gone_pids[101] = false;
+	b = tally_batch_new();
+	add_proc_span(b, TALLY_SPAN_BEGIN, 2, "node1", 101, R0 + 401 * S,
+		      R0 + 401 * S);
+	apply(s, b, 1012 * S + 302 * S);
+	cmp_ok(prom_store_stats(s)->span_duplicate, "==", 0,
+	       "the forgotten frozen span is no duplicate");
+	gone_pids[100] = gone_pids[101] = false;
+	prom_store_free(s);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -1056,5 +1162,6 @@ int main(void)
 	test_span_jobid();
 	test_info_and_om_families();
 	test_order();
+	test_process_gone();
 	return done_testing();
 }

@@ -620,8 +620,39 @@ static void test_reasons(void)
 	   "reason bad_value");
 	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_MULTIPART), "multipart",
 	   "reason multipart");
+	is(zmq_trace_err_reason(ZMQ_TRACE_ERR_CLOCK_SKEW), "clock_skew",
+	   "reason clock_skew");
 	is(zmq_trace_err_reason((enum zmq_trace_err)99), "other",
 	   "out of range");
+}
+
+static void test_skew(void)
+{
+	const int64_t now = 1722000000123456789ll, s = 1000000000ll;
+	static const struct {
+		int64_t ts, max;
+		int want;
+		const char *what;
+	} cases[] = {
+		{ now, 300 * s, 0, "now" },
+		{ now + 300 * s, 300 * s, 0, "300 s ahead: the bound itself" },
+		{ now - 300 * s, 300 * s, 0, "300 s behind" },
+		{ now + 300 * s + 1, 300 * s, 1, "1 ns past it, ahead" },
+		{ now - 300 * s - 1, 300 * s, 1, "1 ns past it, behind" },
+		{ 1722000000123ll * 1000, 300 * s, 1,
+		  "epoch seconds sent as ms: 56 years behind" },
+		{ -1, 300 * s, 1, "-1" },
+		{ INT64_MIN, 300 * s, 1, "INT64_MIN: no overflow" },
+		{ INT64_MAX, 300 * s, 1, "INT64_MAX: no overflow" },
+		{ INT64_MIN, 0, 0, "max 0: no bound" },
+		{ now + 1, 0, 0, "max 0, 1 ns ahead" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cmp_ok(zmq_trace_ts_skewed(cases[i].ts, now, cases[i].max),
+		       "==", cases[i].want, "skew: %s", cases[i].what);
+	cmp_ok(zmq_trace_ts_skewed(INT64_MAX, INT64_MIN, INT64_MAX), "==", 1,
+	       "skew: the widest distance, 2^64 - 1, exceeds INT64_MAX");
 }
 
 int main(void)
@@ -636,5 +667,6 @@ int main(void)
 	test_json_malformed();
 	test_json_lengths();
 	test_reasons();
+	test_skew();
 	return done_testing();
 }

@@ -25,17 +25,26 @@ static int fail_emit;
 
 static const char *flags_str(uint32_t f)
 {
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} names[] = {
+		{ TALLY_SPAN_ABANDONED, "abandoned" },
+		{ TALLY_SPAN_ORPHAN_END, "orphan_end" },
+		{ TALLY_SPAN_EVICTED, "evicted" },
+		{ TALLY_SPAN_LOST_END, "lost_end" },
+	};
 	static char buf[64];
+	size_t n = 0;
 
 	if (!f)
 		return "0";
-	snprintf(buf, sizeof(buf), "%s%s%s%s%s",
-		 f & TALLY_SPAN_ABANDONED ? "abandoned" : "",
-		 f & TALLY_SPAN_ABANDONED && f & ~TALLY_SPAN_ABANDONED ? "|"
-								       : "",
-		 f & TALLY_SPAN_ORPHAN_END ? "orphan_end" : "",
-		 f & TALLY_SPAN_ORPHAN_END && f & TALLY_SPAN_EVICTED ? "|" : "",
-		 f & TALLY_SPAN_EVICTED ? "evicted" : "");
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (f & names[i].bit)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s",
+					      n ? "|" : "", names[i].name);
+	}
 	return buf;
 }
 
@@ -410,10 +419,10 @@ static void test_abandon_pid(void)
 	cmp_ok(zmq_trace_state_check(st, SEC, 6000, false, &sink), "==", 2,
 	       "after the grace period: two spans abandoned");
 	is(take(),
-	   "span end trace=T name=inner id=2 parent=1 depth=1 host=here pid=300 tid=300 rank=2 flags=abandoned ts=6000 begin=20\n"
-	   "span end trace=T name=main id=1 parent=0 depth=0 host=here pid=300 tid=300 rank=2 flags=abandoned ts=6000 begin=10\n",
-	   "innermost first, at the time of the check; the remote pid 300 "
-	   "and the live pid 301 are left alone");
+	   "span end trace=T name=inner id=2 parent=1 depth=1 host=here pid=300 tid=300 rank=2 flags=abandoned ts=20 begin=20\n"
+	   "span end trace=T name=main id=1 parent=0 depth=0 host=here pid=300 tid=300 rank=2 flags=abandoned ts=20 begin=10\n",
+	   "innermost first, at its last event: no check found it running "
+	   "since; the remote pid 300 and the live pid 301 are left alone");
 	cmp_ok(zmq_trace_state_counters(st)->abandoned, "==", 2, "counted");
 	cmp_ok(zmq_trace_state_sources(st), "==", 2, "the dead source is gone");
 
@@ -425,9 +434,10 @@ static void test_abandon_pid(void)
 	cmp_ok(zmq_trace_state_check(st, SEC + 2, 8000, true, &sink), "==", 2,
 	       "final: no grace period");
 	is(take(),
-	   "span end trace=T name=late id=2 parent=1 depth=1 host=here pid=301 tid=301 rank=2 flags=abandoned ts=8000 begin=50\n"
-	   "span end trace=T name=alive id=1 parent=0 depth=0 host=here pid=301 tid=301 rank=2 flags=abandoned ts=8000 begin=40\n",
-	   "final check closes a dead process at once");
+	   "span end trace=T name=late id=2 parent=1 depth=1 host=here pid=301 tid=301 rank=2 flags=abandoned ts=6000 begin=50\n"
+	   "span end trace=T name=alive id=1 parent=0 depth=0 host=here pid=301 tid=301 rank=2 flags=abandoned ts=6000 begin=40\n",
+	   "final check closes a dead process at once, at the last check "
+	   "that found it running (6000), later than its last event");
 	dead_pids[300] = dead_pids[301] = false;
 	zmq_trace_state_free(st);
 }
@@ -469,7 +479,7 @@ static void test_uncheckable_pids(void)
 	cmp_ok(zmq_trace_state_check(st, 2 * SEC, 5000, true, &sink), "==", 1,
 	       "final check: only pid INT32_MAX is asked and closed");
 	is(take(),
-	   "span end trace=T name=intmax id=1 parent=0 depth=0 host=here pid=2147483647 tid=1 rank=2 flags=abandoned ts=5000 begin=40\n",
+	   "span end trace=T name=intmax id=1 parent=0 depth=0 host=here pid=2147483647 tid=1 rank=2 flags=abandoned ts=40 begin=40\n",
 	   "pids 0, 2^31 and 2^32-1 stay open");
 	ok(nasked == 1 && asked[0] == 0x7fffffffu,
 	   "the probe was asked about pid 2147483647 only (%u calls)",
@@ -609,6 +619,285 @@ static void test_idle_and_limits(void)
 	   "zero limits: EINVAL");
 }
 
+/* The end of @ev, a native END from the same thread, reporting drops. */
+static struct zmq_trace_event *gap(struct zmq_trace_event *ev,
+				   uint32_t dropped)
+{
+	ev->dropped = dropped;
+	return ev;
+}
+
+/*
+ * A begin says which spans of its thread are still open: its parent and
+ * the parent's ancestors. The others lost their ends (client drops, or
+ * lost at a reload) and end at the begin's time, flagged lost_end.
+ */
+static void test_lost_ends(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+
+	take();
+	apply(st, nat(B, 5, 5, 1, 0, "e", 100), 0);
+	apply(st, nat(B, 5, 5, 2, 0, "e", 300), 0); /* end of 1 lost */
+	apply(st, nat(E, 5, 5, 2, 0, "e", 400), 0);
+	is(take(),
+	   "span begin trace=T name=e id=1 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=100\n"
+	   "span end trace=T name=e id=1 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=lost_end ts=300 begin=100\n"
+	   "span begin trace=T name=e id=2 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=300\n"
+	   "span end trace=T name=e id=2 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=400 begin=300\n",
+	   "a root begin ends the thread's span whose end was lost, at its "
+	   "own time: 200 ns counted, not until the process exits");
+
+	apply(st, nat(B, 5, 5, 10, 0, "main", 1000), 0);
+	apply(st, nat(B, 5, 5, 11, 10, "a", 1100), 0);
+	apply(st, nat(B, 5, 5, 12, 10, "b", 1200), 0); /* end of a lost */
+	apply(st, nat(B, 5, 5, 13, 0, "x", 1300), 0); /* b, main lost */
+	apply(st, nat(E, 5, 5, 13, 0, "x", 1400), 0);
+	is(take(),
+	   "span begin trace=T name=main id=10 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=1000\n"
+	   "span begin trace=T name=a id=11 parent=10 depth=1 host=here pid=5 tid=5 rank=2 flags=0 ts=1100\n"
+	   "span end trace=T name=a id=11 parent=10 depth=1 host=here pid=5 tid=5 rank=2 flags=lost_end ts=1200 begin=1100\n"
+	   "span begin trace=T name=b id=12 parent=10 depth=1 host=here pid=5 tid=5 rank=2 flags=0 ts=1200\n"
+	   "span end trace=T name=b id=12 parent=10 depth=1 host=here pid=5 tid=5 rank=2 flags=lost_end ts=1300 begin=1200\n"
+	   "span end trace=T name=main id=10 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=lost_end ts=1300 begin=1000\n"
+	   "span begin trace=T name=x id=13 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=1300\n"
+	   "span end trace=T name=x id=13 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=1400 begin=1300\n",
+	   "a sibling ends the span before it, its parent stays; a root "
+	   "begin ends the whole stack, innermost first");
+	cmp_ok(zmq_trace_state_counters(st)->lost_end, "==", 4,
+	       "four lost ends counted");
+
+	apply(st, nat(B, 5, 6, 20, 0, "w", 2000), 0);
+	apply(st, nat(B, 5, 5, 21, 0, "p", 2100), 0);
+	apply(st, nat(B, 5, 5, 23, 22, "c", 2200), 0);
+	apply(st, nat(E, 5, 5, 23, 22, "c", 2300), 0);
+	apply(st, nat(B, 5, 5, 24, 21, "d", 2400), 0);
+	is(take(),
+	   "span begin trace=T name=w id=20 parent=0 depth=0 host=here pid=5 tid=6 rank=2 flags=0 ts=2000\n"
+	   "span begin trace=T name=p id=21 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=2100\n"
+	   "span begin trace=T name=c id=23 parent=22 depth=1 host=here pid=5 tid=5 rank=2 flags=0 ts=2200\n"
+	   "span end trace=T name=c id=23 parent=22 depth=1 host=here pid=5 tid=5 rank=2 flags=0 ts=2300 begin=2200\n"
+	   "span begin trace=T name=d id=24 parent=21 depth=1 host=here pid=5 tid=5 rank=2 flags=0 ts=2400\n",
+	   "another thread's span is left alone; a parent never seen (22) "
+	   "proves nothing: p stays open");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 3, "w, p, d open");
+
+	apply(st, nat(B, 7, 7, 30, 0, "a", 10), 0);
+	apply(st, nat(B, 7, 7, 31, 30, "b", 20), 0);
+	apply(st, nat(E, 7, 7, 30, 0, "a", 30), 0);
+	apply(st, nat(B, 7, 7, 32, 31, "c", 40), 0);
+	apply(st, nat(B, 8, 0, 40, 0, "u", 50), 0);
+	apply(st, nat(B, 8, 0, 41, 0, "v", 60), 0);
+	is(take(),
+	   "span begin trace=T name=a id=30 parent=0 depth=0 host=here pid=7 tid=7 rank=2 flags=0 ts=10\n"
+	   "span begin trace=T name=b id=31 parent=30 depth=1 host=here pid=7 tid=7 rank=2 flags=0 ts=20\n"
+	   "span end trace=T name=a id=30 parent=0 depth=0 host=here pid=7 tid=7 rank=2 flags=0 ts=30 begin=10\n"
+	   "span begin trace=T name=c id=32 parent=31 depth=2 host=here pid=7 tid=7 rank=2 flags=0 ts=40\n"
+	   "span begin trace=T name=u id=40 parent=0 depth=0 host=here pid=8 tid=0 rank=2 flags=0 ts=50\n"
+	   "span begin trace=T name=v id=41 parent=0 depth=0 host=here pid=8 tid=0 rank=2 flags=0 ts=60\n",
+	   "a span ended out of order leaves its child open, as the client "
+	   "does; an unknown thread (tid 0) proves nothing");
+	cmp_ok(zmq_trace_state_counters(st)->lost_end, "==", 4,
+	       "still four");
+	zmq_trace_state_free(st);
+}
+
+/*
+ * An end whose message reports client drops (a gap before it): the
+ * thread's spans other than the ended span's ancestors are not proven
+ * open any more and end there.
+ */
+static void test_gaps(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+
+	apply(st, nat(B, 5, 5, 1, 0, "f", 100), 0);
+	apply(st, nat(B, 5, 5, 2, 1, "g", 200), 0);
+	/* lost: end of g, begin of h */
+	apply(st, gap(nat(E, 5, 5, 3, 1, "h", 400), 2), 0);
+	apply(st, nat(E, 5, 5, 1, 0, "f", 500), 0);
+	is(take(),
+	   "span begin trace=T name=f id=1 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=100\n"
+	   "span begin trace=T name=g id=2 parent=1 depth=1 host=here pid=5 tid=5 rank=2 flags=0 ts=200\n"
+	   "span end trace=T name=g id=2 parent=1 depth=1 host=here pid=5 tid=5 rank=2 flags=lost_end ts=400 begin=200\n"
+	   "span end trace=T name=h id=3 parent=1 depth=1 host=here pid=5 tid=5 rank=2 flags=orphan_end ts=400 begin=0\n"
+	   "span end trace=T name=f id=1 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=500 begin=100\n",
+	   "an orphan end after a gap ends its thread's spans outside its "
+	   "parent; the parent stays");
+
+	apply(st, nat(B, 5, 5, 10, 0, "r", 1000), 0);
+	apply(st, nat(B, 5, 5, 11, 10, "s", 1100), 0);
+	apply(st, nat(B, 5, 5, 12, 11, "t", 1200), 0);
+	/* lost: ends of t and s */
+	apply(st, gap(nat(E, 5, 5, 10, 0, "r", 1500), 2), 0);
+	is(take(),
+	   "span begin trace=T name=r id=10 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=1000\n"
+	   "span begin trace=T name=s id=11 parent=10 depth=1 host=here pid=5 tid=5 rank=2 flags=0 ts=1100\n"
+	   "span begin trace=T name=t id=12 parent=11 depth=2 host=here pid=5 tid=5 rank=2 flags=0 ts=1200\n"
+	   "span end trace=T name=t id=12 parent=11 depth=2 host=here pid=5 tid=5 rank=2 flags=lost_end ts=1500 begin=1200\n"
+	   "span end trace=T name=s id=11 parent=10 depth=1 host=here pid=5 tid=5 rank=2 flags=lost_end ts=1500 begin=1100\n"
+	   "span end trace=T name=r id=10 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=1500 begin=1000\n",
+	   "an end after a gap ends the spans opened inside it first, "
+	   "innermost first");
+
+	apply(st, nat(B, 5, 5, 30, 0, "k", 3000), 0);
+	apply(st, nat(B, 5, 6, 31, 0, "m", 3100), 0);
+	apply(st, nat(B, 5, 6, 32, 31, "n", 3150), 0);
+	apply(st, gap(nat(E, 5, 6, 30, 0, "", 3200), 3), 0);
+	apply(st, gap(nat(E, 5, 6, 99, 0, "", 3300), 1), 0);
+	is(take(),
+	   "span begin trace=T name=k id=30 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=3000\n"
+	   "span begin trace=T name=m id=31 parent=0 depth=0 host=here pid=5 tid=6 rank=2 flags=0 ts=3100\n"
+	   "span begin trace=T name=n id=32 parent=31 depth=1 host=here pid=5 tid=6 rank=2 flags=0 ts=3150\n"
+	   "span end trace=T name=k id=30 parent=0 depth=0 host=here pid=5 tid=5 rank=2 flags=0 ts=3200 begin=3000\n",
+	   "a gap reported with another thread's span, or with a nameless "
+	   "end (ended by id from elsewhere), says nothing: m and n stay");
+	cmp_ok(zmq_trace_state_counters(st)->lost_end, "==", 3,
+	       "three lost ends counted");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 2, "m and n open");
+	zmq_trace_state_free(st);
+}
+
+/* Sums what an output would count: the time of every ended span. */
+struct wall_sink {
+	int64_t closed[2]; /* ns, per process */
+	uint64_t begins[2], ends[2];
+};
+
+static int wall_span(void *ctx, const struct tally_span *sp, int64_t ts)
+{
+	struct wall_sink *w = ctx;
+	int p = sp->src.pid == 11 ? 0 : 1;
+
+	if (sp->phase == TALLY_SPAN_BEGIN) {
+		w->begins[p]++;
+	} else if (sp->begin_ns) {
+		w->ends[p]++;
+		w->closed[p] += ts - sp->begin_ns;
+	}
+	return 0;
+}
+
+/*
+ * Two processes flood begin/end pairs, one every 1 us for 2 ms, and
+ * their clients drop 60% of the events: whatever is lost, the time the
+ * spans add up to stays within the processes' wall time (the issue: 1730
+ * s for 12 process-seconds).
+ */
+static void test_flood_wall_time(void)
+{
+	struct zmq_trace_state *st = new_state(1024, 16);
+	struct wall_sink w;
+	struct zmq_trace_sink ws = { .span = wall_span, .ctx = &w };
+	const int64_t step = 1000, n = 2000;
+	uint32_t pending[2] = { 0, 0 };
+
+	memset(&w, 0, sizeof(w));
+	for (int64_t i = 0; i < n; i++) {
+		for (uint32_t p = 0; p < 2; p++) {
+			uint32_t pid = 11 + p;
+			uint64_t id = (uint64_t)i / 2 + 1;
+			struct zmq_trace_event *ev;
+
+			if ((i * 7 + p) % 10 < 6) {
+				pending[p]++;
+				continue;
+			}
+			ev = nat(i % 2 ? E : B, pid, pid, id, 0, "f",
+				 i * step);
+			ev->dropped = pending[p];
+			pending[p] = 0;
+			zmq_trace_state_apply(st, ev, 0, &ws);
+		}
+	}
+	/* both exit; the last check ends what is left at exit time */
+	dead_pids[11] = dead_pids[12] = true;
+	zmq_trace_state_check(st, 10 * SEC, n * step, true, &ws);
+	dead_pids[11] = dead_pids[12] = false;
+	for (int p = 0; p < 2; p++) {
+		ok(w.closed[p] <= n * step,
+		   "process %d: spans add up to %lld ns, within its %lld ns "
+		   "of wall time",
+		   p, (long long)w.closed[p], (long long)(n * step));
+		cmp_ok(w.ends[p], "==", w.begins[p],
+		       "process %d: every begin received was ended", p);
+	}
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 0, "nothing open");
+	ok(zmq_trace_state_counters(st)->lost_end > 0,
+	   "lost ends counted: %llu",
+	   (unsigned long long)zmq_trace_state_counters(st)->lost_end);
+	zmq_trace_state_free(st);
+}
+
+/* A reload hands a state over with new limits: what no longer fits goes. */
+static void test_retune(void)
+{
+	struct zmq_trace_state *st = new_state(4, 4);
+	struct zmq_trace_state_opts o = {
+		.local_host = "ignored",
+		.max_open_spans = 2,
+		.max_sources = 2,
+		.abandon_ns = 60 * SEC,
+		.idle_ns = 10 * SEC,
+		.gone_grace_ns = 1 * SEC,
+	};
+
+	apply(st, nat(B, 2, 2, 1, 0, "x", 10), 0);
+	apply(st, nat(B, 3, 3, 1, 0, "y", 20), 0);
+	apply(st, nat(B, 1, 1, 1, 0, "a", 30), 0);
+	apply(st, nat(B, 1, 1, 2, 1, "b", 40), 0);
+	apply(st, nat(B, 1, 1, 3, 2, "c", 50), 0);
+	take();
+	cmp_ok(zmq_trace_state_retune(st, &o, &sink), "==", 0, "retuned");
+	is(take(),
+	   "span end trace=T name=x id=1 parent=0 depth=0 host=here pid=2 tid=2 rank=2 flags=evicted ts=10 begin=10\n"
+	   "span end trace=T name=a id=1 parent=0 depth=0 host=here pid=1 tid=1 rank=2 flags=evicted ts=50 begin=30\n",
+	   "2 sources: the least recently active one goes; 2 spans: the "
+	   "oldest of pid 1 goes, at its last event's time");
+	cmp_ok(zmq_trace_state_sources(st), "==", 2, "two sources left");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 3, "y, b, c open");
+	cmp_ok(zmq_trace_state_counters(st)->evicted, "==", 2, "evicted");
+	cmp_ok(zmq_trace_state_counters(st)->source_limit, "==", 1,
+	       "source_limit");
+	apply(st, nat(B, 1, 1, 4, 3, "d", 60), 0);
+	is(take(),
+	   "span end trace=T name=b id=2 parent=1 depth=1 host=here pid=1 tid=1 rank=2 flags=evicted ts=60 begin=40\n"
+	   "span begin trace=T name=d id=4 parent=3 depth=3 host=here pid=1 tid=1 rank=2 flags=0 ts=60\n",
+	   "the new cap holds for new begins");
+	o.max_sources = 0;
+	errno = 0;
+	ok(zmq_trace_state_retune(st, &o, &sink) < 0 && errno == EINVAL,
+	   "a zero limit: EINVAL");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 3, "and nothing changed");
+	zmq_trace_state_free(st);
+}
+
+/* An instance removed by a reload closes what it holds, and says so. */
+static void test_abandon_all(void)
+{
+	struct zmq_trace_state *st = new_state(16, 16);
+
+	apply(st, nat(B, 1, 1, 1, 0, "a", 10), 0);
+	apply(st, nat(B, 1, 1, 2, 1, "b", 20), 0);
+	take();
+	cmp_ok(zmq_trace_state_abandon_all(st, 999, &sink), "==", 2,
+	       "two spans closed");
+	is(take(),
+	   "span end trace=T name=b id=2 parent=1 depth=1 host=here pid=1 tid=1 rank=2 flags=abandoned ts=999 begin=20\n"
+	   "span end trace=T name=a id=1 parent=0 depth=0 host=here pid=1 tid=1 rank=2 flags=abandoned ts=999 begin=10\n",
+	   "innermost first, at the given time, flagged abandoned");
+	apply(st, nat(B, 2, 2, 1, 0, "x", 30), 0);
+	apply(st, omni(B, "o", "y", 40), 0);
+	apply(st, nat(E, 2, 2, 1, 0, "x", 50), 0);
+	take();
+	cmp_ok(zmq_trace_state_abandon_all(st, 999, &sink), "==", 1,
+	       "the Omnistat span closed too");
+	cmp_ok(zmq_trace_state_sources(st), "==", 0, "no source left");
+	cmp_ok(zmq_trace_state_counters(st)->abandoned, "==", 3,
+	       "three abandoned counted");
+	zmq_trace_state_free(st);
+}
+
 /* clang-format on */
 
 int main(void)
@@ -625,5 +914,10 @@ int main(void)
 	test_abandon_silence();
 	test_source_limit();
 	test_idle_and_limits();
+	test_lost_ends();
+	test_gaps();
+	test_flood_wall_time();
+	test_retune();
+	test_abandon_all();
 	return done_testing();
 }

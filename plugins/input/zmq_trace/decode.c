@@ -24,6 +24,7 @@ static const char *const zmq_trace_reasons[ZMQ_TRACE_ERR_COUNT] = {
 	[ZMQ_TRACE_ERR_BAD_JSON] = "bad_json",
 	[ZMQ_TRACE_ERR_BAD_VALUE] = "bad_value",
 	[ZMQ_TRACE_ERR_MULTIPART] = "multipart",
+	[ZMQ_TRACE_ERR_CLOCK_SKEW] = "clock_skew",
 };
 
 const char *zmq_trace_err_reason(enum zmq_trace_err err)
@@ -31,6 +32,15 @@ const char *zmq_trace_err_reason(enum zmq_trace_err err)
 	if ((unsigned)err >= ZMQ_TRACE_ERR_COUNT)
 		return "other";
 	return zmq_trace_reasons[err];
+}
+
+int zmq_trace_ts_skewed(int64_t ts_ns, int64_t now_ns, int64_t max_ns)
+{
+	/* the distance, as unsigned: exact for any two int64_t */
+	uint64_t d = ts_ns >= now_ns ? (uint64_t)ts_ns - (uint64_t)now_ns
+				     : (uint64_t)now_ns - (uint64_t)ts_ns;
+
+	return max_ns > 0 && d > (uint64_t)max_ns;
 }
 
 /* Copy a string field into ev->buf at @off as a C string. */

@@ -46,6 +46,9 @@ enum zmq_trace_err {
 					* trace id or label */
 	ZMQ_TRACE_ERR_MULTIPART,       /* more than one frame (found by the
 					* receiver, never by the decoders) */
+	ZMQ_TRACE_ERR_CLOCK_SKEW,      /* timestamp too far from the
+					* receiver's clock (receiver only, see
+					* zmq_trace_ts_skewed()) */
 	ZMQ_TRACE_ERR_COUNT
 };
 
@@ -117,5 +120,16 @@ enum zmq_trace_err zmq_trace_decode_json(const uint8_t *msg, size_t len,
  * "ok" for ZMQ_TRACE_OK, "other" for an out-of-range value.
  */
 const char *zmq_trace_err_reason(enum zmq_trace_err err);
+
+/**
+ * zmq_trace_ts_skewed() - whether a timestamp is too far from the clock
+ * @ts_ns:  an event's timestamp, any value (CLOCK_REALTIME ns as sent)
+ * @now_ns: the receiver's CLOCK_REALTIME ns
+ * @max_ns: largest difference accepted either way, >= 0; 0 = no bound
+ *
+ * Return: 1 when |@ts_ns - @now_ns| > @max_ns (computed without
+ * overflow for every int64_t), else 0.
+ */
+int zmq_trace_ts_skewed(int64_t ts_ns, int64_t now_ns, int64_t max_ns);
 
 #endif /* ZMQ_TRACE_DECODE_H */

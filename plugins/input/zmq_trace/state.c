@@ -15,7 +15,11 @@
  *     close the newest span, found by scanning from the top in O(1); the
  *     oldest is evicted in O(1) when the source is full. Names up to
  *     ZMQ_TRACE_INLINE_NAME - 1 bytes are stored inline, so a begin/end pair
- *     allocates nothing in steady state.
+ *     allocates nothing in steady state;
+ *   - a native begin finds its parent from the top too, and the spans of
+ *     its thread above the parent are the ones whose ends were lost: in
+ *     steady state there are none, and the check costs the scan to the
+ *     parent that the depth needs anyway.
  */
 #include <errno.h>
 #include <signal.h>
@@ -49,6 +53,8 @@ struct zmq_trace_source {
 	uint16_t host_len;
 	int64_t last_seen; /* CLOCK_MONOTONIC ns of the last event */
 	int64_t last_ts;   /* latest event timestamp (CLOCK_REALTIME ns) */
+	int64_t alive_ns;  /* CLOCK_REALTIME ns of the last check that found
+			    * the process running, 0 = none */
 	uint64_t next_id;  /* synthesized span ids (Omnistat) */
 	struct zmq_trace_open *ring;
 	uint32_t cap; /* power of two, 0 before the first begin */
@@ -437,6 +443,55 @@ static uint32_t zmq_trace_depth_of(struct zmq_trace_source *src,
 	return i < 0 ? 1 : zmq_trace_at(src, (uint32_t)i)->depth + 1;
 }
 
+/*
+ * Thread @tid of @src says its innermost open span is the one at index
+ * @parent_at (-1: none, it opens a root span or ends its last one): every
+ * later span it began and that is still open here lost its end (dropped
+ * by the client, or lost in transit). End them at @ts_ns, innermost first.
+ *
+ * A thread's spans nest: libtally-trace and the Python client give a new
+ * span the innermost open span of its thread as parent, and ending a span
+ * out of order leaves the spans opened inside it on that stack. So the
+ * thread's open spans are its innermost one and that one's ancestors, all
+ * begun earlier; anything the thread began later is over. Each begin
+ * resolves this, so the spans below the parent were checked already.
+ */
+static void zmq_trace_lost_ends(struct zmq_trace_state *st,
+				struct zmq_trace_source *src, uint32_t tid,
+				long parent_at, int64_t ts_ns,
+				const struct zmq_trace_sink *sink)
+{
+	for (uint32_t i = src->count; i-- > 0 && (long)i > parent_at;) {
+		struct zmq_trace_open *o = zmq_trace_at(src, i);
+
+		if (o->tid != tid)
+			continue;
+		zmq_trace_emit_end(st, sink, src, o, TALLY_SPAN_LOST_END,
+				   ts_ns);
+		zmq_trace_remove(st, src, i);
+		st->counters.lost_end++;
+	}
+}
+
+/*
+ * Where the parent @parent of a native event of thread @tid is among the
+ * open spans of @src: -1 for a root span (@parent 0), -2 when it is not
+ * open here (its begin was lost, or it ended) or the thread is unknown
+ * (@tid 0): then nothing can be said about the thread's other spans.
+ */
+static long zmq_trace_parent_at(struct zmq_trace_source *src, uint32_t tid,
+				uint64_t parent)
+{
+	long i;
+
+	if (!tid)
+		return -2;
+	if (!parent)
+		return -1;
+	i = zmq_trace_find_id(src, parent);
+	return i < 0 ? -2 : i;
+}
+
 static int zmq_trace_begin(struct zmq_trace_state *st,
 			   struct zmq_trace_source *src,
 			   const struct zmq_trace_event *ev,
@@ -446,9 +501,20 @@ static int zmq_trace_begin(struct zmq_trace_state *st,
 	struct tally_span sp;
 
 	if (ev->format == ZMQ_TRACE_NATIVE) {
+		long at = zmq_trace_parent_at(src, ev->tid, ev->parent_id);
+
 		o.id = ev->span_id;
 		o.parent = ev->parent_id;
-		o.depth = zmq_trace_depth_of(src, o.parent);
+		if (at >= -1)
+			zmq_trace_lost_ends(st, src, ev->tid, at, ev->ts_ns,
+					    sink);
+		/* that removed spans above @at only: it still holds */
+		if (at >= 0)
+			o.depth = zmq_trace_at(src, (uint32_t)at)->depth + 1;
+		else if (at == -1)
+			o.depth = 0;
+		else
+			o.depth = zmq_trace_depth_of(src, o.parent);
 	} else {
 		/* Omnistat: nesting is the order of starts; ids are ours. */
 		o.id = ++src->next_id;
@@ -498,6 +564,22 @@ static int zmq_trace_begin(struct zmq_trace_state *st,
 	return 0;
 }
 
+/*
+ * End @ev, from a thread whose stack had @parent as the ended span's
+ * parent, came after events its client dropped: the thread's open spans
+ * other than @parent and its ancestors are not proven open any more.
+ */
+static void zmq_trace_gap(struct zmq_trace_state *st,
+			  struct zmq_trace_source *src,
+			  const struct zmq_trace_event *ev, uint64_t parent,
+			  const struct zmq_trace_sink *sink)
+{
+	long at = zmq_trace_parent_at(src, ev->tid, parent);
+
+	if (at >= -1)
+		zmq_trace_lost_ends(st, src, ev->tid, at, ev->ts_ns, sink);
+}
+
 static void zmq_trace_end(struct zmq_trace_state *st,
 			  struct zmq_trace_source *src,
 			  const struct zmq_trace_event *ev,
@@ -511,10 +593,26 @@ static void zmq_trace_end(struct zmq_trace_state *st,
 	else
 		i = zmq_trace_find_name(src, ev->name);
 	if (i >= 0) {
-		zmq_trace_emit_end(st, sink, src,
-				   zmq_trace_at(src, (uint32_t)i), 0,
-				   ev->ts_ns);
+		struct zmq_trace_open *o = zmq_trace_at(src, (uint32_t)i);
+		uint64_t parent = o->parent;
+		/*
+		 * The client reports a gap before this end: the spans its
+		 * thread began inside this one (innermost first, before it),
+		 * or after its parent outside it, may have ended in the gap,
+		 * and nothing after it says they did not. An end from another
+		 * thread says nothing about the sending thread's stack.
+		 */
+		bool gap = ev->dropped && ev->tid && o->tid == ev->tid;
+
+		if (gap) {
+			zmq_trace_lost_ends(st, src, ev->tid, i, ev->ts_ns,
+					    sink);
+			o = zmq_trace_at(src, (uint32_t)i);
+		}
+		zmq_trace_emit_end(st, sink, src, o, 0, ev->ts_ns);
 		zmq_trace_remove(st, src, (uint32_t)i);
+		if (gap)
+			zmq_trace_gap(st, src, ev, parent, sink);
 		return;
 	}
 
@@ -528,6 +626,9 @@ static void zmq_trace_end(struct zmq_trace_state *st,
 	st->counters.orphan_end++;
 	if (!ev->name_len)
 		return;
+	/* A named end comes from the span's own thread, with its parent. */
+	if (ev->dropped && ev->format == ZMQ_TRACE_NATIVE)
+		zmq_trace_gap(st, src, ev, ev->parent_id, sink);
 	zmq_trace_span_init(&sp, src);
 	sp.name = ev->name;
 	sp.phase = TALLY_SPAN_END;
@@ -639,12 +740,24 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			/* A remote pid, or Omnistat's none, means nothing
 			 * here. */
 			if (zmq_trace_pid_checkable(src) &&
-			    (final || silent >= st->opts.gone_grace_ns))
+			    (final || silent >= st->opts.gone_grace_ns)) {
 				gone = !st->opts.pid_alive(src->pid);
+				if (!gone)
+					src->alive_ns = real_ns;
+			}
 
 			if (gone) {
-				closed += zmq_trace_abandon(st, src, real_ns,
-							    sink);
+				/*
+				 * It ended between the last time it was known
+				 * running and now: end its spans at the former,
+				 * so that they never outlast the process.
+				 */
+				closed += zmq_trace_abandon(
+					st, src,
+					src->alive_ns > src->last_ts
+						? src->alive_ns
+						: src->last_ts,
+					sink);
 			} else if (src->count && st->opts.abandon_ns &&
 				   silent >= st->opts.abandon_ns) {
 				closed += zmq_trace_abandon(st, src,
@@ -653,6 +766,50 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 				pp = &src->next;
 				continue;
 			}
+			zmq_trace_source_unlink(st, pp);
+		}
+	}
+	return closed;
+}
+
+int zmq_trace_state_retune(struct zmq_trace_state *st,
+			   const struct zmq_trace_state_opts *opts,
+			   const struct zmq_trace_sink *sink)
+{
+	if (!opts->max_open_spans || !opts->max_sources) {
+		errno = EINVAL;
+		return -1;
+	}
+	st->opts.max_open_spans = opts->max_open_spans;
+	st->opts.max_sources = opts->max_sources;
+	st->opts.abandon_ns = opts->abandon_ns;
+	st->opts.idle_ns = opts->idle_ns;
+	st->opts.gone_grace_ns = opts->gone_grace_ns;
+	while (st->nsources > st->opts.max_sources)
+		zmq_trace_evict_source(st, sink);
+	for (struct zmq_trace_source *src = st->lru_head; src;
+	     src = src->older) {
+		while (src->count > st->opts.max_open_spans) {
+			zmq_trace_emit_end(st, sink, src, zmq_trace_at(src, 0),
+					   TALLY_SPAN_EVICTED, src->last_ts);
+			zmq_trace_remove(st, src, 0);
+			st->counters.evicted++;
+		}
+	}
+	return 0;
+}
+
+uint64_t zmq_trace_state_abandon_all(struct zmq_trace_state *st,
+				     int64_t real_ns,
+				     const struct zmq_trace_sink *sink)
+{
+	uint64_t closed = 0;
+
+	for (uint32_t b = 0; b < st->nbuckets; b++) {
+		struct zmq_trace_source **pp = &st->buckets[b];
+
+		while (*pp) {
+			closed += zmq_trace_abandon(st, *pp, real_ns, sink);
 			zmq_trace_source_unlink(st, pp);
 		}
 	}

@@ -78,6 +78,9 @@ struct zmq_trace_state_opts {
  * @abandoned:    spans closed because their process is gone or silent
  * @evicted:      spans closed because their source hit max_open_spans,
  *                or their source was forgotten for max_sources
+ * @lost_end:     spans closed because the stream shows their end was
+ *                lost (flag LOST_END): a later begin of their thread
+ *                outside them, or an end reporting client drops
  * @source_limit: sources forgotten to make room (max_sources reached)
  * @emit_failed:  span records the sink could not store
  */
@@ -85,6 +88,7 @@ struct zmq_trace_counters {
 	uint64_t orphan_end;
 	uint64_t abandoned;
 	uint64_t evicted;
+	uint64_t lost_end;
 	uint64_t source_limit;
 	uint64_t emit_failed;
 };
@@ -108,8 +112,17 @@ void zmq_trace_state_free(struct zmq_trace_state *st);
  * @ev:      a successfully decoded event
  * @now_ns:  CLOCK_MONOTONIC ns (for silence and idle timeouts)
  * @sink:    receives the span records: the event itself, preceded by the
- *           end of an evicted span when the source was full, or by the
- *           ends of the open spans of the source forgotten to make room
+ *           end of an evicted span when the source was full, by the ends
+ *           of the open spans of the source forgotten to make room, or by
+ *           the ends (flag LOST_END, at the event's time) of the spans
+ *           the event proves over
+ *
+ * A native event of a known thread (tid != 0) tells which of the
+ * thread's spans are still open: a begin says its parent is the thread's
+ * innermost open span, so the spans the thread began after the parent
+ * (all of them, for a root span) lost their ends; an end that reports
+ * client drops (dropped > 0) says the same of the ended span's parent.
+ * Nothing is concluded when that parent is not open here.
  *
  * Return: 0, or -1 with errno = ENOMEM when the event was dropped.
  */
@@ -121,18 +134,49 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
  * zmq_trace_state_check() - close abandoned spans, forget idle sources
  * @st:      state
  * @now_ns:  CLOCK_MONOTONIC ns
- * @real_ns: CLOCK_REALTIME ns, the end time of spans of dead processes
+ * @real_ns: CLOCK_REALTIME ns: a process found running is known to run
+ *           at this time
  * @final:   shutdown after the socket was drained: skip the grace period
  * @sink:    receives one end record (flag ABANDONED) per closed span,
  *           innermost first
  *
  * Spans of a silent source end at its last event's time; spans of a dead
- * process end at @real_ns (when the loss was noticed).
+ * process at the last time it was known to run: its last event, or the
+ * last check that found it running, whichever is later. So a region
+ * never outlasts its process (it may end up to check_interval early).
  * Return: the number of spans closed.
  */
 uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			       int64_t real_ns, bool final,
 			       const struct zmq_trace_sink *sink);
+
+/**
+ * zmq_trace_state_retune() - apply new limits and timeouts to a state
+ * @st:   state, possibly with open spans (handed over by a reload)
+ * @opts: the new options; local_host and pid_alive are kept as they were
+ * @sink: receives the ends (flag EVICTED, at each source's last event
+ *        time) of what no longer fits: the least recently active sources
+ *        beyond max_sources, the oldest spans beyond max_open_spans
+ *
+ * Return: 0, or -1 with errno = EINVAL (a limit is 0), @st unchanged.
+ */
+int zmq_trace_state_retune(struct zmq_trace_state *st,
+			   const struct zmq_trace_state_opts *opts,
+			   const struct zmq_trace_sink *sink);
+
+/**
+ * zmq_trace_state_abandon_all() - close every open span, forget sources
+ * @st:      state
+ * @real_ns: CLOCK_REALTIME ns, the end time of every span
+ * @sink:    receives one end record (flag ABANDONED) per span, innermost
+ *           first per source; counted in abandoned
+ *
+ * For an instance going away with nobody to take its state over.
+ * Return: the number of spans closed.
+ */
+uint64_t zmq_trace_state_abandon_all(struct zmq_trace_state *st,
+				     int64_t real_ns,
+				     const struct zmq_trace_sink *sink);
 
 /** zmq_trace_state_counters() - the running totals (borrowed pointer) */
 const struct zmq_trace_counters *

@@ -11,10 +11,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -137,6 +140,20 @@ static struct hnode *htab_next(struct hnode *p)
 
 #define htab_for_each(t, h, p) \
 	for ((p) = htab_first((t), (h)); (p); (p) = htab_next(p))
+
+/* Free every node of @t, each at offset @off of a malloc()ed struct. */
+static void htab_free_nodes(struct htab *t, size_t off)
+{
+	for (size_t i = 0; t->b && i <= t->mask; i++) {
+		struct hnode *p = t->b[i], *next;
+
+		for (; p; p = next) {
+			next = p->next;
+			free((char *)p - off);
+		}
+	}
+	free(t->b);
+}
 
 /* ---- growable strings ---------------------------------------------------- */
 
@@ -305,6 +322,12 @@ struct prom_series {
  */
 struct prom_open {
 	struct hnode node;
+	/* its process's list while open and watched, then store.frozen */
+	struct prom_open *next, **pprev;
+	struct prom_proc *proc; /* NULL: not watched, or frozen */
+	bool frozen;		/* its process is gone: counted to frozen_ns */
+	int64_t frozen_ns;	/* CLOCK_REALTIME */
+	int64_t frozen_at;	/* CLOCK_MONOTONIC, for expiry */
 	uint64_t span_id;
 	uint32_t pid;
 	int32_t rank;
@@ -313,11 +336,25 @@ struct prom_open {
 	char key[];		  /* trace NUL host NUL */
 };
 
+/*
+ * A process of this host with open spans, asked before each scrape
+ * whether it still runs (prom_store_render()).
+ */
+struct prom_proc {
+	struct hnode node; /* store.procs, keyed by pid */
+	uint32_t pid;
+	int64_t alive_ns;	 /* CLOCK_REALTIME it was last known to run */
+	struct prom_open *spans; /* its open spans */
+};
+
 struct prom_store {
 	struct prom_store_opts o;
 	char *jobid;
 	struct tally_instance *inst;
-	struct htab families, reserved, raw, exposed, open;
+	struct htab families, reserved, raw, exposed, open, procs;
+	char *local_host;
+	/* frozen spans whose end has not come, oldest first */
+	struct prom_open *frozen, **frozen_tail;
 	struct prom_family **fams; /* sorted by name when fams_sorted */
 	size_t nfams, capfams;
 	bool fams_sorted;
@@ -1176,8 +1213,175 @@ static void region_close(struct prom_region *g, int64_t begin, int64_t end)
 {
 	int64_t d = end > begin ? end - begin : 0;
 
-	g->closed_ns = g->closed_ns > INT64_MAX - d ? INT64_MAX
-						    : g->closed_ns + d;
+	g->closed_ns =
+		g->closed_ns > INT64_MAX - d ? INT64_MAX : g->closed_ns + d;
+}
+
+/* Link @op at the end of the list whose tail pointer is *@tail. */
+static void open_link(struct prom_open ***tail, struct prom_open *op)
+{
+	op->next = NULL;
+	op->pprev = *tail;
+	**tail = op;
+	*tail = &op->next;
+}
+
+/* Unlink @op from its list, whose tail pointer is *@tail. */
+static void open_unlink(struct prom_open ***tail, struct prom_open *op)
+{
+	*op->pprev = op->next;
+	if (op->next)
+		op->next->pprev = op->pprev;
+	else
+		*tail = op->pprev;
+	op->pprev = NULL;
+}
+
+static bool proc_kill_alive(uint32_t pid)
+{
+	/* EPERM: it exists, and belongs to someone else */
+	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+/* The watched process of span @sp, made if new; NULL when not watched. */
+static struct prom_proc *proc_get(struct prom_store *s,
+				  const struct tally_span *sp, const char *host,
+				  int64_t ts)
+{
+	uint64_t h = hash_mix(sp->src.pid);
+	struct prom_proc *pr;
+	struct hnode *p;
+
+	/* kill(0) is our process group, a pid above INT32_MAX negative */
+	if (!sp->src.pid || sp->src.pid > INT32_MAX ||
+	    strcmp(host, s->local_host))
+		return NULL;
+	htab_for_each(&s->procs, h, p)
+	{
+		pr = container_of(p, struct prom_proc, node);
+		if (pr->pid != sp->src.pid)
+			continue;
+		if (ts > pr->alive_ns)
+			pr->alive_ns = ts;
+		return pr;
+	}
+	pr = calloc(1, sizeof(*pr));
+	if (!pr || htab_reserve(&s->procs) < 0) {
+		free(pr); /* unwatched: its input still ends its spans */
+		return NULL;
+	}
+	pr->pid = sp->src.pid;
+	pr->alive_ns = ts; /* it sent this */
+	pr->node.hash = h;
+	htab_insert(&s->procs, &pr->node);
+	return pr;
+}
+
+/*
+ * How long a region series stays after its last span ended: the expiry
+ * of event-driven series, not a few intervals of whatever input carried
+ * the spans (a periodic input's batches, a flatten filter's tick), and at
+ * least the grace period its active gauge shows 0 for.
+ */
+static int64_t span_linger(const struct prom_store *s)
+{
+	int64_t linger = s->o.expire_ns ? s->o.expire_ns : s->o.expire_event_ns;
+
+	return linger < s->o.grace_ns ? s->o.grace_ns : linger;
+}
+
+/* A region saw an end at @now: active no more once none is open. */
+static void region_ended(struct prom_store *s, struct prom_series *r,
+			 int64_t now, int64_t linger)
+{
+	r->region->last_end = now;
+	if (!r->region->n_open)
+		r->deadline =
+			now + (r->fam->kind == FAM_SPAN_ANNOT ? s->o.grace_ns
+							      : linger);
+}
+
+/*
+ * The process of @pr is gone: its open spans stop counting at the last
+ * time it was known to run (their begin if later), as if they had ended
+ * there. They stay known as frozen until their end comes (it corrects the
+ * time) or they expire.
+ */
+static void proc_gone(struct prom_store *s, struct prom_proc *pr, int64_t now)
+{
+	int64_t linger = span_linger(s);
+
+	while (pr->spans) {
+		struct prom_open *op = pr->spans;
+		int64_t t = pr->alive_ns > op->begin_ns ? pr->alive_ns
+							: op->begin_ns;
+
+		pr->spans = op->next;
+		op->proc = NULL;
+		op->frozen = true;
+		op->frozen_ns = t;
+		op->frozen_at = now;
+		open_link(&s->frozen_tail, op);
+		for (int i = 0; i < 2; i++) {
+			if (!op->r[i])
+				continue;
+			region_open(s, op->r[i]->region, op->begin_ns, -1);
+			region_close(op->r[i]->region, op->begin_ns, t);
+			region_ended(s, op->r[i], now, linger);
+		}
+		s->st.span_process_gone++;
+	}
+	htab_remove(&s->procs, &pr->node);
+	free(pr);
+}
+
+static void open_free(struct prom_store *s, struct prom_open *op)
+{
+	htab_remove(&s->open, &op->node);
+	free(op);
+}
+
+/*
+ * Before a scrape: ask every watched process whether it runs, freeze the
+ * spans of those gone, and forget frozen spans whose end never came
+ * within the lifetime of a region.
+ */
+static void procs_check(struct prom_store *s, int64_t now, int64_t real)
+{
+	int64_t linger = span_linger(s);
+
+	for (size_t i = 0; s->procs.b && i <= s->procs.mask; i++) {
+		struct hnode *p = s->procs.b[i], *next;
+
+		for (; p; p = next) {
+			struct prom_proc *pr =
+				container_of(p, struct prom_proc, node);
+
+			next = p->next;
+			if (s->o.pid_alive(pr->pid))
+				pr->alive_ns = real;
+			else
+				proc_gone(s, pr, now);
+		}
+	}
+	while (s->frozen && now - s->frozen->frozen_at > linger) {
+		struct prom_open *op = s->frozen;
+
+		open_unlink(&s->frozen_tail, op);
+		open_free(s, op);
+	}
+}
+
+/* A span counted up to @from ended at @to: count the difference. */
+static void region_move_end(struct prom_region *g, int64_t from, int64_t to)
+{
+	if (to >= from) {
+		region_close(g, from, to);
+		return;
+	}
+	/* within int64_t: both are ts_clamp()ed */
+	g->closed_ns =
+		g->closed_ns > from - to ? g->closed_ns - (from - to) : 0;
 }
 
 /*
@@ -1221,6 +1425,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 			errno = ENOMEM;
 			return -1;
 		}
+		memset(op, 0, sizeof(*op));
 		op->span_id = sp->span_id;
 		op->pid = sp->src.pid;
 		op->rank = sp->src.rank;
@@ -1229,6 +1434,14 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		memcpy(op->key + tl + 1, host, hl + 1);
 		op->node.hash = h;
 		htab_insert(&s->open, &op->node);
+		op->proc = proc_get(s, sp, host, ts);
+		if (op->proc) {
+			op->next = op->proc->spans;
+			if (op->next)
+				op->next->pprev = &op->next;
+			op->pprev = &op->proc->spans;
+			op->proc->spans = op;
+		}
 		for (int i = 0; i < 2; i++) {
 			op->r[i] = r[i];
 			if (!r[i])
@@ -1240,13 +1453,34 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 	}
 	if (sp->phase != TALLY_SPAN_END)
 		return 0;
+	if (op && op->frozen) {
+		/* counted to frozen_ns already: correct to its own end */
+		for (int i = 0; i < 2; i++) {
+			if (op->r[i])
+				region_move_end(op->r[i]->region, op->frozen_ns,
+						ts);
+		}
+		open_unlink(&s->frozen_tail, op);
+		open_free(s, op);
+		return 0;
+	}
 	had_begin = op != NULL;
 	if (op) {
 		begin = op->begin_ns;
 		r[0] = op->r[0];
 		r[1] = op->r[1];
-		htab_remove(&s->open, &op->node);
-		free(op);
+		if (op->proc) {
+			if (ts > op->proc->alive_ns)
+				op->proc->alive_ns = ts;
+			*op->pprev = op->next;
+			if (op->next)
+				op->next->pprev = op->pprev;
+			if (!op->proc->spans) {
+				htab_remove(&s->procs, &op->proc->node);
+				free(op->proc);
+			}
+		}
+		open_free(s, op);
 	} else {
 		/* An end whose begin we never saw: its own begin_ns if known
 		 * (0: unknown, no time counted). */
@@ -1265,12 +1499,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 			region_open(s, g, begin, -1);
 		if (had_begin || begin > 0)
 			region_close(g, begin, ts);
-		g->last_end = now;
-		if (!g->n_open)
-			r[i]->deadline =
-				now + (r[i]->fam->kind == FAM_SPAN_ANNOT
-					       ? s->o.grace_ns
-					       : linger);
+		region_ended(s, r[i], now, linger);
 	}
 	return 0;
 }
@@ -1289,6 +1518,22 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 	s->o.labels = NULL; /* referenced below */
 	s->inst = inst;
 	s->epoch_ns = ts_clamp(tally_now_ns());
+	s->frozen_tail = &s->frozen;
+	if (!s->o.pid_alive)
+		s->o.pid_alive = proc_kill_alive;
+	if (o->local_host) {
+		s->local_host = strdup(o->local_host);
+	} else {
+		char host[HOST_NAME_MAX + 1] = "";
+
+		/* as zmq_trace names this host in spans without one */
+		if (gethostname(host, sizeof(host) - 1) < 0 || !host[0])
+			strcpy(host, "localhost");
+		s->local_host = strdup(host);
+	}
+	if (!s->local_host)
+		goto out_nomem;
+	s->o.local_host = NULL;
 	if (!s->o.max_open_spans)
 		s->o.max_open_spans = 100000;
 	if (s->o.max_open_spans > PROM_MAX_OPEN_SPANS)
@@ -1355,21 +1600,13 @@ void prom_store_free(struct prom_store *s)
 			series_free(f->v[j]);
 		family_free(f);
 	}
-	if (s->open.b) {
-		for (size_t i = 0; i <= s->open.mask; i++) {
-			struct hnode *p = s->open.b[i], *next;
-
-			for (; p; p = next) {
-				next = p->next;
-				free(container_of(p, struct prom_open, node));
-			}
-		}
-	}
+	htab_free_nodes(&s->open, offsetof(struct prom_open, node));
+	htab_free_nodes(&s->procs, offsetof(struct prom_proc, node));
 	free(s->families.b);
 	free(s->reserved.b);
 	free(s->raw.b);
 	free(s->exposed.b);
-	free(s->open.b);
+	free(s->local_host);
 	free(s->fams);
 	free(s->jobid);
 	free(s->lbuf);
@@ -1386,20 +1623,12 @@ int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
 	size_t n = tally_batch_count(b);
 	double iv = tally_batch_interval(b);
 	int64_t expire = s->o.expire_ns;
-	int64_t linger = s->o.expire_ns ? s->o.expire_ns : s->o.expire_event_ns;
+	int64_t linger = span_linger(s);
 	int nomem = 0;
 
 	if (!expire)
 		expire = iv > 0 ? (int64_t)(iv * s->o.expire_factor * 1e9)
 				: s->o.expire_event_ns;
-	/*
-	 * A span region outlives its last end by the expiry of event-driven
-	 * series, not by a few intervals of whatever input carried the spans
-	 * (a periodic input's batches, a flatten filter's tick), and at least
-	 * by the grace period its active gauge shows 0 for.
-	 */
-	if (linger < s->o.grace_ns)
-		linger = s->o.grace_ns;
 	if (n)
 		s->gen++;
 	for (size_t i = 0; i < n; i++) {
@@ -1642,6 +1871,7 @@ int prom_store_render(struct prom_store *s, struct evbuffer *out,
 {
 	struct wr w = { .out = out };
 
+	procs_check(s, now_ns, real_ns);
 	prom_store_sweep(s, now_ns);
 	if (!s->fams_sorted) {
 		qsort(s->fams, s->nfams, sizeof(*s->fams), cmp_family);

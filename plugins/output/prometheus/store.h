@@ -71,6 +71,12 @@ enum prom_span_metrics {
  * @labels:       static labels added to every series where its own labels
  *                lack the key (tally_output_labels()); NULL for none. The
  *                store takes a reference.
+ * @local_host:   this host's name: open spans of processes of this host
+ *                (pids 1..INT32_MAX) are watched, so that no region stays
+ *                open after its process (see prom_store_render()); NULL:
+ *                gethostname() (copied)
+ * @pid_alive:    whether a process of this host runs; NULL: kill(pid, 0)
+ *                does not fail with ESRCH (tests give their own)
  */
 struct prom_store_opts {
 	int64_t expire_ns;
@@ -83,6 +89,8 @@ struct prom_store_opts {
 	size_t max_open_spans;
 	size_t max_series;
 	struct tally_labels *labels;
+	const char *local_host;
+	bool (*pid_alive)(uint32_t pid);
 };
 
 /*
@@ -126,6 +134,8 @@ struct prom_store_stats {
 	uint64_t series_limit;	   /* a new series beyond max_series */
 	uint64_t bad_delta;	   /* a negative counter delta, not a delta */
 	uint64_t nomem;
+	uint64_t span_process_gone; /* open spans of a process found gone (not
+				     * a drop: they stop counting) */
 };
 
 /**
@@ -172,7 +182,15 @@ size_t prom_store_sweep(struct prom_store *s, int64_t now_ns);
  * @now_ns:  CLOCK_MONOTONIC ns (expiry and grace periods)
  * @real_ns: CLOCK_REALTIME ns (elapsed time of spans still open)
  *
- * Sweeps first, so nothing expired is shown.
+ * Sweeps first, so nothing expired is shown. Then asks each process of
+ * this host that has open spans whether it still runs: the open spans of
+ * one that is gone stop counting at the last time it was found running
+ * (at a scrape, or its span's begin if later), and their regions are no
+ * longer active, whether or not the input that sent them ever ends them
+ * (a reload may have rewired it elsewhere). An end arriving later counts
+ * its span to its own time instead. So a region never counts, and never
+ * shows open, past its process (local processes; a scrape costs one
+ * kill() per process with open spans).
  * Return: 0, or -1 with errno = ENOMEM (@out then holds a partial
  * exposition the caller must discard).
  */

@@ -221,4 +221,33 @@ test_expect_success 'drops while no collector listens are carried to it' '
 	! grep "^invalid" got
 '
 
+
+# pyzmq hidden: a package named zmq that fails to import, first on the path
+test_expect_success 'without pyzmq: imports, warns once, counts events as dropped' '
+	mkdir -p nozmq/zmq &&
+	echo "raise ImportError(\"No module named zmq (hidden)\")" \
+		>nozmq/zmq/__init__.py &&
+	cat >nozmq.py <<-\EOF &&
+	import tally_trace
+	t = tally_trace.Tracer(None, "nz")
+	with t.span("a"):
+	    sid = t.begin("b")
+	    assert sid and t.end(sid)
+	assert tally_trace.begin("m")   # the default tracer: no second warning
+	u = tally_trace.Tracer("ipc:///nonexistent/x", "nz2")
+	u.begin("c")
+	st = t.stats()
+	print(st["events"], st["dropped"], st["unreported"])
+	t.close()
+	u.close()
+	print("done")
+	EOF
+	PYTHONPATH=$PWD/nozmq:$PYTHONPATH "$PYTHON3" nozmq.py >out 2>err &&
+	cat out err | tally_diag &&
+	printf "4 4 4\ndone\n" >expect &&
+	test_cmp expect out &&
+	test $(grep -c "RuntimeWarning: tally_trace: cannot import zmq (No module named zmq (hidden)): tracing is off" err) = 1 &&
+	test $(wc -l <err) -le 2
+'
+
 test_done

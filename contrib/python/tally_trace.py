@@ -41,6 +41,11 @@ them a tracer of their own or expect one socket per thread meanwhile.
 
 Module-level begin/end/end_name/span/trace use a default tracer opened on
 first use and closed at interpreter exit.
+
+Without pyzmq the module still imports and every call works: the first
+Tracer warns once (RuntimeWarning) and its events are counted as dropped,
+as the C library does with no collector, so a missing package never costs
+the application its run.
 """
 
 import atexit
@@ -53,9 +58,14 @@ import stat
 import struct
 import threading
 import time
+import warnings
 import weakref
 
-import zmq
+try:
+    import zmq
+except ImportError as _zmq_error:     # tracing off, the program runs
+    zmq = None
+    _ZMQ_MISSING = str(_zmq_error)
 
 __all__ = ["Tracer", "begin", "end", "end_name", "span", "trace",
            "default_tracer"]
@@ -223,13 +233,15 @@ class Tracer:
         self._ids = itertools.count(1)   # next() is atomic under the GIL
         self._lock = threading.Lock()
         self._closed = False
+        _warn_no_zmq()
         self._reset()
         # validate the endpoint now, as the C library does
-        probe = self._ctx.socket(zmq.PUSH)
-        try:
-            probe.connect(self.endpoint)
-        finally:
-            probe.close(0)
+        if self._ctx is not None:
+            probe = self._ctx.socket(zmq.PUSH)
+            try:
+                probe.connect(self.endpoint)
+            finally:
+                probe.close(0)
         # a weak reference: a closed, dropped tracer must not stay alive
         ref = weakref.ref(self)
         os.register_at_fork(
@@ -237,7 +249,7 @@ class Tracer:
 
     def _reset(self):
         self._pid = os.getpid()
-        self._ctx = zmq.Context()
+        self._ctx = zmq.Context() if zmq is not None else None
         self._local = threading.local()
         self._conns = []
         self._gone = [0, 0, 0]
@@ -259,13 +271,15 @@ class Tracer:
         with self._lock:
             if self._closed:
                 return None
-            try:
-                s = self._ctx.socket(zmq.PUSH)
-                s.setsockopt(zmq.SNDHWM, self._sndhwm)
-                s.setsockopt(zmq.LINGER, self._linger)
-                s.connect(self.endpoint)
-            except zmq.ZMQError:
-                s = None   # events count as dropped
+            s = None   # no socket (no pyzmq...): events count as dropped
+            if self._ctx is not None:
+                try:
+                    s = self._ctx.socket(zmq.PUSH)
+                    s.setsockopt(zmq.SNDHWM, self._sndhwm)
+                    s.setsockopt(zmq.LINGER, self._linger)
+                    s.connect(self.endpoint)
+                except zmq.ZMQError:
+                    s = None
             c = _Conn(s, threading.get_native_id())
             self._conns.append(c)
             self._local.conn = c
@@ -419,6 +433,8 @@ class Tracer:
                 return
             self._closed = True
             conns, self._conns = self._conns, []
+        if self._ctx is None:
+            return
         up = self._linger > 0 and self._collector_up(min(self._linger, 200))
         deadline = time.monotonic() + self._linger / 1000.0
         for c in conns:
@@ -446,6 +462,20 @@ class Tracer:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+_warned = False
+
+
+def _warn_no_zmq():
+    """Without pyzmq: say so once per process, then trace nothing."""
+    global _warned
+    if zmq is None and not _warned:
+        _warned = True
+        warnings.warn("tally_trace: cannot import zmq (%s): tracing is off, "
+                      "events are counted as dropped (Debian: install "
+                      "python3-zmq)" % _ZMQ_MISSING, RuntimeWarning,
+                      stacklevel=3)
 
 
 _default = None

@@ -250,4 +250,47 @@ test_expect_success 'without pyzmq: imports, warns once, counts events as droppe
 	test $(wc -l <err) -le 2
 '
 
+
+test_expect_success 'close sends a CLOSE with what was queued, returns the final counts' '
+	cat >close.py <<-\EOF &&
+	import sys, tally_trace
+	t = tally_trace.Tracer(sys.argv[1], "pyc")
+	for i in range(100):
+	    t.end(t.begin("x"))
+	st = t.close()
+	print(st["events"], st["dropped"], st["unreported"], st["discarded_max"])
+	print(t.stats() == st, t.close() == st)
+	EOF
+	start_recv "ipc://$PWD/t.sock" got --count 200 --idle 500 &&
+	"$PYTHON3" close.py "ipc://$PWD/t.sock" >out &&
+	wait_recv &&
+	printf "200 0 0 0\nTrue True\n" >expect &&
+	test_cmp expect out &&
+	grep "^messages=200 dropped_sum=0$" got &&
+	test $(wc -l <got.close) = 1 &&
+	grep "^close trace=pyc queued=200 first=[1-9][0-9]* .* dropped=0$" got.close
+'
+
+test_expect_success 'a collector that never reads: close says what it may have discarded' '
+	cat >stalled.py <<-\EOF &&
+	import sys, zmq, tally_trace
+	ctx = zmq.Context()
+	pull = ctx.socket(zmq.PULL)
+	pull.setsockopt(zmq.RCVHWM, 10)
+	pull.bind(sys.argv[1])
+	t = tally_trace.Tracer(sys.argv[1], "pys", linger_ms=300, sndhwm=50)
+	for i in range(5000):
+	    t.end(t.begin("x"))
+	st = t.close()
+	queued = st["events"] - st["dropped"]
+	print(st["events"], st["unreported"], st["dropped"] > 0,
+	      0 < st["discarded_max"] <= queued)
+	pull.close(0)
+	ctx.term()
+	EOF
+	"$PYTHON3" stalled.py "ipc://$PWD/s.sock" >out &&
+	echo "10000 0 True True" >expect &&
+	test_cmp expect out
+'
+
 test_done

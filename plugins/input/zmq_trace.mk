@@ -54,6 +54,7 @@ ZMQ_TRACE_TESTS = \
 	t/t3008-zmq-trace-python.t \
 	t/t3009-zmq-trace-limits.t \
 	t/t3020-zmq-trace-fdlimit.t \
-	t/t3021-zmq-trace-omnistat-endpoint.t
+	t/t3021-zmq-trace-omnistat-endpoint.t \
+	t/t3022-zmq-trace-undelivered.t
 TESTS += $(ZMQ_TRACE_TESTS)
 EXTRA_DIST += $(ZMQ_TRACE_TESTS) t/t30-lib.sh t/t30-zmq-send.py

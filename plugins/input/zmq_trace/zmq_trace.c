@@ -288,6 +288,14 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 			  "= %lld per process, or max_sources reached)",
 			  (unsigned long long)n, (long long)zt->max_open_spans);
 	zmq_trace_count(zt, &zt->reported.emit_failed, c->emit_failed, "nomem");
+	n = zmq_trace_count(zt, &zt->reported.undelivered, c->undelivered,
+			    "undelivered");
+	if (n)
+		tally_log(
+			zt->inst, LOG_WARNING,
+			"%llu events that senders queued never arrived (their "
+			"tracers closed before delivering them)",
+			(unsigned long long)n);
 	zmq_trace_count_refused(zt);
 }
 
@@ -300,14 +308,15 @@ static void zmq_trace_malformed(struct zmq_trace *zt, enum zmq_trace_err err,
 		zt->pending_len[err] = len;
 }
 
-static void zmq_trace_message(struct zmq_trace *zt, const void *data,
+/* Decode and apply one message. Return: true for a CLOSE, not an event. */
+static bool zmq_trace_message(struct zmq_trace *zt, const void *data,
 			      size_t len, int64_t now)
 {
 	enum zmq_trace_err err = zmq_trace_decode(data, len, &zt->ev);
 
 	if (err) {
 		zmq_trace_malformed(zt, err, len);
-		return;
+		return false;
 	}
 	if (zt->ev.dropped) {
 		zt->client_dropped += zt->ev.dropped;
@@ -315,6 +324,7 @@ static void zmq_trace_message(struct zmq_trace *zt, const void *data,
 	}
 	/* An event lost to ENOMEM is counted by the state. */
 	(void)zmq_trace_state_apply(zt->state, &zt->ev, now, &zt->sink);
+	return zt->ev.close;
 }
 
 /*
@@ -331,7 +341,7 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max,
 				bool flush)
 {
 	int64_t now = tally_monotonic_ns();
-	unsigned n = 0, msgs = 0;
+	unsigned n = 0, msgs = 0, closes = 0;
 	zmq_msg_t msg;
 
 	zmq_msg_init(&msg);
@@ -354,14 +364,18 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max,
 			zt->in_multipart = zmq_msg_more(&msg);
 			continue;
 		}
-		msgs++;
-		zmq_trace_message(zt, zmq_msg_data(&msg), zmq_msg_size(&msg),
-				  now);
+		if (zmq_trace_message(zt, zmq_msg_data(&msg),
+				      zmq_msg_size(&msg), now))
+			closes++;
+		else
+			msgs++;
 	}
 	zmq_msg_close(&msg);
 	zt->received += msgs;
 	zt->drains++;
 	tally_count_event(zt->inst, "messages_received", msgs);
+	if (closes)
+		tally_count_event(zt->inst, "tracer_closes", closes);
 	tally_count_event(zt->inst, "drains", 1);
 	if (flush)
 		zmq_trace_flush(zt);

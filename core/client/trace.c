@@ -335,6 +335,20 @@ static void *tt_socket(struct tally_trace *tr)
 	return s;
 }
 
+/* What every message of the calling thread through @tr repeats. */
+static struct tt_source tt_source_of(const struct tally_trace *tr)
+{
+	return (struct tt_source){
+		.pid = tr->pid,
+		.tid = (uint32_t)syscall(SYS_gettid),
+		.rank = tr->rank,
+		.trace_len = tr->trace_len,
+		.host_len = tr->host_len,
+		.trace = tr->trace,
+		.host = tr->host,
+	};
+}
+
 /* Slow path: this thread's first event for @tr, under tt_lock. */
 static struct tt_thread *tt_thread_new(struct tally_trace *tr)
 {
@@ -358,15 +372,7 @@ static struct tt_thread *tt_thread_new(struct tally_trace *tr)
 	c->sock = tt_socket(tr);
 	t->conn = c;
 	t->self = pthread_self();
-	t->src = (struct tt_source){
-		.pid = tr->pid,
-		.tid = (uint32_t)syscall(SYS_gettid),
-		.rank = tr->rank,
-		.trace_len = tr->trace_len,
-		.host_len = tr->host_len,
-		.trace = tr->trace,
-		.host = tr->host,
-	};
+	t->src = tt_source_of(tr);
 	tt_msg_init(c->buf, &t->src);
 	atomic_store(&t->tr, tr);
 	t->tr_next = tr->threads;
@@ -908,15 +914,7 @@ out_close:
 static bool tt_send_close(struct tally_trace *tr, uint64_t queued,
 			  uint64_t first_ns, uint32_t dropped, int linger_ms)
 {
-	struct tt_source src = {
-		.pid = tr->pid,
-		.tid = (uint32_t)syscall(SYS_gettid),
-		.rank = tr->rank,
-		.trace_len = tr->trace_len,
-		.host_len = tr->host_len,
-		.trace = tr->trace,
-		.host = tr->host,
-	};
+	struct tt_source src = tt_source_of(tr);
 	uint8_t m[TALLY_WIRE_MAX_MSG];
 	struct timespec ts;
 	void *s;

@@ -12,7 +12,7 @@
  * slower than the I/O thread accepting a burst of connections; refusing
  * inside accept itself can: the I/O thread never sees EMFILE, whatever
  * the timing. tallyd exports accept and accept4 (core/tallyd-accept.c),
- * which land here.
+ * which land here; only registered listeners are changed.
  */
 #include "config.h"
 
@@ -209,11 +209,12 @@ int tally_accept_guarded(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	int c = tally_sys_accept4(fd, sa, len, flags);
 	int err = errno;
 
+	/* others' listeners (the prometheus output's) handle EMFILE well */
+	if (!s)
+		return c;
 	if (c >= 0) {
 		unsigned reserve;
 
-		if (!s)
-			return c;
 		/* every descriptor below c is in use: c + 1 are taken */
 		reserve = atomic_load(&s->reserve);
 		if ((rlim_t)c + reserve < tally_nofile_soft())

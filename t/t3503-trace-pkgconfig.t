@@ -30,12 +30,14 @@ EOF
 # What `make install` installs for applications (the libraries, the
 # headers, the .pc), under DESTDIR: the prefix stays the configured one,
 # and pkg-config --define-prefix finds the files where they are. Not in
-# the trash directory: libtool cannot install to a path with a space.
+# the trash directory: libtool cannot install to a path with a space. The
+# make running the tests is not this make's parent: no jobserver.
 ROOT=$(mktemp -d /tmp/tally-t3503.XXXXXX) || exit 1
 tally_rm_at_exit "$ROOT"
 
 test_expect_success 'install the client library under a temporary root' '
-	${MAKE:-make} -C "$top_builddir" DESTDIR="$ROOT" \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		${MAKE:-make} -C "$top_builddir" DESTDIR="$ROOT" \
 		install-libLTLIBRARIES install-pkgincludeHEADERS \
 		install-pkgconfigDATA >install.log 2>&1 &&
 	pc=$(find "$ROOT" -name tally-trace.pc) &&

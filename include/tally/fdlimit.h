@@ -7,17 +7,20 @@
  * tallyd has: any local user may connect to the system collector's socket.
  * libzmq 4.3.4 then aborts the process (its ipc listener asserts that
  * accept() did not fail with EMFILE). So tallyd routes every accept(2) of
- * the process through the core:
+ * the process through the core, and for a listening socket registered
+ * with tally_accept_limit() (register every one whose connections libzmq
+ * accepts: its ipc listener aborts, its tcp listener copes):
  *
+ *   - connections are closed at once, and counted, while fewer than the
+ *     listener's reserve of descriptors would stay free: scrapes, outputs
+ *     and the senders already connected keep working;
  *   - an accept that fails for want of descriptors (EMFILE, ENFILE) takes
  *     the pending connection with a descriptor kept spare for that, closes
- *     it, and fails with ECONNABORTED, which every caller (libzmq,
- *     libevent) takes as "nothing to accept, carry on"; ENOBUFS and ENOMEM
- *     fail with ECONNABORTED too. No accept in tallyd fails otherwise.
- *   - a listener registered with tally_accept_limit() has its connections
- *     closed at once, and counted, while fewer than its reserve of
- *     descriptors would stay free: scrapes, outputs and the senders
- *     already connected keep working.
+ *     it, and fails with ECONNABORTED, which libzmq takes as "nothing to
+ *     accept, carry on"; ENOBUFS and ENOMEM fail with ECONNABORTED too.
+ *
+ * Accepts on other listening sockets (the prometheus output's, which
+ * handles EMFILE itself) are left as they are.
  *
  * Only tallyd routes accept through the core (it exports accept and
  * accept4); in other programs that link libtally the limits are recorded

@@ -106,6 +106,7 @@ static void test_emfile(int lfd)
 {
 	int fill[LIMIT], nfill = 0, c1, c2, s;
 
+	ok(tally_accept_limit(lfd, 1) == 0, "registered again, reserve 1");
 	c1 = client();
 	c2 = client();
 	/* take every descriptor left */
@@ -129,13 +130,22 @@ static void test_emfile(int lfd)
 	/* Linux takes the descriptor before it looks for a connection */
 	ok(s < 0 && errno == ECONNABORTED, "nothing pending: ECONNABORTED");
 	cmp_ok(lowest_free(), "<", 0, "nothing taken: still no descriptor");
-	close(fill[--nfill]);
-	close(fill[--nfill]);
+	/* an unregistered listener gets EMFILE, as from accept4 itself */
+	tally_accept_unlimit(lfd);
+	s = tally_accept_guarded(lfd, NULL, NULL, SOCK_CLOEXEC);
+	ok(s < 0 && errno == EMFILE, "not registered: EMFILE, untouched");
+	tally_accept_limit(lfd, 1);
+	/* low numbers free again: a new client takes one, the accept one */
+	close(fill[0]);
+	close(fill[1]);
+	fill[0] = fill[--nfill];
+	fill[1] = fill[--nfill];
 	c1 = client();
 	s = tally_accept_guarded(lfd, NULL, NULL, SOCK_CLOEXEC);
 	ok(s >= 0, "a free descriptor: accepted again");
 	close(s);
 	close(c1);
+	tally_accept_unlimit(lfd);
 	close(c2);
 	while (nfill)
 		close(fill[--nfill]);

@@ -279,8 +279,10 @@ test_expect_success 'a collector that never reads: close says what it may have d
 	pull.setsockopt(zmq.RCVHWM, 10)
 	pull.bind(sys.argv[1])
 	t = tally_trace.Tracer(sys.argv[1], "pys", linger_ms=300, sndhwm=50)
+	# 1000-byte names: the kernel buffers a few hundred, then the queue
+	# of 50 stays full (small ones could all fit in the kernel buffer)
 	for i in range(5000):
-	    t.end(t.begin("x"))
+	    t.end(t.begin("x" * 1000))
 	st = t.close()
 	queued = st["events"] - st["dropped"]
 	print(st["events"], st["unreported"], st["dropped"] > 0,

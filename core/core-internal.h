@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <libconfig.h>
@@ -72,6 +73,20 @@ void tally_log_set_window(unsigned seconds);
 /* "file:line: " prefixed configuration diagnostics, always to stderr */
 void tally_log_conf(int prio, const char *file, int line, const char *fmt,
 		    ...) __attribute__((format(printf, 4, 5)));
+
+/* fdlimit.c (tally/fdlimit.h) */
+/*
+ * tallyd's start: raise the soft RLIMIT_NOFILE to the hard limit and keep
+ * a spare descriptor for tally_accept_guarded(); @before and @after get
+ * the soft limit. Return: 0, or -1 with errno when either failed (the
+ * rest was done).
+ */
+int tally_fd_setup(unsigned *before, unsigned *after);
+/* in a child tallyd runs: the limit tallyd started with (after fork) */
+void tally_fd_restore(void);
+/* accept4(2) that never fails for want of descriptors (tally/fdlimit.h) */
+int tally_accept_guarded(int fd, struct sockaddr *sa, socklen_t *len,
+			 int flags);
 
 /* loader.c */
 struct tally_loader;

@@ -23,7 +23,8 @@ core_libtally_la_SOURCES = \
 	core/net-drain.c \
 	core/net-listen.c \
 	core/net-sender.c \
-	core/net-conf.c
+	core/net-conf.c \
+	core/fdlimit.c
 core_libtally_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_libtally_la_LIBADD = $(LIBEVENT_LIBS) $(LIBCONFIG_LIBS) $(LTDL_LIBS) \
 	$(PTHREAD_LIBS) -lm
@@ -42,11 +43,15 @@ pkginclude_HEADERS += \
 	include/tally/stats.h \
 	include/tally/io.h \
 	include/tally/mode.h \
+	include/tally/fdlimit.h \
 	include/tally/net.h \
 	include/tally/wire.h
 
 sbin_PROGRAMS += core/tallyd
-core_tallyd_SOURCES = core/tallyd.c
+core_tallyd_SOURCES = core/tallyd.c core/tallyd-accept.c
+# accept and accept4 interpose libc's for libzmq and libevent (fdlimit.h)
+core_tallyd_LDFLAGS = $(AM_LDFLAGS) -Wl,--export-dynamic-symbol=accept \
+	-Wl,--export-dynamic-symbol=accept4
 core_tallyd_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
 core_tallyd_LDADD = core/libtally.la
 
@@ -75,6 +80,10 @@ t_unit_utf8_t_LDADD = t/unit/libtap.la core/libtally.la
 check_PROGRAMS += t/unit/list.t
 t_unit_list_t_SOURCES = t/unit/list.c
 t_unit_list_t_LDADD = t/unit/libtap.la
+check_PROGRAMS += t/unit/fdlimit.t
+t_unit_fdlimit_t_SOURCES = t/unit/fdlimit.c
+t_unit_fdlimit_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_fdlimit_t_LDADD = t/unit/libtap.la core/libtally.la
 check_PROGRAMS += t/unit/heap-trim.t
 t_unit_heap_trim_t_SOURCES = t/unit/heap-trim.c
 t_unit_heap_trim_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
@@ -93,7 +102,8 @@ t_unit_drops_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_drops_t_LDADD = t/unit/libtap.la core/libtally.la $(PTHREAD_LIBS)
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
 	t/unit/conf-same.t t/unit/heap-trim.t t/unit/hash.t t/unit/utf8.t \
-	t/unit/mode.t t/unit/drops.t t/unit/static-labels.t t/unit/list.t
+	t/unit/mode.t t/unit/drops.t t/unit/static-labels.t t/unit/list.t \
+	t/unit/fdlimit.t
 
 # Unit tests of networking (tally/net.h)
 check_PROGRAMS += t/unit/net-addr.t t/unit/net-unix.t t/unit/net-listen.t \

@@ -1172,6 +1172,7 @@ int tally_core_spawn(struct tally_core *core, char *const *argv)
 	if (pid == 0) {
 		signal(SIGPIPE, SIG_DFL);
 		environ = env;
+		tally_fd_restore();
 		execvp(argv[0], argv);
 		fprintf(stderr, "tallyd: cannot run %s: %s\n", argv[0],
 			strerror(errno));

@@ -363,8 +363,16 @@ int main(int argc, char **argv)
 	struct tally_loader *ld;
 	struct tally_conf *conf = NULL;
 	struct tally_core *core = NULL;
-	int opt, ret = 1;
+	unsigned nofile[2];
+	int opt, ret = 1, nofile_err;
 
+	/*
+	 * Any local user can connect to the system collector's trace socket:
+	 * take every descriptor the hard limit allows (the command tallyd
+	 * runs gets the limit back), and never die when they run out
+	 * (tally/fdlimit.h).
+	 */
+	nofile_err = tally_fd_setup(&nofile[0], &nofile[1]) < 0 ? errno : 0;
 	ld = tally_loader_new();
 	if (!ld) {
 		fprintf(stderr, "tallyd: cannot initialise libltdl\n");
@@ -477,6 +485,14 @@ int main(int argc, char **argv)
 	}
 
 	tallyd_log_start(conf, false);
+	if (nofile_err)
+		tally_log(NULL, LOG_WARNING,
+			  "cannot raise the open files limit (%u): %s",
+			  nofile[1], strerror(nofile_err));
+	else if (nofile[0] != nofile[1])
+		tally_log(NULL, LOG_INFO,
+			  "open files limit raised from %u to %u", nofile[0],
+			  nofile[1]);
 	/* SIGHUP reads it again, after a detach has changed directory */
 	if (!realpath(config, cfgabs))
 		cfgabs[0] = '\0';

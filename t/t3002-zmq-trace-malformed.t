@@ -25,7 +25,7 @@ doc_vectors() {
 
 test_expect_success 'send the doc vectors, bad JSON and garbage' '
 	doc_vectors >script &&
-	test $(wc -l <script) = 13 &&
+	test $(wc -l <script) = 14 &&
 	cat >>script <<-\EOF &&
 	hex
 	hex 74
@@ -61,7 +61,8 @@ test_expect_success 'the valid vectors and a closing end arrive as the rules say
 '
 
 # reason, then how many: from the doc table (one each, bad_length four
-# times) plus the lines above
+# times) plus the lines above; the close vector carries 7 drops as
+# end-dropped does
 cat >counts <<\EOF
 truncated 3
 bad_magic 202
@@ -72,7 +73,7 @@ bad_span_id 1
 bad_utf8 2
 bad_json 2
 bad_value 1
-client_dropped 7
+client_dropped 14
 orphan_end 1
 EOF
 
@@ -88,7 +89,8 @@ test_expect_success 'every drop counted under its reason in self-metrics' '
 '
 
 test_expect_success 'messages received are counted in self-metrics' '
-	grep "^counter tally_events_total{event=\"messages_received\",instance=\"tr\",kind=\"input\",plugin=\"zmq_trace\"} 224$" self.out
+	grep "^counter tally_events_total{event=\"messages_received\",instance=\"tr\",kind=\"input\",plugin=\"zmq_trace\"} 224$" self.out &&
+	grep "^counter tally_events_total{event=\"tracer_closes\",instance=\"tr\",kind=\"input\",plugin=\"zmq_trace\"} 1$" self.out
 '
 
 test_expect_success 'drops are logged per reason, not per message; the daemon lives on' '
@@ -96,7 +98,10 @@ test_expect_success 'drops are logged per reason, not per message; the daemon li
 	test $(grep -c "dropped malformed messages" tallyd.log) -lt 20 &&
 	kill -0 $TALLYD_PID &&
 	stop_tallyd &&
-	grep "stopped: 224 messages received, 219 malformed, 7 dropped by clients, 0 spans still open" tallyd.log
+	grep "stopped: 224 messages received, 219 malformed, 14 dropped by clients, 0 spans still open" tallyd.log &&
+	# the close vector says 1234 events were queued since begin-root: of
+	# that process (n01, pid 4242) 3 came, the rest counts at shutdown
+	grep "zmq_trace\[tr\]: 1231 events that senders queued never arrived" tallyd.log
 '
 
 test_done

@@ -29,7 +29,7 @@ test_expect_success 'system collector: socket file 0666 (every user may send)' '
 test_expect_success 'a second tallyd on the same endpoint refuses to start' '
 	conf two "$EP" &&
 	test_must_fail tallyd -c two.conf --foreground 2>two.err &&
-	grep "zmq_trace\[tr\]: endpoint $EP is in use by another tallyd" two.err &&
+	grep "zmq_trace\[tr\]: endpoint $EP: in use by another tallyd" two.err &&
 	"$TRACE_EMIT" "$EP" t begin:b endid:b >/dev/null &&
 	zt_lines sys.out 4 &&
 	grep "name=b" sys.out

@@ -15,7 +15,12 @@ message goes to OUT:
     invalid REASON LEN
 
 ts=ok when the timestamp is within [start of receiver - 5 s, receipt + 5 s].
-A last line "messages=N dropped_sum=D" ends OUT.
+A last line "messages=N dropped_sum=D" ends OUT. CLOSE messages (a tracer
+closes: what it queued) are not counted as messages: each is a line
+
+    close trace=T queued=Q first=F pid=P tid=T host=H dropped=D
+
+in OUT.close, and their dropped count is in dropped_sum.
 """
 import struct
 import sys
@@ -38,12 +43,12 @@ def decode(b):
         return "bad_magic"
     if ver != 1:
         return "unknown_version"
-    if typ not in (1, 2):
+    if typ not in (1, 2, 3):
         return "bad_type"
     if len(b) != 52 + tl + nl + hl or tl == 0 or (typ == 1 and nl == 0) \
-            or max(tl, nl, hl) > MAXSTR:
+            or (typ == 3 and nl != 0) or max(tl, nl, hl) > MAXSTR:
         return "bad_length"
-    if sid == 0:
+    if sid == 0 and typ != 3:
         return "bad_span_id"
     try:
         trace = b[52:52 + tl].decode("utf-8")
@@ -53,7 +58,8 @@ def decode(b):
         return "bad_utf8"
     if "\0" in trace + name + host:
         return "bad_utf8"
-    return dict(type="begin" if typ == 1 else "end", dropped=dropped,
+    return dict(type={1: "begin", 2: "end", 3: "close"}[typ],
+                dropped=dropped,
                 ts=ts, id=sid, parent=par, pid=pid, tid=tid, rank=rank,
                 trace=trace, name=name, host=host)
 
@@ -79,7 +85,8 @@ def main():
     if ready:
         open(ready, "w").close()
     n = dsum = 0
-    with open(out, "w", encoding="utf-8") as f:
+    with open(out, "w", encoding="utf-8") as f, \
+            open(out + ".close", "w", encoding="utf-8") as fc:
         while True:
             # the first message (and the first --count) may take a while
             # on a loaded machine; after that, --idle ends the capture
@@ -89,8 +96,15 @@ def main():
                 break
             b = s.recv()
             now = time.time_ns()
-            n += 1
             m = decode(b)
+            if not isinstance(m, str) and m["type"] == "close":
+                dsum += m["dropped"]
+                fc.write("close trace=%s queued=%d first=%d pid=%d tid=%d "
+                         "host=%s dropped=%d\n" % (
+                             m["trace"], m["id"], m["parent"], m["pid"],
+                             m["tid"], m["host"], m["dropped"]))
+                continue
+            n += 1
             if isinstance(m, str):
                 f.write("invalid %s %d\n" % (m, len(b)))
                 continue

@@ -221,4 +221,78 @@ test_expect_success 'drops while no collector listens are carried to it' '
 	! grep "^invalid" got
 '
 
+
+# pyzmq hidden: a package named zmq that fails to import, first on the path
+test_expect_success 'without pyzmq: imports, warns once, counts events as dropped' '
+	mkdir -p nozmq/zmq &&
+	echo "raise ImportError(\"No module named zmq (hidden)\")" \
+		>nozmq/zmq/__init__.py &&
+	cat >nozmq.py <<-\EOF &&
+	import tally_trace
+	t = tally_trace.Tracer(None, "nz")
+	with t.span("a"):
+	    sid = t.begin("b")
+	    assert sid and t.end(sid)
+	assert tally_trace.begin("m")   # the default tracer: no second warning
+	u = tally_trace.Tracer("ipc:///nonexistent/x", "nz2")
+	u.begin("c")
+	st = t.stats()
+	print(st["events"], st["dropped"], st["unreported"])
+	t.close()
+	u.close()
+	print("done")
+	EOF
+	PYTHONPATH=$PWD/nozmq:$PYTHONPATH "$PYTHON3" nozmq.py >out 2>err &&
+	cat out err | tally_diag &&
+	printf "4 4 4\ndone\n" >expect &&
+	test_cmp expect out &&
+	test $(grep -c "RuntimeWarning: tally_trace: cannot import zmq (No module named zmq (hidden)): tracing is off" err) = 1 &&
+	test $(wc -l <err) -le 2
+'
+
+
+test_expect_success 'close sends a CLOSE with what was queued, returns the final counts' '
+	cat >close.py <<-\EOF &&
+	import sys, tally_trace
+	t = tally_trace.Tracer(sys.argv[1], "pyc")
+	for i in range(100):
+	    t.end(t.begin("x"))
+	st = t.close()
+	print(st["events"], st["dropped"], st["unreported"], st["discarded_max"])
+	print(t.stats() == st, t.close() == st)
+	EOF
+	start_recv "ipc://$PWD/t.sock" got --count 200 --idle 500 &&
+	"$PYTHON3" close.py "ipc://$PWD/t.sock" >out &&
+	wait_recv &&
+	printf "200 0 0 0\nTrue True\n" >expect &&
+	test_cmp expect out &&
+	grep "^messages=200 dropped_sum=0$" got &&
+	test $(wc -l <got.close) = 1 &&
+	grep "^close trace=pyc queued=200 first=[1-9][0-9]* .* dropped=0$" got.close
+'
+
+test_expect_success 'a collector that never reads: close says what it may have discarded' '
+	cat >stalled.py <<-\EOF &&
+	import sys, zmq, tally_trace
+	ctx = zmq.Context()
+	pull = ctx.socket(zmq.PULL)
+	pull.setsockopt(zmq.RCVHWM, 10)
+	pull.bind(sys.argv[1])
+	t = tally_trace.Tracer(sys.argv[1], "pys", linger_ms=300, sndhwm=50)
+	# 1000-byte names: the kernel buffers a few hundred, then the queue
+	# of 50 stays full (small ones could all fit in the kernel buffer)
+	for i in range(5000):
+	    t.end(t.begin("x" * 1000))
+	st = t.close()
+	queued = st["events"] - st["dropped"]
+	print(st["events"], st["unreported"], st["dropped"] > 0,
+	      0 < st["discarded_max"] <= queued)
+	pull.close(0)
+	ctx.term()
+	EOF
+	"$PYTHON3" stalled.py "ipc://$PWD/s.sock" >out &&
+	echo "10000 0 True True" >expect &&
+	test_cmp expect out
+'
+
 test_done

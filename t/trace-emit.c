@@ -17,12 +17,17 @@
  * span "e" (an odd count leaves the last one open).
  * -p NPROC: NPROC forked processes each open a tracer and do all the above;
  * -T NTHREADS: so do NTHREADS threads of each process, on one tracer.
+ * -c: close with tally_trace_close_stats() and print its counts too.
  *
  * Each process prints, after closing its tracer:
  *	sent=N dropped=D unreported=U pid=P
  * (N events produced, D of them dropped by the client, U drops still not
  * reported to the collector after close), and with -p a last line
  *	total sent=N dropped=D unreported=U
+ * With -c, each process also prints
+ *	close unreported=U discarded_max=X pid=P
+ * (U drops never told to the collector, at most X queued events close
+ * discarded), and with -p a line "total close unreported=U discarded_max=X".
  * Exit status: 0, or 1 on a usage or setup error.
  */
 #include "config.h"
@@ -40,6 +45,7 @@
 
 struct emit {
 	struct tally_trace *tr;
+	int close_stats; /* -c */
 	char **steps;
 	int nsteps;
 	long nevents;
@@ -121,8 +127,9 @@ static int emit_process(const char *endpoint, const char *trace, int nthreads,
 			struct emit *e, int out)
 {
 	struct tally_trace_stats st = { 0 };
+	struct tally_trace_close_stats cs;
 	pthread_t th[256];
-	char line[128];
+	char line[256];
 	int n;
 
 	e->tr = tally_trace_open(endpoint, trace);
@@ -142,12 +149,19 @@ static int emit_process(const char *endpoint, const char *trace, int nthreads,
 	/* close first: it may still report pending drops; stats before
 	 * close tell what was produced and dropped */
 	tally_trace_stats(e->tr, &st);
-	tally_trace_close(e->tr);
+	tally_trace_close_stats(e->tr, &cs);
 	n = snprintf(line, sizeof(line),
 		     "sent=%llu dropped=%llu unreported=%llu pid=%ld\n",
 		     (unsigned long long)st.events,
 		     (unsigned long long)st.dropped,
 		     (unsigned long long)st.unreported, (long)getpid());
+	if (e->close_stats)
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+			      "close unreported=%llu discarded_max=%llu "
+			      "pid=%ld\n",
+			      (unsigned long long)cs.unreported,
+			      (unsigned long long)cs.discarded_max,
+			      (long)getpid());
 	/* one write per line (< PIPE_BUF): forked siblings share @out */
 	if (write(out, line, (size_t)n) != n)
 		return 1;
@@ -160,12 +174,16 @@ int main(int argc, char **argv)
 	const char *endpoint, *trace;
 	int nproc = 0, nthreads = 1, opt, rc = 0;
 	unsigned long long tsent = 0, tdropped = 0, tunrep = 0;
+	unsigned long long cunrep = 0, cdisc = 0;
 	char buf[256];
 	FILE *in;
 	int fds[2];
 
-	while ((opt = getopt(argc, argv, "p:T:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:T:n:c")) != -1) {
 		switch (opt) {
+		case 'c':
+			e.close_stats = 1;
+			break;
 		case 'p':
 			nproc = atoi(optarg);
 			break;
@@ -212,6 +230,11 @@ int main(int argc, char **argv)
 		unsigned long long s, d, u;
 
 		fputs(buf, stdout);
+		if (sscanf(buf, "close unreported=%llu discarded_max=%llu", &u,
+			   &d) == 2) {
+			cunrep += u;
+			cdisc += d;
+		}
 		if (sscanf(buf, "sent=%llu dropped=%llu unreported=%llu", &s,
 			   &d, &u) == 3) {
 			tsent += s;
@@ -228,10 +251,13 @@ int main(int argc, char **argv)
 	}
 	printf("total sent=%llu dropped=%llu unreported=%llu\n", tsent,
 	       tdropped, tunrep);
+	if (e.close_stats)
+		printf("total close unreported=%llu discarded_max=%llu\n",
+		       cunrep, cdisc);
 	return rc;
 
 usage:
-	fprintf(stderr, "usage: trace-emit [-p NPROC] [-T NTHREADS] "
+	fprintf(stderr, "usage: trace-emit [-c] [-p NPROC] [-T NTHREADS] "
 			"[-n NEVENTS] ENDPOINT|- TRACE|- [STEP...]\n"
 			"steps: begin:NAME end:NAME endid:NAME sleep:MS\n");
 	return 1;

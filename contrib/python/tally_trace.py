@@ -41,6 +41,11 @@ them a tracer of their own or expect one socket per thread meanwhile.
 
 Module-level begin/end/end_name/span/trace use a default tracer opened on
 first use and closed at interpreter exit.
+
+Without pyzmq the module still imports and every call works: the first
+Tracer warns once (RuntimeWarning) and its events are counted as dropped,
+as the C library does with no collector, so a missing package never costs
+the application its run.
 """
 
 import atexit
@@ -53,9 +58,14 @@ import stat
 import struct
 import threading
 import time
+import warnings
 import weakref
 
-import zmq
+try:
+    import zmq
+except ImportError as _zmq_error:     # tracing off, the program runs
+    zmq = None
+    _ZMQ_MISSING = str(_zmq_error)
 
 __all__ = ["Tracer", "begin", "end", "end_name", "span", "trace",
            "default_tracer"]
@@ -63,6 +73,7 @@ __all__ = ["Tracer", "begin", "end", "end_name", "span", "trace",
 WIRE_VERSION = 1
 BEGIN = 1
 END = 2
+CLOSE = 3
 MAX_STR = 1024
 MAX_ID = (1 << 64) - 1
 SYSTEM_ENDPOINT = "ipc:///run/tally/trace.sock"
@@ -70,6 +81,9 @@ SYSTEM_ENDPOINT = "ipc:///run/tally/trace.sock"
 # doc/wire-format.md: magic, version, type, dropped, ts_ns, span_id,
 # parent_id, pid, tid, rank, trace_len, name_len, host_len, reserved
 _HEADER = struct.Struct("<2sBBIqQQIIiHHHH")
+# Beyond its send queue, a socket's messages may sit in libzmq's 8 KiB
+# write batch when close gives up (see close_stats in Tracer.close).
+_ZMQ_BATCH_MSGS = 8192 // (_HEADER.size + 1) + 1
 
 # Contexts and sockets inherited through fork: never touched again.
 _fork_orphans = []
@@ -159,7 +173,7 @@ def _env_int(var, default, lo, hi):
 class _Conn:
     """One thread's socket, open spans and drop accounting."""
 
-    __slots__ = ("sock", "stack", "pending", "events", "dropped", "last",
+    __slots__ = ("sock", "stack", "pending", "events", "dropped", "first",
                  "tid")
 
     def __init__(self, sock, tid):
@@ -168,7 +182,7 @@ class _Conn:
         self.pending = 0        # drops not yet carried by a sent message
         self.events = 0
         self.dropped = 0
-        self.last = None        # last dropped message, for close
+        self.first = 0          # ts_ns of the first event queued
         self.tid = tid
 
 
@@ -223,13 +237,16 @@ class Tracer:
         self._ids = itertools.count(1)   # next() is atomic under the GIL
         self._lock = threading.Lock()
         self._closed = False
+        self._final = None
+        _warn_no_zmq()
         self._reset()
         # validate the endpoint now, as the C library does
-        probe = self._ctx.socket(zmq.PUSH)
-        try:
-            probe.connect(self.endpoint)
-        finally:
-            probe.close(0)
+        if self._ctx is not None:
+            probe = self._ctx.socket(zmq.PUSH)
+            try:
+                probe.connect(self.endpoint)
+            finally:
+                probe.close(0)
         # a weak reference: a closed, dropped tracer must not stay alive
         ref = weakref.ref(self)
         os.register_at_fork(
@@ -237,7 +254,7 @@ class Tracer:
 
     def _reset(self):
         self._pid = os.getpid()
-        self._ctx = zmq.Context()
+        self._ctx = zmq.Context() if zmq is not None else None
         self._local = threading.local()
         self._conns = []
         self._gone = [0, 0, 0]
@@ -259,36 +276,42 @@ class Tracer:
         with self._lock:
             if self._closed:
                 return None
-            try:
-                s = self._ctx.socket(zmq.PUSH)
-                s.setsockopt(zmq.SNDHWM, self._sndhwm)
-                s.setsockopt(zmq.LINGER, self._linger)
-                s.connect(self.endpoint)
-            except zmq.ZMQError:
-                s = None   # events count as dropped
+            s = None   # no socket (no pyzmq...): events count as dropped
+            if self._ctx is not None:
+                try:
+                    s = self._ctx.socket(zmq.PUSH)
+                    s.setsockopt(zmq.SNDHWM, self._sndhwm)
+                    s.setsockopt(zmq.LINGER, self._linger)
+                    s.connect(self.endpoint)
+                except zmq.ZMQError:
+                    s = None
             c = _Conn(s, threading.get_native_id())
             self._conns.append(c)
             self._local.conn = c
         return c
 
+    def _message(self, typ, dropped, ts, sid, parent, tid, name):
+        return _HEADER.pack(b"tY", WIRE_VERSION, typ, dropped, ts, sid,
+                            parent, self._pid, tid, self._rank,
+                            len(self._trace), len(name), len(self._host),
+                            0) + self._trace + name + self._host
+
     def _send(self, c, typ, sid, parent, name):
         carried = min(c.pending, 0xFFFFFFFF)
-        msg = _HEADER.pack(b"tY", WIRE_VERSION, typ, carried,
-                           time.time_ns(), sid, parent, self._pid, c.tid,
-                           self._rank, len(self._trace), len(name),
-                           len(self._host), 0) + self._trace + name + \
-            self._host
+        ts = time.time_ns()
+        msg = self._message(typ, carried, ts, sid, parent, c.tid, name)
         c.events += 1
         if c.sock is not None:
             try:
                 c.sock.send(msg, zmq.NOBLOCK, copy=True)
                 c.pending -= carried
+                if not c.first:
+                    c.first = ts
                 return
             except zmq.ZMQError:
                 pass
         c.pending += 1
         c.dropped += 1
-        c.last = msg
 
     def begin(self, name):
         """Open a span on this thread; return its id (0, and nothing sent,
@@ -373,8 +396,11 @@ class Tracer:
         return deco
 
     def stats(self):
-        """dict(events, dropped, unreported) over this process's threads."""
+        """dict(events, dropped, unreported) over this process's threads;
+        after close(), what close() returned."""
         with self._lock:
+            if self._closed and self._final is not None:
+                return dict(self._final)
             ev, dr, un = self._gone
             for c in self._conns:
                 ev += c.events
@@ -411,34 +437,72 @@ class Tracer:
             s.close(0)
         return up
 
+    def _send_close(self, queued, first, dropped, linger_ms):
+        """The CLOSE message (doc/wire-format.md), on a socket of its own
+        that no queue holds up: the drops nobody reported yet, how many
+        events this process queued and when the first one was, so that
+        the collector counts those that never arrive. True if queued."""
+        s = self._ctx.socket(zmq.PUSH)
+        try:
+            s.setsockopt(zmq.LINGER, linger_ms)
+            s.connect(self.endpoint)
+            s.send(self._message(CLOSE, dropped, time.time_ns(), queued,
+                                 first, threading.get_native_id(), b""),
+                   zmq.NOBLOCK)
+            return True
+        except zmq.ZMQError:
+            return False
+        finally:
+            s.close(linger_ms)
+
     def close(self):
-        """Deliver what is queued (for at most the linger, if a collector
-        is connected), report pending drops, and close. Idempotent."""
+        """Close: send the collector a CLOSE message (the drops not
+        reported yet, how many events were queued), deliver what is queued
+        for at most the linger if a collector is connected, and close.
+        Idempotent. Returns (and stats() returns from then on) the final
+        dict(events, dropped, unreported, discarded_max): unreported, the
+        drops the collector was never told about; discarded_max, at most
+        how many queued events close discarded: 0 when every thread's
+        queue was delivered within the linger (pyzmq does not say how much
+        of a queue went out before; each thread counts for at most its
+        sndhwm and libzmq's write batch). The collector counts exactly
+        what did not arrive (tally_dropped_total{reason="undelivered"})."""
         with self._lock:
             if self._closed:
-                return
+                return dict(self._final) if self._final else None
             self._closed = True
             conns, self._conns = self._conns, []
-        up = self._linger > 0 and self._collector_up(min(self._linger, 200))
-        deadline = time.monotonic() + self._linger / 1000.0
-        for c in conns:
-            if c.sock is None:
-                continue
-            left = int((deadline - time.monotonic()) * 1000) if up else 0
-            left = max(left, 0)
-            if left and c.pending and c.last is not None:
-                # re-send the last dropped event carrying the other drops
-                msg = bytearray(c.last)
-                struct.pack_into("<I", msg, 4,
-                                 min(c.pending - 1, 0xFFFFFFFF))
-                c.sock.setsockopt(zmq.SNDTIMEO, left)
-                try:
-                    c.sock.send(bytes(msg))
-                    c.pending = 0
-                except zmq.ZMQError:
-                    pass
-            c.sock.close(left)
-        self._ctx.term()
+        events = sum(c.events for c in conns)
+        dropped = sum(c.dropped for c in conns)
+        pending = sum(c.pending for c in conns)
+        firsts = [c.first for c in conns if c.first]
+        cap = self._sndhwm + _ZMQ_BATCH_MSGS
+        lost_max = sum(min(c.events - c.dropped, cap) for c in conns)
+        carried = 0
+        expired = True
+        if self._ctx is not None:
+            up = self._linger > 0 and \
+                self._collector_up(min(self._linger, 200))
+            deadline = time.monotonic() + self._linger / 1000.0
+
+            def left():
+                return max(int((deadline - time.monotonic()) * 1000), 0)
+            queued = events - dropped
+            if up and (queued or pending):
+                n = min(pending, 0xFFFFFFFF)
+                if self._send_close(queued, min(firsts, default=0), n,
+                                    left()):
+                    carried = n
+            for c in conns:
+                if c.sock is not None:
+                    c.sock.close(left() if up else 0)
+            # returns before the deadline only if every queue went out
+            self._ctx.term()
+            expired = not up or time.monotonic() >= deadline
+        self._final = {"events": events, "dropped": dropped,
+                       "unreported": pending - carried,
+                       "discarded_max": lost_max if expired else 0}
+        return dict(self._final)
 
     def __enter__(self):
         return self
@@ -446,6 +510,20 @@ class Tracer:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+_warned = False
+
+
+def _warn_no_zmq():
+    """Without pyzmq: say so once per process, then trace nothing."""
+    global _warned
+    if zmq is None and not _warned:
+        _warned = True
+        warnings.warn("tally_trace: cannot import zmq (%s): tracing is off, "
+                      "events are counted as dropped (Debian: install "
+                      "python3-zmq)" % _ZMQ_MISSING, RuntimeWarning,
+                      stacklevel=3)
 
 
 _default = None

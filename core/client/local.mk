@@ -58,6 +58,10 @@ TESTS += t/unit/trace-api.t t/unit/trace-fork.t
 TESTS += t/t3500-trace-client.t
 EXTRA_DIST += t/t3500-trace-client.t t/t35-trace-recv.py t/t35-lib.sh
 
+# An application built with pkg-config from a temporary install root.
+TESTS += t/t3503-trace-pkgconfig.t
+EXTRA_DIST += t/t3503-trace-pkgconfig.t
+
 # The Python client (contrib/python) to the same receiver.
 TESTS += t/t3502-trace-python.t
 EXTRA_DIST += t/t3502-trace-python.t contrib/python/tally_trace.py \

@@ -11,10 +11,14 @@
  * - Per thread, a stack of open spans gives the parent of a new span and
  *   lets end-by-name find the innermost span of that name.
  * - The constant part of every message (magic, pid, tid, rank, trace id)
- *   is written once per thread into two message buffers; an event fills
- *   the rest and calls zmq_send(ZMQ_DONTWAIT). When the send fails the
- *   buffers swap, so the last dropped message stays intact: close re-sends
- *   it to carry the drop count nobody reported yet.
+ *   is written once per thread into a message buffer; an event fills the
+ *   rest and calls zmq_send(ZMQ_DONTWAIT).
+ * - close first sends one CLOSE message (doc/wire-format.md) on a socket
+ *   of its own, which no queue holds up: the drops nobody reported yet,
+ *   and how many events the process queued, so that the collector counts
+ *   those that never arrive. Then it lets the threads' sockets deliver
+ *   for at most the linger, and tells the caller whether they did
+ *   (tally_trace_close_stats()).
  * - Slow paths (first event of a thread, thread exit, stats, close, fork)
  *   take one process-wide mutex; the event path takes none.
  * - fork: the child cannot use the parent's ZeroMQ context (its I/O thread
@@ -50,6 +54,13 @@
 /* after a failed send, retry after 1 us, doubling up to 128 us */
 #define TT_BACKOFF_MIN_NS 1000u
 #define TT_BACKOFF_MAX_NS 128000u
+/*
+ * Beyond its send queue, a socket's messages sit in libzmq's write batch
+ * (out_batch_size, 8 KiB) when close gives up: at most this many more
+ * are lost with the queue. Messages already written to the kernel still
+ * arrive.
+ */
+#define TT_ZMQ_BATCH_MSGS (8192 / (TALLY_WIRE_HDR_SIZE + 1) + 1)
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -67,11 +78,10 @@ struct tt_conn {
 	_Atomic uint64_t events;
 	_Atomic uint64_t dropped;
 	_Atomic uint64_t pending; /* drops no sent message carried yet */
+	uint64_t first_ns;	  /* ts of the first event queued, 0: none */
 	uint64_t retry_ns;	  /* no send attempt before (after a drop) */
 	uint64_t backoff;	  /* current back-off, ns; 0 = none */
-	unsigned cur;		  /* buffer of the next event */
-	size_t len[2];		  /* length of the message in each buffer */
-	uint8_t buf[2][TALLY_WIRE_MAX_MSG];
+	uint8_t buf[TALLY_WIRE_MAX_MSG];
 };
 
 struct tt_frame {
@@ -121,6 +131,8 @@ struct tally_trace {
 	struct tt_conn *retired;   /* conns of exited threads */
 	unsigned nretired;
 	uint64_t gone_events, gone_dropped, gone_pending; /* closed conns */
+	uint64_t gone_first_ns; /* earliest first_ns of closed conns */
+	uint64_t gone_lost_max; /* what their close may have discarded */
 };
 
 static pthread_mutex_t tt_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -160,12 +172,34 @@ static void tt_thread_free(struct tt_thread *t)
 	free(t);
 }
 
-/* Fold a conn's counters into its tracer's before the conn goes away. */
-static void tt_account_gone(struct tally_trace *tr, struct tt_conn *c)
+/* Events of @c that ZeroMQ may still hold: its queue and write batch. */
+static uint64_t tt_conn_lost_max(const struct tally_trace *tr,
+				 struct tt_conn *c)
+{
+	uint64_t queued = tt_get(&c->events) - tt_get(&c->dropped);
+	uint64_t cap = (uint64_t)tr->sndhwm + TT_ZMQ_BATCH_MSGS;
+
+	return queued < cap ? queued : cap;
+}
+
+static uint64_t tt_min_ts(uint64_t a, uint64_t b)
+{
+	return !a || (b && b < a) ? b : a;
+}
+
+/*
+ * Fold a conn's counters into its tracer's before the conn goes away with
+ * a linger of @linger_ms (0: its queue is discarded at once).
+ */
+static void tt_account_gone(struct tally_trace *tr, struct tt_conn *c,
+			    int linger_ms)
 {
 	tr->gone_events += tt_get(&c->events);
 	tr->gone_dropped += tt_get(&c->dropped);
 	tr->gone_pending += tt_get(&c->pending);
+	tr->gone_first_ns = tt_min_ts(tr->gone_first_ns, c->first_ns);
+	/* its fate is not known: it lingers while the thread goes on */
+	tr->gone_lost_max += linger_ms ? 0 : tt_conn_lost_max(tr, c);
 }
 
 static void tt_unlink_thread(struct tally_trace *tr, struct tt_thread *t)
@@ -202,10 +236,11 @@ static void tt_thread_exit(void *arg)
 				tr->retired = c;
 				tr->nretired++;
 			} else {
-				tt_account_gone(tr, c);
-				tt_conn_free(c, tt_get(&c->pending)
-							? 0
-							: tr->linger_ms);
+				int linger =
+					tt_get(&c->pending) ? 0 : tr->linger_ms;
+
+				tt_account_gone(tr, c, linger);
+				tt_conn_free(c, linger);
 			}
 		}
 		tt_thread_free(t);
@@ -253,6 +288,7 @@ static void tt_atfork_child(void)
 		tr->retired = NULL;
 		tr->nretired = 0;
 		tr->gone_events = tr->gone_dropped = tr->gone_pending = 0;
+		tr->gone_first_ns = tr->gone_lost_max = 0;
 		tr->ctx = NULL;
 		tr->pid = (uint32_t)getpid();
 	}
@@ -299,6 +335,20 @@ static void *tt_socket(struct tally_trace *tr)
 	return s;
 }
 
+/* What every message of the calling thread through @tr repeats. */
+static struct tt_source tt_source_of(const struct tally_trace *tr)
+{
+	return (struct tt_source){
+		.pid = tr->pid,
+		.tid = (uint32_t)syscall(SYS_gettid),
+		.rank = tr->rank,
+		.trace_len = tr->trace_len,
+		.host_len = tr->host_len,
+		.trace = tr->trace,
+		.host = tr->host,
+	};
+}
+
 /* Slow path: this thread's first event for @tr, under tt_lock. */
 static struct tt_thread *tt_thread_new(struct tally_trace *tr)
 {
@@ -322,17 +372,8 @@ static struct tt_thread *tt_thread_new(struct tally_trace *tr)
 	c->sock = tt_socket(tr);
 	t->conn = c;
 	t->self = pthread_self();
-	t->src = (struct tt_source){
-		.pid = tr->pid,
-		.tid = (uint32_t)syscall(SYS_gettid),
-		.rank = tr->rank,
-		.trace_len = tr->trace_len,
-		.host_len = tr->host_len,
-		.trace = tr->trace,
-		.host = tr->host,
-	};
-	tt_msg_init(c->buf[0], &t->src);
-	tt_msg_init(c->buf[1], &t->src);
+	t->src = tt_source_of(tr);
+	tt_msg_init(c->buf, &t->src);
 	atomic_store(&t->tr, tr);
 	t->tr_next = tr->threads;
 	tr->threads = t;
@@ -382,8 +423,7 @@ static inline struct tt_thread *tt_self(struct tally_trace *tr)
  * the next attempts wait for a short, doubling back-off instead of calling
  * into libzmq for every event: a full pipe accepts nothing until its
  * reader has drained half of it anyway, and a failed zmq_send costs more
- * than the rest of the event. The message is still built, so the last
- * dropped event is the one close re-sends.
+ * than the rest of the event.
  */
 static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 		    uint64_t parent, const char *name, size_t name_len)
@@ -392,7 +432,7 @@ static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 	uint64_t pending = tt_get(&c->pending);
 	uint32_t carried =
 		pending > UINT32_MAX ? UINT32_MAX : (uint32_t)pending;
-	uint8_t *m = c->buf[c->cur];
+	uint8_t *m = c->buf;
 	struct timespec ts;
 	uint64_t now;
 	size_t n;
@@ -410,6 +450,8 @@ static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 	    likely(zmq_send(c->sock, m, n, ZMQ_DONTWAIT) == (int)n)) {
 		if (unlikely(carried))
 			tt_set(&c->pending, pending - carried);
+		if (unlikely(!c->first_ns))
+			c->first_ns = now;
 		c->backoff = 0;
 		return;
 	}
@@ -420,8 +462,6 @@ static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 drop:
 	tt_set(&c->pending, pending + 1);
 	tt_set(&c->dropped, tt_get(&c->dropped) + 1);
-	c->len[c->cur] = n;
-	c->cur ^= 1;
 }
 
 static uint64_t tt_new_id(struct tt_thread *t)
@@ -862,32 +902,52 @@ out_close:
 	return up;
 }
 
-/* Deliver the count of drops nobody reported: re-send the last dropped
- * event (kept in the other buffer), carrying the remaining count. */
-static void tt_report_pending(struct tt_conn *c, int timeout_ms)
+/*
+ * The CLOSE message (doc/wire-format.md), on a socket of its own that no
+ * queue holds up, and sent before the threads' sockets are let go, so
+ * that it arrives while the collector still knows this process: the drops
+ * nobody reported yet (@dropped), how many events the process queued
+ * (@queued) and when the first one was (@first_ns). The collector counts
+ * the events that never arrive.
+ * Return: whether it was queued.
+ */
+static bool tt_send_close(struct tally_trace *tr, uint64_t queued,
+			  uint64_t first_ns, uint32_t dropped, int linger_ms)
 {
-	uint64_t pending = tt_get(&c->pending);
-	unsigned last = c->cur ^ 1;
-	uint8_t *m = c->buf[last];
-	uint32_t carried;
+	struct tt_source src = tt_source_of(tr);
+	uint8_t m[TALLY_WIRE_MAX_MSG];
+	struct timespec ts;
+	void *s;
+	size_t n;
+	bool ok;
 
-	if (!pending || !c->len[last] || timeout_ms <= 0)
-		return;
-	carried =
-		pending - 1 > UINT32_MAX ? UINT32_MAX : (uint32_t)(pending - 1);
-	tally_wire_put32(m + 4, carried);
-	zmq_setsockopt(c->sock, ZMQ_SNDTIMEO, &timeout_ms, sizeof(timeout_ms));
-	if (zmq_send(c->sock, m, c->len[last], 0) == (int)c->len[last])
-		tt_set(&c->pending, pending - 1 - carried);
+	s = tt_socket(tr);
+	if (!s)
+		return false;
+	zmq_setsockopt(s, ZMQ_LINGER, &linger_ms, sizeof(linger_ms));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	tt_msg_init(m, &src);
+	n = tt_msg_fill(m, &src, TALLY_WIRE_CLOSE, dropped,
+			(int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, queued,
+			first_ns, "", 0);
+	ok = zmq_send(s, m, n, ZMQ_DONTWAIT) == (int)n;
+	zmq_close(s);
+	return ok;
 }
 
-int tally_trace_close(struct tally_trace *tr)
+int tally_trace_close_stats(struct tally_trace *tr,
+			    struct tally_trace_close_stats *st)
 {
+	struct tally_trace_close_stats fin = { 0 };
 	struct tt_conn *conns, *c;
+	uint64_t first_ns, lost_max, pending, carried = 0;
 	void *ctx;
 
-	if (!tr)
+	if (!tr) {
+		if (st)
+			*st = fin;
 		return 0;
+	}
 	pthread_mutex_lock(&tt_lock);
 	for (struct tally_trace **p = &tt_tracers; *p; p = &(*p)->next) {
 		if (*p == tr) {
@@ -909,26 +969,63 @@ int tally_trace_close(struct tally_trace *tr)
 	ctx = tr->ctx;
 	pthread_mutex_unlock(&tt_lock);
 
+	/* the threads are done with the conns: plain reads from here on */
+	fin.events = tr->gone_events;
+	fin.dropped = tr->gone_dropped;
+	pending = tr->gone_pending;
+	first_ns = tr->gone_first_ns;
+	lost_max = 0;
+	for (c = conns; c; c = c->next) {
+		fin.events += tt_get(&c->events);
+		fin.dropped += tt_get(&c->dropped);
+		pending += tt_get(&c->pending);
+		first_ns = tt_min_ts(first_ns, c->first_ns);
+		lost_max += tt_conn_lost_max(tr, c);
+	}
+	fin.discarded_max = tr->gone_lost_max;
+
 	if (ctx) {
 		bool up = tr->linger_ms > 0 &&
 			  tt_probe(ctx, tr->endpoint,
 				   tr->linger_ms < TT_PROBE_MS ? tr->linger_ms
 							       : TT_PROBE_MS);
 		int64_t deadline = tt_now_ms() + tr->linger_ms;
+		uint64_t queued = fin.events - fin.dropped;
 
+		if (up && (queued || pending)) {
+			uint32_t n = pending > UINT32_MAX ? UINT32_MAX
+							  : (uint32_t)pending;
+
+			if (tt_send_close(tr, queued, first_ns, n,
+					  tt_left_ms(deadline)))
+				carried = n;
+		}
 		/* one deadline for everything: each step gets what is left */
 		for (; conns; conns = c) {
 			c = conns->next;
-			if (conns->sock && up)
-				tt_report_pending(conns, tt_left_ms(deadline));
 			tt_conn_free(conns, up ? tt_left_ms(deadline) : 0);
 		}
-		/* waits at most the lingers set above */
+		/*
+		 * Waits at most the lingers set above: returning before the
+		 * deadline means every socket delivered its queue (to the
+		 * kernel, which hands it on). ZeroMQ does not say how much of
+		 * a queue went out before its linger expired, hence a bound.
+		 */
 		while (zmq_ctx_term(ctx) < 0 && errno == EINTR)
 			;
+		if (!up || tt_now_ms() >= deadline)
+			fin.discarded_max += lost_max;
 	}
+	fin.unreported = pending - carried;
 	free(tr->endpoint);
 	free(tr->trace);
 	free(tr);
+	if (st)
+		*st = fin;
 	return 0;
+}
+
+int tally_trace_close(struct tally_trace *tr)
+{
+	return tally_trace_close_stats(tr, NULL);
 }

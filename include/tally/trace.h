@@ -173,20 +173,59 @@ const char *tally_trace_id(const struct tally_trace *tr);
  * tally_trace_close() - drain and close a tracer
  * @tr: tracer, or NULL (no-op)
  *
- * If a collector is connected, queued events are delivered for at most the
- * linger time (TALLY_TRACE_LINGER_MS, default 2 s); drops not yet reported
- * are carried by re-sending the last dropped event. When the endpoint
- * refuses the connection (no collector), close returns at once and queued
- * events are discarded; one that does not answer within 200 ms counts as
- * a collector (close waits at most the linger). Spans still open
- * are not ended: the collector closes them as abandoned.
+ * If a collector is connected, close first sends it one CLOSE message on
+ * a connection of its own (no queue holds it up): the drops not reported
+ * yet, and how many events this process queued, so that the collector
+ * counts those that never arrive (tally_dropped_total{reason=
+ * "undelivered"}). Then queued events are delivered for at most the
+ * linger time (TALLY_TRACE_LINGER_MS, default 2 s); what is still queued
+ * then is discarded. When the endpoint refuses the connection (no
+ * collector), close returns at once and queued events are discarded; one
+ * that does not answer within 200 ms counts as a collector (close waits
+ * at most the linger). Spans still open are not ended: the collector
+ * closes them as abandoned. tally_trace_close_stats() says what was lost.
  *
- * No other call on @tr may run concurrently with or after close. Events
- * still queued when the linger expires are lost: ZeroMQ does not say how
- * many, so they are not counted.
+ * No other call on @tr may run concurrently with or after close.
  * Return: 0.
  */
 int tally_trace_close(struct tally_trace *tr);
+
+/**
+ * struct tally_trace_close_stats - what a tracer sent, and lost, in the end
+ * @events:        events (BEGIN and END messages) this process produced
+ * @dropped:       events that could not be queued (send queue full)
+ * @unreported:    drops the collector was never told about: no collector
+ *                 at close, or the CLOSE message could not be queued
+ * @discarded_max: queued events that close may have discarded, at most:
+ *                 0 when every thread's queue was delivered within the
+ *                 linger; otherwise ZeroMQ does not say how much of a
+ *                 queue had gone out, and each thread counts for its
+ *                 queued events, at most its send queue (TALLY_TRACE_SNDHWM)
+ *                 and ZeroMQ's 8 KiB write buffer. The collector counts
+ *                 exactly what did not arrive, as "undelivered".
+ *
+ * Without a collector at close, every queued event counts in
+ * @discarded_max (as bounded above) and every drop in @unreported.
+ */
+struct tally_trace_close_stats {
+	uint64_t events;
+	uint64_t dropped;
+	uint64_t unreported;
+	uint64_t discarded_max;
+};
+
+/**
+ * tally_trace_close_stats() - tally_trace_close(), saying what was lost
+ * @tr: tracer, or NULL (no-op: @st is zeroed)
+ * @st: filled with the final counts, or NULL
+ *
+ * Closes @tr exactly as tally_trace_close() does (and waits as long), then
+ * fills @st. Counts cover every thread of the calling process.
+ * Return: 0.
+ * Thread-safety: as tally_trace_close().
+ */
+int tally_trace_close_stats(struct tally_trace *tr,
+			    struct tally_trace_close_stats *st);
 
 #ifdef __cplusplus
 }

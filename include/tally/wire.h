@@ -15,12 +15,15 @@
  *                       its previous message that got through
  *     8    8 ts_ns      CLOCK_REALTIME nanoseconds (int64)
  *    16    8 span_id    non-zero, unique per sending process
+ *                       (CLOSE: events the tracer queued, may be 0)
  *    24    8 parent_id  enclosing span, 0 for a root span
+ *                       (CLOSE: ts_ns of the first event it queued)
  *    32    4 pid
  *    36    4 tid        kernel thread id (gettid), 0 if unknown
  *    40    4 rank       launcher rank, int32, -1 when unknown
  *    44    2 trace_len  bytes of trace id   (1..TALLY_WIRE_MAX_STR)
- *    46    2 name_len   bytes of span name  (BEGIN: 1..MAX; END: 0..MAX)
+ *    46    2 name_len   bytes of span name  (BEGIN: 1..MAX; END: 0..MAX;
+ *                       CLOSE: 0)
  *    48    2 host_len   bytes of hostname   (0..MAX; 0 = collector's host)
  *    50    2 reserved   0
  *    52    . trace, name, host bytes, in that order, back to back
@@ -48,6 +51,8 @@
 enum tally_wire_type {
 	TALLY_WIRE_BEGIN = 1, /* a span opens */
 	TALLY_WIRE_END = 2,   /* a span closes (by span_id) */
+	TALLY_WIRE_CLOSE = 3, /* a tracer closes: what it queued, so that the
+			       * collector can count what never arrived */
 };
 
 /* Little-endian helpers shared by the encoder and the decoder. */

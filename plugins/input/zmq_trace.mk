@@ -55,6 +55,9 @@ ZMQ_TRACE_TESTS = \
 	t/t3009-zmq-trace-limits.t \
 	t/t3012-zmq-trace-reload.t \
 	t/t3013-zmq-trace-drops.t \
-	t/t3014-zmq-trace-clock.t
+	t/t3014-zmq-trace-clock.t \
+	t/t3020-zmq-trace-fdlimit.t \
+	t/t3021-zmq-trace-omnistat-endpoint.t \
+	t/t3022-zmq-trace-undelivered.t
 TESTS += $(ZMQ_TRACE_TESTS)
 EXTRA_DIST += $(ZMQ_TRACE_TESTS) t/t30-lib.sh t/t30-zmq-send.py

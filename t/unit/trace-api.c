@@ -75,8 +75,16 @@ static bool decode(const uint8_t *b, size_t n, struct msg *m)
 	return true;
 }
 
-/* Receive one message within @ms; false on timeout or invalid message. */
-static bool recv_msg(struct msg *m, int ms)
+/* CLOSE messages recv_msg() set aside: how many, and the last one. */
+static int ncloses;
+static struct msg last_close;
+
+/*
+ * Receive one event (BEGIN or END) within @ms; false on timeout or an
+ * invalid message. CLOSE messages (sent by tally_trace_close()) are set
+ * aside in last_close, and their drop counts kept in its dropped field.
+ */
+static bool recv_any(struct msg *m, int ms)
 {
 	static uint8_t b[TALLY_WIRE_MAX_MSG + 1];
 	zmq_pollitem_t pi = { .socket = pull, .events = ZMQ_POLLIN };
@@ -85,7 +93,30 @@ static bool recv_msg(struct msg *m, int ms)
 	if (zmq_poll(&pi, 1, ms) != 1)
 		return false;
 	n = zmq_recv(pull, b, sizeof(b), 0);
-	return n >= 0 && decode(b, (size_t)n, m);
+	if (n < 0 || !decode(b, (size_t)n, m))
+		return false;
+	if (m->type == TALLY_WIRE_CLOSE) {
+		ncloses++;
+		last_close = *m;
+	}
+	return true;
+}
+
+static bool recv_msg(struct msg *m, int ms)
+{
+	while (recv_any(m, ms))
+		if (m->type != TALLY_WIRE_CLOSE)
+			return true;
+	return false;
+}
+
+/* Read up to the CLOSE of the tracer just closed (within 5 s). */
+static void wait_close(void)
+{
+	struct msg m;
+
+	while (recv_any(&m, 5000) && m.type != TALLY_WIRE_CLOSE)
+		;
 }
 
 static void expect(const char *what, int type, const char *name, uint64_t id,
@@ -182,6 +213,7 @@ static void test_sequence(void)
 	expect("end a", TALLY_WIRE_END, "a", a, 0);
 	ok(!recv_msg(&m, 100), "nothing else sent");
 	tally_trace_close(tr);
+	wait_close();
 	unsetenv("PMIX_RANK");
 	unsetenv("SLURM_JOB_ID");
 }
@@ -208,6 +240,7 @@ static void test_long_names(void)
 	ok(recv_msg(&m, 5000) && m.id == id && m.name_len == 1023,
 	   "its END carries the cut name");
 	tally_trace_close(tr);
+	wait_close();
 }
 
 /*
@@ -235,6 +268,7 @@ static void test_bad_utf8(void)
 		   !strcmp(m.name, "bad\xef\xbf\xbdname\xef\xbf\xbd"),
 	   "its END carries the repaired name");
 	tally_trace_close(tr);
+	wait_close();
 }
 
 #define NTHREADS 4
@@ -309,6 +343,7 @@ static void test_threads(void)
 	cmp_ok(bad_parent, "==", 0, "every span's parent is its thread's");
 	cmp_ok(dup, "==", 0, "span ids unique across threads");
 	tally_trace_close(tr);
+	wait_close();
 	free(ids);
 }
 
@@ -316,7 +351,8 @@ static void test_threads(void)
  * A collector that does not read: with a send queue of 10 messages most
  * events are dropped. Once it reads again, received + the dropped counts
  * carried = events produced, including the drops after the last message
- * that got through (close re-sends the last dropped event to carry them).
+ * that got through (close's CLOSE message carries them, and says how many
+ * events were queued).
  */
 struct drainer {
 	pthread_mutex_t lock;
@@ -334,9 +370,11 @@ static void *drain_run(void *arg)
 	while (!d->go)
 		pthread_cond_wait(&d->cond, &d->lock);
 	pthread_mutex_unlock(&d->lock);
-	while (recv_msg(&m, 1000)) {
-		d->received++;
+	/* until the CLOSE came and then 1 s passed without a message */
+	while (recv_any(&m, ncloses ? 1000 : 10000)) {
 		d->dropped += m.dropped;
+		if (m.type != TALLY_WIRE_CLOSE)
+			d->received++;
 	}
 	return NULL;
 }
@@ -347,13 +385,29 @@ static void test_drop_accounting(void)
 			     .cond = PTHREAD_COND_INITIALIZER };
 	struct tally_trace *tr;
 	struct tally_trace_stats st;
+	struct tally_trace_close_stats cs;
 	pthread_t th;
 	int hwm = 10;
+	void *shared = pull;
+	char ep[128];
 
-	zmq_setsockopt(pull, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	/*
+	 * A receiver of its own with a queue of 10, set before it binds:
+	 * libzmq 4.3.4 may use a freed pipe when ZMQ_RCVHWM changes while a
+	 * peer (the last test's CLOSE connection) goes away.
+	 */
+	ncloses = 0;
+	snprintf(ep, sizeof(ep), "ipc://%s/drops.sock", sockdir);
+	pull = zmq_socket(ctx, ZMQ_PULL);
+	if (!pull || zmq_setsockopt(pull, ZMQ_RCVHWM, &hwm, sizeof(hwm)) < 0 ||
+	    zmq_bind(pull, ep) < 0)
+		bail_out("bind %s: %s", ep, zmq_strerror(zmq_errno()));
+	/* the linger out of the sums: close returns once all is delivered */
 	setenv("TALLY_TRACE_SNDHWM", "10", 1);
-	tr = tally_trace_open(endpoint, "drops");
+	setenv("TALLY_TRACE_LINGER_MS", "60000", 1);
+	tr = tally_trace_open(ep, "drops");
 	unsetenv("TALLY_TRACE_SNDHWM");
+	unsetenv("TALLY_TRACE_LINGER_MS");
 	pthread_create(&th, NULL, drain_run, &d);
 	/* let the connection come up, so the queue is the pipe's */
 	tally_trace_end(tr, tally_trace_begin(tr, "warmup"));
@@ -369,14 +423,25 @@ static void test_drop_accounting(void)
 	d.go = true;
 	pthread_cond_signal(&d.cond);
 	pthread_mutex_unlock(&d.lock);
-	tally_trace_close(tr);
+	tally_trace_close_stats(tr, &cs);
 	pthread_join(th, NULL);
-	/* the last dropped event itself was delivered by close */
-	cmp_ok(d.dropped, "==", st.dropped - 1,
-	       "the drop counts carried add up to the client's count - 1");
+	cmp_ok(d.dropped, "==", st.dropped,
+	       "the drop counts carried add up to the client's count");
 	cmp_ok(d.received + d.dropped, "==", 100002,
 	       "received (%ld) + carried drops (%ld) = produced", d.received,
 	       d.dropped);
+	cmp_ok(ncloses, "==", 1, "one CLOSE message");
+	cmp_ok(last_close.id, "==", 100002 - st.dropped,
+	       "CLOSE: the events queued");
+	cmp_ok(last_close.name_len, "==", 0, "CLOSE: no name");
+	is(last_close.trace, "drops", "CLOSE: the trace id");
+	cmp_ok(cs.events, "==", 100002, "close stats: events");
+	cmp_ok(cs.dropped, "==", st.dropped, "close stats: dropped");
+	cmp_ok(cs.unreported, "==", 0, "close stats: every drop reported");
+	cmp_ok(cs.discarded_max, "==", 0, "close stats: everything delivered");
+	zmq_setsockopt(pull, ZMQ_LINGER, &(int){ 0 }, sizeof(int));
+	zmq_close(pull);
+	pull = shared;
 }
 
 /*
@@ -390,6 +455,8 @@ static void test_stalled_close(const char *dir)
 	void *stalled = zmq_socket(ctx, ZMQ_PULL);
 	int hwm = 10;
 	struct tally_trace *tr;
+	struct tally_trace_stats st;
+	struct tally_trace_close_stats cs;
 	struct timespec t0, t1;
 
 	snprintf(ep, sizeof(ep), "ipc://%s/stalled.sock", dir);
@@ -401,12 +468,20 @@ static void test_stalled_close(const char *dir)
 	unsetenv("TALLY_TRACE_LINGER_MS");
 	for (int i = 0; i < 50000; i++)
 		tally_trace_end(tr, tally_trace_begin(tr, "s"));
+	tally_trace_stats(tr, &st);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	ok(tally_trace_close(tr) == 0,
+	ok(tally_trace_close_stats(tr, &cs) == 0,
 	   "close returns with a collector that never reads");
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	diag("close took %.3f s (linger 0.3 s)",
 	     (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	/* 10 queued per side of the pipe, the rest dropped */
+	cmp_ok(cs.events, "==", 100000, "stalled: events");
+	cmp_ok(cs.dropped, "==", st.dropped, "stalled: dropped");
+	ok(cs.discarded_max > 0 && cs.discarded_max <= 100000 - st.dropped,
+	   "stalled: close says it may have discarded %llu of the %llu queued",
+	   (unsigned long long)cs.discarded_max,
+	   (unsigned long long)(100000 - st.dropped));
 	zmq_setsockopt(stalled, ZMQ_LINGER, &(int){ 0 }, sizeof(int));
 	zmq_close(stalled);
 }

@@ -40,6 +40,7 @@ struct msg {
 	char name[64];
 };
 
+/* Receive one event within @ms (tracers' CLOSE messages are skipped). */
 static bool recv_msg(struct msg *m, int ms)
 {
 	uint8_t b[TALLY_WIRE_MAX_MSG];
@@ -47,11 +48,13 @@ static bool recv_msg(struct msg *m, int ms)
 	size_t tl, nl;
 	int n;
 
-	if (zmq_poll(&pi, 1, ms) != 1)
-		return false;
-	n = zmq_recv(pull, b, sizeof(b), 0);
-	if (n < 52)
-		return false;
+	do {
+		if (zmq_poll(&pi, 1, ms) != 1)
+			return false;
+		n = zmq_recv(pull, b, sizeof(b), 0);
+		if (n < 52)
+			return false;
+	} while (b[3] == TALLY_WIRE_CLOSE);
 	m->type = b[3];
 	m->id = tally_wire_get64(b + 16);
 	m->parent = tally_wire_get64(b + 24);

@@ -102,7 +102,7 @@ static void check(const char *name, const uint8_t *m, size_t n)
 		hexdiff(m, n, v);
 }
 
-/* The four valid vectors, one buffer reused as libtally-trace does. */
+/* The valid vectors, one buffer reused as libtally-trace does. */
 static void test_vectors(void)
 {
 	struct tt_source s = {
@@ -133,6 +133,10 @@ static void test_vectors(void)
 	n = tt_msg_fill(m, &s, TALLY_WIRE_END, 0, 1722000001000000000LL, 1, 0,
 			"solver", 6);
 	check("end-root", m, n);
+	/* close: 1234 queued since begin-root, 7 drops unreported */
+	n = tt_msg_fill(m, &s, TALLY_WIRE_CLOSE, 7, 1722000002000000000LL, 1234,
+			1722000000123456789ULL, "", 0);
+	check("close", m, n);
 
 	tt_msg_init(m, &nohost);
 	n = tt_msg_fill(m, &nohost, TALLY_WIRE_BEGIN, 0, 1722000000200000000LL,

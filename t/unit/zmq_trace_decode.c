@@ -186,9 +186,17 @@ static void test_native_malformed(void)
 	m[3] = 0;
 	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_TYPE,
 	       "type 0: bad_type");
-	m[3] = 3;
+	m[3] = 4;
 	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_BAD_TYPE,
-	       "type 3: bad_type");
+	       "type 4: bad_type");
+	/* CLOSE: no name; a span_id of 0 (nothing queued) is valid */
+	len = build(m, TALLY_WIRE_CLOSE, "t", 1, "n", 1, "", 0);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "CLOSE with a name: bad_length");
+	len = build(m, TALLY_WIRE_CLOSE, "t", 1, "", 0, "", 0);
+	memset(m + 16, 0, 8);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "CLOSE with span_id 0: ok");
+	ok(ev.close, "CLOSE decoded as a close");
 
 	len = build(m, TALLY_WIRE_BEGIN, "", 0, "n", 1, "", 0);
 	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
@@ -369,20 +377,23 @@ static void test_doc_vectors(void)
 	static const struct {
 		const char *name;
 		enum tally_span_phase phase;
+		bool close;
 		uint32_t dropped;
 		int64_t ts_ns;
 		uint64_t span_id, parent_id;
 		int32_t rank;
 		const char *span_name, *host;
 	} valid[] = {
-		{ "begin-root", TALLY_SPAN_BEGIN, 0, 1722000000123456789ll, 1,
-		  0, 3, "solver", "n01" },
-		{ "begin-nested", TALLY_SPAN_BEGIN, 0, 1722000000200000000ll, 2,
-		  1, -1, "\xc3\xa9tape", "" },
-		{ "end-dropped", TALLY_SPAN_END, 7, 1722000000623456789ll, 2, 1,
-		  3, "", "n01" },
-		{ "end-root", TALLY_SPAN_END, 0, 1722000001000000000ll, 1, 0, 3,
-		  "solver", "n01" },
+		{ "begin-root", TALLY_SPAN_BEGIN, false, 0,
+		  1722000000123456789ll, 1, 0, 3, "solver", "n01" },
+		{ "begin-nested", TALLY_SPAN_BEGIN, false, 0,
+		  1722000000200000000ll, 2, 1, -1, "\xc3\xa9tape", "" },
+		{ "end-dropped", TALLY_SPAN_END, false, 7,
+		  1722000000623456789ll, 2, 1, 3, "", "n01" },
+		{ "end-root", TALLY_SPAN_END, false, 0, 1722000001000000000ll,
+		  1, 0, 3, "solver", "n01" },
+		{ "close", TALLY_SPAN_END, true, 7, 1722000002000000000ll, 1234,
+		  1722000000123456789ll, 3, "", "n01" },
 	};
 	const char *top = getenv("top_srcdir");
 	char path[4096];
@@ -404,6 +415,7 @@ static void test_doc_vectors(void)
 			    v->name))
 			continue;
 		cmp_ok(ev.phase, "==", valid[i].phase, "%s: phase", v->name);
+		cmp_ok(ev.close, "==", valid[i].close, "%s: close", v->name);
 		cmp_ok(ev.dropped, "==", valid[i].dropped, "%s: dropped",
 		       v->name);
 		cmp_ok(ev.ts_ns, "==", valid[i].ts_ns, "%s: ts_ns", v->name);

@@ -900,6 +900,82 @@ static void test_abandon_all(void)
 
 /* clang-format on */
 
+/* A CLOSE of pid @pid's tracer: @queued events queued, the first at @first. */
+static struct zmq_trace_event *close_of(uint32_t pid, uint64_t queued,
+					int64_t first, int64_t ts)
+{
+	struct zmq_trace_event *ev =
+		nat(E, pid, pid, queued, (uint64_t)first, "", ts);
+
+	ev->close = true;
+	return ev;
+}
+
+static uint64_t undelivered(struct zmq_trace_state *st)
+{
+	return zmq_trace_state_counters(st)->undelivered;
+}
+
+/*
+ * Sources whose tracers closed: events announced and not received are
+ * counted once the source is done with, only when the source saw the
+ * announced first event.
+ */
+static void test_undelivered(void)
+{
+	struct zmq_trace_state *st = new_state(16, 100);
+
+	/* 10: 5 queued, 3 arrived (the CLOSE overtakes nothing) */
+	apply(st, nat(B, 10, 10, 1, 0, "a", 100), 0);
+	apply(st, nat(E, 10, 10, 1, 0, "a", 200), 0);
+	apply(st, nat(B, 10, 10, 2, 0, "b", 300), 0);
+	apply(st, close_of(10, 5, 100, 400), 0);
+	/* 11: all arrived */
+	apply(st, nat(B, 11, 11, 1, 0, "a", 10), 0);
+	apply(st, nat(E, 11, 11, 1, 0, "a", 20), 0);
+	apply(st, close_of(11, 2, 10, 30), 0);
+	/* 12: the CLOSE first, its events after it */
+	apply(st, close_of(12, 3, 10, 30), 0);
+	apply(st, nat(B, 12, 12, 1, 0, "a", 10), 0);
+	apply(st, nat(E, 12, 12, 1, 0, "a", 11), 0);
+	apply(st, nat(B, 12, 12, 2, 0, "b", 12), 0);
+	/* 13: the source did not see the first event (forgotten, or late) */
+	apply(st, nat(B, 13, 13, 7, 0, "a", 50), 0);
+	apply(st, nat(E, 13, 13, 7, 0, "a", 60), 0);
+	apply(st, close_of(13, 5, 40, 70), 0);
+	/* 15: two tracers of one trace in the process: 4 queued, 3 came */
+	apply(st, close_of(15, 2, 5, 90), 0);
+	apply(st, nat(B, 15, 15, 1, 0, "a", 3), 0);
+	apply(st, nat(B, 15, 15, 2, 0, "b", 5), 0);
+	apply(st, nat(E, 15, 15, 2, 0, "b", 6), 0);
+	apply(st, close_of(15, 2, 3, 91), 0);
+	take();
+	zmq_trace_state_check(st, 0, 0, false, &sink);
+	cmp_ok(undelivered(st), "==", 0, "nothing counted while sources live");
+
+	/* 14: dead: counted when its source goes, not before */
+	apply(st, nat(B, 14, 14, 1, 0, "a", 1), 0);
+	apply(st, nat(E, 14, 14, 1, 0, "a", 2), 0);
+	apply(st, nat(B, 14, 14, 2, 0, "b", 3), 0);
+	apply(st, close_of(14, 4, 1, 4), 0);
+	dead_pids[14] = true;
+	zmq_trace_state_check(st, SEC / 2, 0, false, &sink);
+	cmp_ok(undelivered(st), "==", 0, "dead, within its grace: not yet");
+	zmq_trace_state_check(st, SEC, 0, false, &sink);
+	cmp_ok(undelivered(st), "==", 1, "dead 14 forgotten: 4 queued, 3 came");
+	dead_pids[14] = false;
+
+	zmq_trace_state_check(st, SEC, 0, true, &sink);
+	cmp_ok(undelivered(st), "==", 1 + 2 + 1,
+	       "final: 10 lost 2, 15 lost 1; 11, 12 complete, 13 unknown");
+	zmq_trace_state_check(st, SEC, 0, true, &sink);
+	cmp_ok(undelivered(st), "==", 4, "counted once");
+	cmp_ok(zmq_trace_state_counters(st)->orphan_end, "==", 0,
+	       "a CLOSE is no span event");
+	take();
+	zmq_trace_state_free(st);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -919,5 +995,6 @@ int main(void)
 	test_flood_wall_time();
 	test_retune();
 	test_abandon_all();
+	test_undelivered();
 	return done_testing();
 }

@@ -78,19 +78,22 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 		return ZMQ_TRACE_ERR_TRUNCATED;
 
 	type = msg[3];
-	if (type != TALLY_WIRE_BEGIN && type != TALLY_WIRE_END)
+	if (type != TALLY_WIRE_BEGIN && type != TALLY_WIRE_END &&
+	    type != TALLY_WIRE_CLOSE)
 		return ZMQ_TRACE_ERR_BAD_TYPE;
 
 	tl = tally_wire_get16(msg + 44);
 	nl = tally_wire_get16(msg + 46);
 	hl = tally_wire_get16(msg + 48);
 	if (tl == 0 || tl > TALLY_WIRE_MAX_STR || nl > TALLY_WIRE_MAX_STR ||
-	    hl > TALLY_WIRE_MAX_STR || (type == TALLY_WIRE_BEGIN && nl == 0))
+	    hl > TALLY_WIRE_MAX_STR || (type == TALLY_WIRE_BEGIN && nl == 0) ||
+	    (type == TALLY_WIRE_CLOSE && nl != 0))
 		return ZMQ_TRACE_ERR_BAD_LENGTH;
 	if (len != TALLY_WIRE_HDR_SIZE + tl + nl + hl)
 		return ZMQ_TRACE_ERR_BAD_LENGTH;
 
 	ev->format = ZMQ_TRACE_NATIVE;
+	ev->close = type == TALLY_WIRE_CLOSE;
 	ev->phase =
 		type == TALLY_WIRE_BEGIN ? TALLY_SPAN_BEGIN : TALLY_SPAN_END;
 	ev->dropped = tally_wire_get32(msg + 4);
@@ -102,7 +105,7 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 	ev->rank = (int32_t)tally_wire_get32(msg + 40);
 	/* The reserved field (offset 50) is ignored for forward compatibility;
 	 * a timestamp before 1970 is odd but well-formed. */
-	if (ev->span_id == 0)
+	if (ev->span_id == 0 && !ev->close)
 		return ZMQ_TRACE_ERR_BAD_SPAN_ID;
 
 	str = msg + TALLY_WIRE_HDR_SIZE;
@@ -476,6 +479,7 @@ enum zmq_trace_err zmq_trace_decode_json(const uint8_t *msg, size_t len,
 		return ZMQ_TRACE_ERR_BAD_VALUE;
 
 	ev->format = ZMQ_TRACE_OMNISTAT;
+	ev->close = false;
 	ev->dropped = 0;
 	ev->span_id = 0;
 	ev->parent_id = 0;

@@ -16,6 +16,7 @@
 #ifndef ZMQ_TRACE_DECODE_H
 #define ZMQ_TRACE_DECODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,7 +62,10 @@ enum zmq_trace_format {
 /**
  * struct zmq_trace_event - one decoded message
  * @format:    encoding of the message
- * @phase:     begin or end
+ * @phase:     begin or end (END for a CLOSE)
+ * @close:     native CLOSE: the sender's tracer closed; @span_id holds the
+ *             events it queued, @parent_id the ts_ns of the first one,
+ *             @name is empty; not a span event
  * @dropped:   events the sender dropped before this one (native only)
  * @ts_ns:     CLOCK_REALTIME ns (Omnistat: epoch ms converted, >= 0)
  * @span_id:   native: sender's span id (non-zero); Omnistat: 0
@@ -78,6 +82,7 @@ enum zmq_trace_format {
 struct zmq_trace_event {
 	enum zmq_trace_format format;
 	enum tally_span_phase phase;
+	bool close;
 	uint32_t dropped;
 	int64_t ts_ns;
 	uint64_t span_id;

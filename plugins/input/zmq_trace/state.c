@@ -56,6 +56,12 @@ struct zmq_trace_source {
 	int64_t alive_ns;  /* CLOCK_REALTIME ns of the last check that found
 			    * the process running, 0 = none */
 	uint64_t next_id;  /* synthesized span ids (Omnistat) */
+	/* native: events that arrived, against what CLOSE messages said */
+	uint64_t received;	 /* BEGIN and END messages */
+	int64_t first_ts;	 /* the earliest of their timestamps */
+	uint64_t announced;	 /* events queued, summed over CLOSEs */
+	int64_t announced_first; /* the earliest first event they name */
+	bool closed;		 /* a CLOSE arrived */
 	struct zmq_trace_open *ring;
 	uint32_t cap; /* power of two, 0 before the first begin */
 	uint32_t head;
@@ -323,11 +329,31 @@ zmq_trace_source_get(struct zmq_trace_state *st,
 	return st->last = src;
 }
 
+/*
+ * Count what @src's tracers queued and never delivered (CLOSE messages say
+ * how many they queued), once the source is done with. Only when this
+ * source saw the tracers' first event: a source forgotten and made anew
+ * (idle, max_sources) received only part of the stream. Two tracers of
+ * one trace in one process add up; one of them not closed yet may hide a
+ * loss (no count), never invent one.
+ */
+static void zmq_trace_settle(struct zmq_trace_state *st,
+			     struct zmq_trace_source *src)
+{
+	if (src->closed && src->received &&
+	    src->announced_first == src->first_ts &&
+	    src->announced > src->received)
+		st->counters.undelivered += src->announced - src->received;
+	src->closed = false;
+	src->announced = 0;
+}
+
 static void zmq_trace_source_unlink(struct zmq_trace_state *st,
 				    struct zmq_trace_source **pp)
 {
 	struct zmq_trace_source *src = *pp;
 
+	zmq_trace_settle(st, src);
 	*pp = src->next;
 	if (st->last == src)
 		st->last = NULL;
@@ -713,6 +739,17 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
 	if (!src)
 		return -1;
 	src->last_seen = now_ns;
+	if (ev->close) {
+		if (!src->closed ||
+		    (int64_t)ev->parent_id < src->announced_first)
+			src->announced_first = (int64_t)ev->parent_id;
+		src->announced += ev->span_id;
+		src->closed = true;
+		return 0;
+	}
+	if (ev->format == ZMQ_TRACE_NATIVE &&
+	    (!src->received++ || ev->ts_ns < src->first_ts))
+		src->first_ts = ev->ts_ns;
 	if (ev->ts_ns > src->last_ts)
 		src->last_ts = ev->ts_ns;
 	src->rank = ev->rank;
@@ -737,6 +774,9 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			int64_t silent = now_ns - src->last_seen;
 			bool gone = false;
 
+			/* the socket is drained: what did not come, will not */
+			if (final)
+				zmq_trace_settle(st, src);
 			/* A remote pid, or Omnistat's none, means nothing
 			 * here. */
 			if (zmq_trace_pid_checkable(src) &&

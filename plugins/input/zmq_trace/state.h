@@ -83,6 +83,10 @@ struct zmq_trace_state_opts {
  *                outside them, or an end reporting client drops
  * @source_limit: sources forgotten to make room (max_sources reached)
  * @emit_failed:  span records the sink could not store
+ * @undelivered:  events senders queued that never arrived: what their
+ *                tracers' CLOSE messages announced beyond what arrived,
+ *                counted when the source is forgotten or at the final
+ *                check
  */
 struct zmq_trace_counters {
 	uint64_t orphan_end;
@@ -91,6 +95,7 @@ struct zmq_trace_counters {
 	uint64_t lost_end;
 	uint64_t source_limit;
 	uint64_t emit_failed;
+	uint64_t undelivered;
 };
 
 struct zmq_trace_state;

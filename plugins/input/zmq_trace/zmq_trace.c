@@ -55,6 +55,7 @@
 #include <event2/event.h>
 #include <zmq.h>
 
+#include <tally/fdlimit.h>
 #include <tally/plugin.h>
 
 #include "decode.h"
@@ -99,9 +100,31 @@ enum zmq_trace_phase {
 	ZMQ_TRACE_COOLDOWN, /* drain timer at min_drain_interval */
 };
 
+/*
+ * One endpoint the socket binds: the main one (endpoint), and optionally
+ * the one Omnistat's tracer sends to (omnistat_endpoint).
+ */
+struct zmq_trace_bound {
+	char *ep;      /* as configured, or the default */
+	bool optional; /* cannot be bound: one log line, not an error */
+	bool bound;
+	bool ipc;      /* ipc endpoint: we bind the unix socket */
+	bool abstract; /* ipc://@name: no file */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int lock_fd;
+	int listen_fd;	/* ipc: the listening socket libzmq accepts on */
+	dev_t sock_dev; /* the socket file we created, to unlink */
+	ino_t sock_ino;
+	bool sock_file;
+	uint64_t refused; /* connections refused, counted so far */
+};
+
+#define ZMQ_TRACE_MAX_BOUND 2
+
 struct zmq_trace {
 	/* options (tally/config.h fills them) */
 	char *endpoint;
+	char *omnistat_endpoint;
 	char *group;
 	int64_t rcvhwm;
 	int64_t max_messages_per_wakeup;
@@ -113,16 +136,11 @@ struct zmq_trace {
 	double max_clock_skew;
 
 	struct tally_instance *inst;
-	char *ep; /* the endpoint bound (endpoint or default) */
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	bool ipc;      /* ipc endpoint: we bind the unix socket */
-	bool abstract; /* ipc://@name: no file */
+	struct zmq_trace_bound bound[ZMQ_TRACE_MAX_BOUND];
+	unsigned nbound;
 	gid_t gid;
 	bool have_gid;
-	int lock_fd;
-	dev_t sock_dev; /* the socket file we created, to unlink */
-	ino_t sock_ino;
-	bool sock_file;
+	int64_t refused_logged; /* CLOCK_MONOTONIC ns of the last such log */
 
 	void *zctx;
 	void *zsock;
@@ -184,6 +202,39 @@ static uint64_t zmq_trace_count(struct zmq_trace *zt, uint64_t *reported,
 		*reported = now;
 	}
 	return n;
+}
+
+/*
+ * Count the connections refused because descriptors ran short (core's
+ * accept, tally/fdlimit.h): senders beyond them find no collector until
+ * some disconnect, and retry. One log line per minute at most.
+ */
+static void zmq_trace_count_refused(struct zmq_trace *zt)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < zt->nbound; i++) {
+		struct zmq_trace_bound *b = &zt->bound[i];
+		uint64_t now;
+
+		if (b->listen_fd < 0)
+			continue;
+		now = tally_accept_refused(b->listen_fd);
+		n += now - b->refused;
+		b->refused = now;
+	}
+	if (!n)
+		return;
+	tally_count_event(zt->inst, "connections_refused", n);
+	if (tally_monotonic_ns() - zt->refused_logged < 60 * 1000000000ll &&
+	    zt->refused_logged)
+		return;
+	zt->refused_logged = tally_monotonic_ns();
+	tally_log(zt->inst, LOG_WARNING,
+		  "refused %llu connections: open files are running out "
+		  "(%u kept free for scrapes and outputs); raise the open "
+		  "files limit (LimitNOFILE=, ulimit -n)",
+		  (unsigned long long)n, tally_fd_reserve());
 }
 
 /* Emit what the last drain or check produced and flush the counters. */
@@ -252,6 +303,15 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 			  "= %lld per process, or max_sources reached)",
 			  (unsigned long long)n, (long long)zt->max_open_spans);
 	zmq_trace_count(zt, &zt->reported.emit_failed, c->emit_failed, "nomem");
+	n = zmq_trace_count(zt, &zt->reported.undelivered, c->undelivered,
+			    "undelivered");
+	if (n)
+		tally_log(
+			zt->inst, LOG_WARNING,
+			"%llu events that senders queued never arrived (their "
+			"tracers closed before delivering them)",
+			(unsigned long long)n);
+	zmq_trace_count_refused(zt);
 }
 
 /* Count a dropped message of @len bytes under @err, logged at the flush. */
@@ -263,14 +323,15 @@ static void zmq_trace_malformed(struct zmq_trace *zt, enum zmq_trace_err err,
 		zt->pending_len[err] = len;
 }
 
-static void zmq_trace_message(struct zmq_trace *zt, const void *data,
+/* Decode and apply one message. Return: true for a CLOSE, not an event. */
+static bool zmq_trace_message(struct zmq_trace *zt, const void *data,
 			      size_t len, int64_t now, int64_t real)
 {
 	enum zmq_trace_err err = zmq_trace_decode(data, len, &zt->ev);
 
 	if (err) {
 		zmq_trace_malformed(zt, err, len);
-		return;
+		return false;
 	}
 	if (zt->ev.dropped) {
 		zt->client_dropped += zt->ev.dropped;
@@ -280,10 +341,11 @@ static void zmq_trace_message(struct zmq_trace *zt, const void *data,
 	if (zmq_trace_ts_skewed(zt->ev.ts_ns, real, zt->max_skew_ns)) {
 		if (!zt->pending[ZMQ_TRACE_ERR_CLOCK_SKEW]++)
 			zt->first_skew_ns = zt->ev.ts_ns - real;
-		return;
+		return false;
 	}
 	/* An event lost to ENOMEM is counted by the state. */
 	(void)zmq_trace_state_apply(zt->state, &zt->ev, now, &zt->sink);
+	return zt->ev.close;
 }
 
 /*
@@ -300,7 +362,7 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max,
 				bool flush)
 {
 	int64_t now = tally_monotonic_ns(), real = tally_now_ns();
-	unsigned n = 0, msgs = 0;
+	unsigned n = 0, msgs = 0, closes = 0;
 	zmq_msg_t msg;
 
 	zmq_msg_init(&msg);
@@ -323,14 +385,18 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max,
 			zt->in_multipart = zmq_msg_more(&msg);
 			continue;
 		}
-		msgs++;
-		zmq_trace_message(zt, zmq_msg_data(&msg), zmq_msg_size(&msg),
-				  now, real);
+		if (zmq_trace_message(zt, zmq_msg_data(&msg),
+				      zmq_msg_size(&msg), now, real))
+			closes++;
+		else
+			msgs++;
 	}
 	zmq_msg_close(&msg);
 	zt->received += msgs;
 	zt->drains++;
 	tally_count_event(zt->inst, "messages_received", msgs);
+	if (closes)
+		tally_count_event(zt->inst, "tracer_closes", closes);
 	tally_count_event(zt->inst, "drains", 1);
 	if (flush)
 		zmq_trace_flush(zt);
@@ -512,7 +578,7 @@ out_inval:
 	return -1;
 }
 
-/* The endpoint to bind, in @buf: the option, or the runtime dir's. */
+/* The main endpoint, in @buf: the option, or the runtime dir's. */
 static const char *zmq_trace_ep_name(const struct zmq_trace *zt, char *buf,
 				     size_t size)
 {
@@ -520,6 +586,23 @@ static const char *zmq_trace_ep_name(const struct zmq_trace *zt, char *buf,
 		return zt->endpoint;
 	snprintf(buf, size, "ipc://%s/trace.sock", tally_runtime_dir());
 	return buf;
+}
+
+/* omnistat_endpoint: an ipc endpoint like the main one (parsed too). */
+static int zmq_trace_parse_omnistat(struct tally_instance *inst, const char *ep,
+				    struct zmq_trace_ep *out)
+{
+	if (zmq_trace_parse_ep(inst, ep, out) < 0)
+		return -1;
+	if (!out->ipc) {
+		tally_log(inst, LOG_ERR,
+			  "omnistat_endpoint %s: must be ipc:///path (where "
+			  "Omnistat's tracer sends)",
+			  ep);
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -537,11 +620,34 @@ static int zmq_trace_check(struct tally_instance *inst, void *state)
 	if (zmq_trace_parse_ep(inst, zmq_trace_ep_name(zt, buf, sizeof(buf)),
 			       &ep) < 0)
 		ret = -1;
+	if (zt->omnistat_endpoint &&
+	    zmq_trace_parse_omnistat(inst, zt->omnistat_endpoint, &ep) < 0)
+		ret = -1;
 	if (zt->group && !getgrnam(zt->group)) {
 		tally_log(inst, LOG_ERR, "group %s: no such group", zt->group);
 		ret = -1;
 	}
 	return ret;
+}
+
+/* Fill bound[zt->nbound++] from endpoint @name, parsed as @ep. */
+static int zmq_trace_add_bound(struct zmq_trace *zt, const char *name,
+			       const struct zmq_trace_ep *ep, bool optional)
+{
+	struct zmq_trace_bound *b = &zt->bound[zt->nbound];
+
+	memset(b, 0, sizeof(*b));
+	b->ep = strdup(name);
+	if (!b->ep)
+		return -1;
+	b->optional = optional;
+	b->ipc = ep->ipc;
+	b->abstract = ep->abstract;
+	memcpy(b->path, ep->path, sizeof(b->path));
+	b->lock_fd = -1;
+	b->listen_fd = -1;
+	zt->nbound++;
+	return 0;
 }
 
 /* The state's options, from the instance's. */
@@ -563,21 +669,24 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 	struct zmq_trace *zt = state;
 	struct zmq_trace_state_opts so;
 	char buf[PATH_MAX + 32];
+	const char *name = zmq_trace_ep_name(zt, buf, sizeof(buf));
 	struct zmq_trace_ep ep;
 
 	zt->inst = inst;
-	zt->lock_fd = -1;
 	zt->cool_fd = -1;
 	/* zmq_trace_check() has run: these fail only when it did not */
-	if (zmq_trace_parse_ep(inst, zmq_trace_ep_name(zt, buf, sizeof(buf)),
-			       &ep) < 0)
+	if (zmq_trace_parse_ep(inst, name, &ep) < 0)
 		return -1;
-	zt->ep = strdup(zmq_trace_ep_name(zt, buf, sizeof(buf)));
-	if (!zt->ep)
-		return -1;
-	zt->ipc = ep.ipc;
-	zt->abstract = ep.abstract;
-	memcpy(zt->path, ep.path, sizeof(zt->path));
+	if (zmq_trace_add_bound(zt, name, &ep, false) < 0)
+		goto out_free;
+	if (zt->omnistat_endpoint) {
+		if (zmq_trace_parse_omnistat(inst, zt->omnistat_endpoint, &ep) <
+		    0)
+			goto out_inval;
+		if (zmq_trace_add_bound(zt, zt->omnistat_endpoint, &ep, true) <
+		    0)
+			goto out_free;
+	}
 
 	if (zt->group) {
 		struct group *gr = getgrnam(zt->group);
@@ -610,8 +719,10 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 out_inval:
 	errno = EINVAL;
 out_free:
-	free(zt->ep);
-	zt->ep = NULL;
+	while (zt->nbound) {
+		free(zt->bound[--zt->nbound].ep);
+		zt->bound[zt->nbound].ep = NULL;
+	}
 	return -1;
 }
 
@@ -638,39 +749,90 @@ static int zmq_trace_probe(const struct sockaddr_un *sa)
 	return -1;
 }
 
-/* Take the lock that says "a tallyd owns this socket path". */
-static int zmq_trace_lock(struct zmq_trace *zt)
+/*
+ * Whether the file at @sa's path (bind() found it there) may be replaced
+ * by a socket of ours: only a socket file of this user that nobody listens
+ * on. Anything else stays: a file that is not a socket, a socket of
+ * another user (a shared directory such as /tmp: it may be planted, or
+ * another user's collector), a socket a collector listens on. @why gets
+ * the reason, for the log.
+ * Moves to tally/net.h with the rest of the unix socket helpers.
+ * Return: true to replace it, false (errno = EEXIST or EADDRINUSE, or a
+ * probe's) to leave it.
+ */
+static bool zmq_trace_sock_replaceable(const struct sockaddr_un *sa, char *why,
+				       size_t size)
 {
-	char lock[sizeof(zt->path) + 8];
+	struct stat st;
+	int live;
 
-	snprintf(lock, sizeof(lock), "%s.lock", zt->path);
-	zt->lock_fd = open(lock, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (zt->lock_fd < 0) {
-		tally_log(zt->inst, LOG_ERR, "open %s: %s", lock,
-			  strerror(errno));
+	if (lstat(sa->sun_path, &st) < 0) {
+		snprintf(why, size, "%s: %s", sa->sun_path, strerror(errno));
+		return false;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(why, size, "%s exists and is not a socket",
+			 sa->sun_path);
+		errno = EEXIST;
+		return false;
+	}
+	if (st.st_uid != geteuid()) {
+		snprintf(why, size,
+			 "%s is a socket of another user (uid %u): not "
+			 "taking it over",
+			 sa->sun_path, (unsigned)st.st_uid);
+		errno = EADDRINUSE;
+		return false;
+	}
+	live = zmq_trace_probe(sa);
+	if (live > 0) {
+		snprintf(why, size,
+			 "a collector is listening there: not taking it over");
+		errno = EADDRINUSE;
+	} else if (live < 0) {
+		snprintf(why, size, "probe %s: %s", sa->sun_path,
+			 strerror(errno));
+	}
+	return live == 0;
+}
+
+/* Take the lock that says "a tallyd owns this socket path". */
+static int zmq_trace_lock(struct zmq_trace_bound *b, char *why, size_t size)
+{
+	char lock[sizeof(b->path) + 8];
+	int err;
+
+	/*
+	 * 0644, and opened read-only: a lock file left by another user's
+	 * collector in a shared directory can still be locked. O_NOFOLLOW:
+	 * such a directory may hold a planted link.
+	 */
+	snprintf(lock, sizeof(lock), "%s.lock", b->path);
+	b->lock_fd =
+		open(lock, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (b->lock_fd < 0) {
+		snprintf(why, size, "open %s: %s", lock, strerror(errno));
 		return -1;
 	}
-	if (flock(zt->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		int err = errno;
-
-		if (err == EWOULDBLOCK)
-			tally_log(zt->inst, LOG_ERR,
-				  "endpoint %s is in use by another tallyd "
-				  "(%s is locked): not taking it over",
-				  zt->ep, lock);
-		else
-			tally_log(zt->inst, LOG_ERR, "flock %s: %s", lock,
-				  strerror(err));
-		close(zt->lock_fd);
-		zt->lock_fd = -1;
-		errno = err == EWOULDBLOCK ? EADDRINUSE : err;
-		return -1;
-	}
-	return 0;
+	if (flock(b->lock_fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	err = errno;
+	if (err == EWOULDBLOCK)
+		snprintf(why, size,
+			 "in use by another tallyd (%s is locked): not "
+			 "taking it over",
+			 lock);
+	else
+		snprintf(why, size, "flock %s: %s", lock, strerror(err));
+	close(b->lock_fd);
+	b->lock_fd = -1;
+	errno = err == EWOULDBLOCK ? EADDRINUSE : err;
+	return -1;
 }
 
 /* Give the socket file its final owner group and mode, before listen(). */
-static int zmq_trace_chmod(struct zmq_trace *zt)
+static int zmq_trace_chmod(struct zmq_trace *zt, struct zmq_trace_bound *b,
+			   char *why, size_t size)
 {
 	mode_t mode;
 
@@ -682,113 +844,108 @@ static int zmq_trace_chmod(struct zmq_trace *zt)
 		mode = 0660;
 	else
 		mode = tally_user_mode() ? 0600 : 0666;
-	if (zt->have_gid && chown(zt->path, (uid_t)-1, zt->gid) < 0) {
-		tally_log(zt->inst, LOG_ERR, "chown %s to group %s: %s",
-			  zt->path, zt->group, strerror(errno));
+	if (zt->have_gid && chown(b->path, (uid_t)-1, zt->gid) < 0) {
+		snprintf(why, size, "chown %s to group %s: %s", b->path,
+			 zt->group, strerror(errno));
 		return -1;
 	}
-	if (chmod(zt->path, mode) < 0) {
-		tally_log(zt->inst, LOG_ERR, "chmod %s: %s", zt->path,
-			  strerror(errno));
+	if (chmod(b->path, mode) < 0) {
+		snprintf(why, size, "chmod %s: %s", b->path, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-/* Bind and listen on the ipc endpoint's unix socket; return its fd. */
-static int zmq_trace_bind_unix(struct zmq_trace *zt)
+/*
+ * Bind and listen on an ipc endpoint's unix socket; return its fd. On
+ * failure, @why says why (for one log line: "endpoint EP: WHY").
+ */
+static int zmq_trace_bind_unix(struct zmq_trace *zt, struct zmq_trace_bound *b,
+			       char *why, size_t size)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	socklen_t salen = sizeof(sa);
 	struct stat st;
-	int fd, live;
+	int fd, err;
 
-	memcpy(sa.sun_path, zt->path, strlen(zt->path));
-	if (zt->abstract) {
+	memcpy(sa.sun_path, b->path, strlen(b->path));
+	if (b->abstract) {
 		/* Linux abstract namespace: leading NUL, exact length. */
 		sa.sun_path[0] = '\0';
 		salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-				    strlen(zt->path));
-	} else if (zmq_trace_lock(zt) < 0) {
+				    strlen(b->path));
+	} else if (zmq_trace_lock(b, why, size) < 0) {
 		return -1;
 	}
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* non-blocking: accept is tried only when the loop said readable */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
-		goto out_err;
+		goto out_sys;
 	if (bind(fd, (struct sockaddr *)&sa, salen) < 0) {
-		if (errno != EADDRINUSE || zt->abstract)
+		if (errno != EADDRINUSE || b->abstract)
 			goto out_bind;
-		if (lstat(zt->path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-			tally_log(zt->inst, LOG_ERR,
-				  "endpoint %s: %s exists and is not a socket",
-				  zt->ep, zt->path);
-			errno = EEXIST;
+		if (!zmq_trace_sock_replaceable(&sa, why, size))
 			goto out_close;
-		}
-		live = zmq_trace_probe(&sa);
-		if (live) {
-			if (live > 0) {
-				tally_log(zt->inst, LOG_ERR,
-					  "endpoint %s: a collector is "
-					  "listening there: not taking it over",
-					  zt->ep);
-				errno = EADDRINUSE;
-			}
-			goto out_bind;
-		}
 		tally_log(zt->inst, LOG_INFO, "replacing stale socket file %s",
-			  zt->path);
-		if ((unlink(zt->path) < 0 && errno != ENOENT) ||
+			  b->path);
+		if ((unlink(b->path) < 0 && errno != ENOENT) ||
 		    bind(fd, (struct sockaddr *)&sa, salen) < 0)
 			goto out_bind;
 	}
-	if (!zt->abstract) {
-		if (stat(zt->path, &st) < 0 || zmq_trace_chmod(zt) < 0)
+	if (!b->abstract) {
+		if (stat(b->path, &st) < 0) {
+			snprintf(why, size, "stat %s: %s", b->path,
+				 strerror(errno));
 			goto out_unlink;
-		zt->sock_dev = st.st_dev;
-		zt->sock_ino = st.st_ino;
-		zt->sock_file = true;
+		}
+		if (zmq_trace_chmod(zt, b, why, size) < 0)
+			goto out_unlink;
+		b->sock_dev = st.st_dev;
+		b->sock_ino = st.st_ino;
+		b->sock_file = true;
 	}
 	if (listen(fd, SOMAXCONN) < 0) {
-		tally_log(zt->inst, LOG_ERR, "listen on %s: %s", zt->ep,
-			  strerror(errno));
+		snprintf(why, size, "listen: %s", strerror(errno));
 		goto out_unlink;
 	}
 	return fd;
 
+out_sys:
+	snprintf(why, size, "socket: %s", strerror(errno));
+	goto out_lock;
 out_bind:
-	if (errno != EADDRINUSE && errno != EEXIST)
-		tally_log(zt->inst, LOG_ERR, "bind %s: %s", zt->ep,
-			  strerror(errno));
+	snprintf(why, size, "bind: %s", strerror(errno));
 	goto out_close;
 out_unlink:
-	if (!zt->abstract)
-		unlink(zt->path);
-	zt->sock_file = false;
+	if (!b->abstract)
+		unlink(b->path);
+	b->sock_file = false;
 out_close:
+	err = errno;
 	close(fd);
-out_err:
-	if (zt->lock_fd >= 0) {
-		close(zt->lock_fd);
-		zt->lock_fd = -1;
+	errno = err;
+out_lock:
+	if (b->lock_fd >= 0) {
+		close(b->lock_fd);
+		b->lock_fd = -1;
 	}
 	return -1;
 }
 
 /* Remove our socket file, if it is still ours, and release the lock. */
-static void zmq_trace_unlink(struct zmq_trace *zt)
+static void zmq_trace_unlink(struct zmq_trace_bound *b)
 {
 	struct stat st;
 
-	if (zt->sock_file && stat(zt->path, &st) == 0 &&
-	    st.st_dev == zt->sock_dev && st.st_ino == zt->sock_ino)
-		unlink(zt->path);
-	zt->sock_file = false;
+	if (b->sock_file && stat(b->path, &st) == 0 &&
+	    st.st_dev == b->sock_dev && st.st_ino == b->sock_ino)
+		unlink(b->path);
+	b->sock_file = false;
 	/* The lock file stays: removing it would race with a new owner. */
-	if (zt->lock_fd >= 0) {
-		close(zt->lock_fd);
-		zt->lock_fd = -1;
+	if (b->lock_fd >= 0) {
+		close(b->lock_fd);
+		b->lock_fd = -1;
 	}
 }
 
@@ -799,7 +956,7 @@ static void zmq_trace_event_free(struct event **ev)
 	*ev = NULL;
 }
 
-/* Undo start: events, timerfd, socket, context, socket file and lock. */
+/* Undo start: events, timerfd, socket, context, socket files and locks. */
 static void zmq_trace_close(struct zmq_trace *zt)
 {
 	zmq_trace_event_free(&zt->fd_ev);
@@ -810,6 +967,15 @@ static void zmq_trace_close(struct zmq_trace *zt)
 		close(zt->cool_fd);
 		zt->cool_fd = -1;
 	}
+	/* before libzmq closes them: their numbers are then reused */
+	zmq_trace_count_refused(zt);
+	for (unsigned i = 0; i < zt->nbound; i++) {
+		if (zt->bound[i].listen_fd >= 0)
+			tally_accept_unlimit(zt->bound[i].listen_fd);
+		zt->bound[i].listen_fd = -1;
+		zt->bound[i].refused = 0;
+		zt->bound[i].bound = false;
+	}
 	if (zt->zsock) {
 		zmq_close(zt->zsock);
 		zt->zsock = NULL;
@@ -818,26 +984,83 @@ static void zmq_trace_close(struct zmq_trace *zt)
 		zmq_ctx_term(zt->zctx);
 		zt->zctx = NULL;
 	}
-	zmq_trace_unlink(zt);
+	for (unsigned i = 0; i < zt->nbound; i++)
+		zmq_trace_unlink(&zt->bound[i]);
 	zt->phase = ZMQ_TRACE_IDLE;
 }
 
 /*
- * Say where we listen; for tcp://host:* the port the kernel chose. That
- * is the endpoint a wrapped command's clients must use (tally/mode.h).
+ * Say where we listen; for tcp://host:* the port the kernel chose. The
+ * main endpoint is the one a wrapped command's clients must use
+ * (tally/mode.h).
  */
-static void zmq_trace_log_listening(struct zmq_trace *zt)
+static void zmq_trace_log_listening(struct zmq_trace *zt,
+				    const struct zmq_trace_bound *b)
 {
 	char last[256];
 	size_t len = sizeof(last);
-	const char *ep = zt->ep;
+	const char *ep = b->ep;
 
-	if (!zt->ipc &&
+	if (!b->ipc &&
 	    zmq_getsockopt(zt->zsock, ZMQ_LAST_ENDPOINT, last, &len) == 0 &&
 	    len && len <= sizeof(last) && !last[len - 1])
 		ep = last;
 	tally_log(zt->inst, LOG_INFO, "listening on %s", ep);
-	tally_instance_export_env(zt->inst, "TALLY_TRACE_ENDPOINT", ep);
+	if (!b->optional)
+		tally_instance_export_env(zt->inst, "TALLY_TRACE_ENDPOINT", ep);
+}
+
+/*
+ * Bind endpoint @b. A failure is logged: for the main endpoint as an
+ * error (start fails), for an optional one as one warning, and start goes
+ * on without it.
+ * Return: 0, or -1 with errno.
+ */
+static int zmq_trace_bind(struct zmq_trace *zt, struct zmq_trace_bound *b)
+{
+	char why[PATH_MAX + 128] = "";
+	int fd = -1, err;
+
+	if (b->ipc) {
+		fd = zmq_trace_bind_unix(zt, b, why, sizeof(why));
+		if (fd < 0)
+			goto out_log;
+		if (zmq_setsockopt(zt->zsock, ZMQ_USE_FD, &fd, sizeof(fd)) < 0)
+			goto out_zmq;
+	}
+	if (zmq_bind(zt->zsock, b->ep) < 0)
+		goto out_zmq;
+	b->bound = true;
+	zmq_trace_log_listening(zt, b);
+	if (fd < 0)
+		return 0;
+	/* libzmq owns it now; keep descriptors for the rest of tallyd */
+	b->listen_fd = fd;
+	if (tally_accept_limit(fd, 0) < 0)
+		tally_log(zt->inst, LOG_WARNING,
+			  "endpoint %s: no descriptor reserve: %s", b->ep,
+			  strerror(errno));
+	return 0;
+
+out_zmq:
+	snprintf(why, sizeof(why), "bind: %s", zmq_strerror(errno));
+out_log:
+	err = errno;
+	if (b->optional)
+		tally_log(zt->inst, LOG_WARNING,
+			  "omnistat_endpoint %s: %s; receiving on %s only",
+			  b->ep, why, zt->bound[0].ep);
+	else
+		tally_log(zt->inst, LOG_ERR, "endpoint %s: %s", b->ep, why);
+	if (fd >= 0) {
+		int none = -1;
+
+		zmq_setsockopt(zt->zsock, ZMQ_USE_FD, &none, sizeof(none));
+		close(fd);
+	}
+	zmq_trace_unlink(b);
+	errno = err;
+	return -1;
 }
 
 static int zmq_trace_start(struct tally_instance *inst, void *state,
@@ -850,7 +1073,7 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 					  (double)(time_t)zt->check_interval) *
 					 1e6),
 	};
-	int hwm = (int)zt->rcvhwm, linger = 0, fd = -1, err;
+	int hwm = (int)zt->rcvhwm, linger = 0, err;
 	int64_t maxmsg = ZMQ_TRACE_MAX_MSG;
 	evutil_socket_t zfd;
 	size_t len = sizeof(zfd);
@@ -873,19 +1096,10 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 		    0 ||
 	    zmq_setsockopt(zt->zsock, ZMQ_LINGER, &linger, sizeof(linger)) < 0)
 		goto out_zmq;
-	if (zt->ipc) {
-		fd = zmq_trace_bind_unix(zt);
-		if (fd < 0)
-			goto out_close;
-		if (zmq_setsockopt(zt->zsock, ZMQ_USE_FD, &fd, sizeof(fd)) < 0)
-			goto out_zmq;
-	}
-	if (zmq_bind(zt->zsock, zt->ep) < 0) {
-		tally_log(inst, LOG_ERR, "bind %s: %s", zt->ep,
-			  zmq_strerror(errno));
+	if (zmq_trace_bind(zt, &zt->bound[0]) < 0)
 		goto out_close;
-	}
-	fd = -1; /* libzmq owns it now */
+	for (unsigned i = 1; i < zt->nbound; i++)
+		(void)zmq_trace_bind(zt, &zt->bound[i]);
 	if (zmq_getsockopt(zt->zsock, ZMQ_FD, &zfd, &len) < 0)
 		goto out_zmq;
 
@@ -911,16 +1125,13 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 	/* Whatever queued since bind is read by the first drain. */
 	zt->phase = ZMQ_TRACE_YIELD;
 	evtimer_add(zt->drain_ev, &zmq_trace_now);
-	zmq_trace_log_listening(zt);
 	return 0;
 
 out_zmq:
-	tally_log(inst, LOG_ERR, "zmq setup for %s: %s", zt->ep,
+	tally_log(inst, LOG_ERR, "zmq setup for %s: %s", zt->bound[0].ep,
 		  zmq_strerror(errno));
 out_close:
 	err = errno;
-	if (fd >= 0)
-		close(fd);
 	zmq_trace_close(zt);
 	errno = err;
 	return -1;
@@ -1105,7 +1316,8 @@ static void zmq_trace_fini(struct tally_instance *inst, void *state)
 	zmq_trace_close(zt);
 	tally_batch_unref(zt->batch);
 	zmq_trace_state_free(zt->state);
-	free(zt->ep);
+	for (unsigned i = 0; i < zt->nbound; i++)
+		free(zt->bound[i].ep);
 }
 
 static const struct tally_option zmq_trace_options[] = {
@@ -1114,6 +1326,13 @@ static const struct tally_option zmq_trace_options[] = {
 			   "tcp://host:port (default: ipc://RUNTIME_DIR/"
 			   "trace.sock, /run/tally/trace.sock for the system "
 			   "collector)"),
+	TALLY_OPT_ENDPOINT("omnistat_endpoint", struct zmq_trace,
+			   omnistat_endpoint, NULL,
+			   "also bind this ipc endpoint, where Omnistat's "
+			   "tracer sends (ipc:///tmp/omnistat_trace), if it "
+			   "can be taken: a socket of another user or one a "
+			   "collector listens on is left alone, with one log "
+			   "line, and the main endpoint still runs"),
 	TALLY_OPT_STRING("group", struct zmq_trace, group, NULL,
 			 "ipc: group that may send (socket file mode 0660); "
 			 "default: everyone (0666) for the system collector, "

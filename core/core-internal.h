@@ -20,6 +20,9 @@
 #include <tally/plugin.h>
 #include <tally/stats.h>
 
+/* TALLY_PLUGINDIR, TALLY_SYSCONFDIR, TALLY_STATEDIR: made by make (Makefile.am) */
+#include "tally-dirs.h"
+
 struct event;
 struct event_base;
 

@@ -37,10 +37,6 @@ struct tally_loader {
 	size_t nloaded;
 };
 
-#ifndef TALLY_PLUGINDIR
-#define TALLY_PLUGINDIR "/usr/local/lib/tally"
-#endif
-
 static int ltdl_users;
 
 /* The search path: the added directories, then always the install dir. */

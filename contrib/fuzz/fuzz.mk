@@ -8,8 +8,7 @@
 
 FUZZ_CC = clang
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
-	-I$(top_srcdir)/include -I$(top_builddir) \
-	-DTALLY_PLUGINDIR='"$(pkgplugindir)"'
+	-I$(top_srcdir)/include -I$(top_builddir)
 FUZZ_TARGETS = contrib/fuzz/config_fuzz
 
 CONFIG_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/config_fuzz.c \
@@ -19,7 +18,7 @@ CONFIG_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/config_fuzz.c \
 	$(top_srcdir)/core/hash.c $(top_srcdir)/core/utf8.c \
 	$(top_srcdir)/core/pipeline.c $(top_srcdir)/core/graph.c \
 	$(top_srcdir)/core/mode.c
-contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC)
+contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC) tally-dirs.h
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCONFIG_CFLAGS) \
 		$(LIBEVENT_CFLAGS) -o $@ $(CONFIG_FUZZ_SRC) $(LIBCONFIG_LIBS) \

@@ -10,6 +10,7 @@ core_libtally_la_SOURCES = \
 	core/log.c \
 	core/options.c \
 	core/config.c \
+	core/conftext.c \
 	core/loader.c \
 	core/pipeline.c \
 	core/graph.c \
@@ -52,6 +53,11 @@ t_unit_batch_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 t_unit_options_t_SOURCES = t/unit/options.c
 t_unit_options_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_options_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+check_PROGRAMS += t/unit/conftext.t
+t_unit_conftext_t_SOURCES = t/unit/conftext.c
+t_unit_conftext_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_conftext_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+TESTS += t/unit/conftext.t
 check_PROGRAMS += t/unit/conf-same.t
 t_unit_conf_same_t_SOURCES = t/unit/conf-same.c
 t_unit_conf_same_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)

@@ -12,7 +12,8 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined \
 FUZZ_TARGETS = contrib/fuzz/config_fuzz
 
 CONFIG_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/config_fuzz.c \
-	$(top_srcdir)/core/config.c $(top_srcdir)/core/options.c \
+	$(top_srcdir)/core/config.c $(top_srcdir)/core/conftext.c \
+	$(top_srcdir)/core/options.c \
 	$(top_srcdir)/core/loader.c $(top_srcdir)/core/log.c \
 	$(top_srcdir)/core/labels.c $(top_srcdir)/core/record.c \
 	$(top_srcdir)/core/hash.c $(top_srcdir)/core/utf8.c \

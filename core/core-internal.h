@@ -457,6 +457,15 @@ struct tally_heap_trim {
 void tally_heap_trim_tick(struct tally_heap_trim *t,
 			  const struct tally_heap_ops *ops, int64_t now_ns);
 
+/*
+ * pipeline.c: the wall-clock second at which a timer of @interval seconds
+ * last set for @mark (0: none yet) fires next, at @now (CLOCK_REALTIME
+ * seconds): the mark after @mark, or, on the first tick, after a missed
+ * one (a stalled loop) or a clock step, the next multiple of @interval
+ * after @now. Never the same mark twice.
+ */
+double tally_next_mark(double interval, double mark, double now);
+
 /* graph.c: building the running graph from a configuration */
 int tally_graph_build(struct tally_core *core);
 

@@ -402,22 +402,27 @@ static void filter_tick_once(struct tally_instance *f)
 }
 
 /*
- * Delay until the next wall-clock multiple of @interval after *@mark, the
- * mark this timer was last set for (0: none yet), which is updated. Going
- * from the mark, not from now, matters: a timer may fire a little before
- * its mark, and "the next multiple after now" would then be that same
- * mark again, a second tick a millisecond later.
+ * Going from the mark, not from now, matters: a timer may fire a little
+ * before its mark, and "the next multiple after now" would then be that
+ * same mark again, a second tick a millisecond later.
  */
+double tally_next_mark(double interval, double mark, double now)
+{
+	double next = mark + interval;
+
+	/* first tick, a clock step, or a tick missed (loop stalled, suspend) */
+	if (mark == 0 || next <= now || next > now + 2 * interval)
+		next = (floor(now / interval) + 1) * interval;
+	return next;
+}
+
+/* Delay until the next mark after *@mark, which is updated. */
 static struct timeval next_aligned(double interval, double *mark)
 {
 	double now = (double)tally_now_ns() / 1e9;
-	double next = *mark + interval;
 
-	/* first tick, a clock step, or a tick missed (loop stalled, suspend) */
-	if (*mark == 0 || next <= now || next > now + 2 * interval)
-		next = (floor(now / interval) + 1) * interval;
-	*mark = next;
-	return tv_of(next - now);
+	*mark = tally_next_mark(interval, *mark, now);
+	return tv_of(*mark - now);
 }
 
 static void filter_tick(evutil_socket_t fd, short what, void *arg)

@@ -394,15 +394,7 @@ static unsigned conf_common(struct tally_conf *c, size_t f,
 		if (o && tally_options_apply(o, d, s, &src) < 0)
 			errors++;
 	}
-	for (const struct tally_option *o = common; o->name; o++) {
-		if ((o->flags & TALLY_OPT_REQUIRED) &&
-		    !config_setting_get_member(g, o->name)) {
-			tally_log_conf(LOG_ERR, d->file, d->line,
-				       "%s: missing required option '%s' (%s)",
-				       what, o->name, o->doc);
-			errors++;
-		}
-	}
+	errors += tally_options_required(common, g, d->file, d->line, what);
 	c->errors += errors;
 	return errors;
 }

@@ -190,6 +190,11 @@ void tally_options_unknown(const char *file, int line, const char *what,
 			   const char *key, const char *const *names,
 			   const struct tally_option *a,
 			   const struct tally_option *b);
+/* report each TALLY_OPT_REQUIRED option of @opts that group @g lacks, at
+ * @file:@line; returns how many */
+unsigned tally_options_required(const struct tally_option *opts,
+				const config_setting_t *g, const char *file,
+				int line, const char *what);
 /* print a table as tallyd --describe does, one option a line */
 void tally_options_describe(const struct tally_option *opts, FILE *out);
 /* a size ("64MiB") in bytes, a duration ("1h30m") in seconds, see

@@ -12,6 +12,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -539,6 +540,23 @@ static int number_value(const struct tally_opt_src *src,
 	}
 }
 
+/* Log "WHAT: option 'NAME' " and the rest at @src; -1 with EINVAL. */
+static int __attribute__((format(printf, 3, 4)))
+refuse(const struct tally_option *o, const struct tally_opt_src *src,
+       const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	tally_log_conf(LOG_ERR, src->file, src->line, "%s: option '%s' %s",
+		       src->what, o->name, msg);
+	errno = EINVAL;
+	return -1;
+}
+
 static int out_of_range(const struct tally_option *o,
 			const struct tally_opt_src *src, const char *value)
 {
@@ -565,27 +583,29 @@ static void numbers_free(struct tally_numbers *l)
 static int numbers_from_csv(struct tally_numbers *l, const char *csv)
 {
 	struct tally_numbers tmp = { 0 };
-	const char *p = csv;
+	struct tally_strlist words = { 0 };
 
-	while (*p) {
-		double *v = realloc(tmp.v, (tmp.n + 1) * sizeof(*v));
+	if (list_from_csv(&words, csv) < 0)
+		return -1;
+	tmp.v = calloc(words.n ? words.n : 1, sizeof(*tmp.v));
+	if (!tmp.v)
+		goto out_fail;
+	for (; tmp.n < words.n; tmp.n++) {
 		char *end;
 
-		if (!v)
-			goto out_fail;
-		tmp.v = v;
 		errno = 0;
-		tmp.v[tmp.n++] = strtod(p, &end);
-		if (end == p || errno || (*end && *end != ','))
-			goto out_inval;
-		p = *end ? end + 1 : end;
+		tmp.v[tmp.n] = strtod(words.v[tmp.n], &end);
+		if (end == words.v[tmp.n] || errno || *end) {
+			errno = EINVAL;
+			goto out_fail;
+		}
 	}
+	list_free(&words);
 	numbers_free(l);
 	*l = tmp;
 	return 0;
-out_inval:
-	errno = EINVAL;
 out_fail:
+	list_free(&words);
 	numbers_free(&tmp);
 	return -1;
 }
@@ -673,23 +693,17 @@ static int set_size(const struct tally_option *o, uint64_t *dst,
 			goto out_check;
 		if (errno == ERANGE)
 			return out_of_range(o, src, lit);
-		tally_log_conf(LOG_ERR, src->file, src->line,
-			       "%s: option '%s' = %s is not a size: give "
-			       "bytes, or a number and a unit: K, M, G, T, P "
-			       "or KiB, MiB, GiB, TiB, PiB (powers of 1024); "
-			       "kB, MB, GB, TB, PB (powers of 1000)",
-			       src->what, o->name, lit);
-		errno = EINVAL;
-		return -1;
+		return refuse(o, src,
+			      "= %s is not a size: give bytes, or a number "
+			      "and a unit: K, M, G, T, P or KiB, MiB, GiB, "
+			      "TiB, PiB (powers of 1024); kB, MB, GB, TB, PB "
+			      "(powers of 1000)",
+			      lit);
 	}
-	if (number_value(src, s, &v, lit, sizeof(lit)) < 0) {
-		tally_log_conf(LOG_ERR, src->file, src->line,
-			       "%s: option '%s' must be a size: bytes, or a "
-			       "string such as \"64MiB\"",
-			       src->what, o->name);
-		errno = EINVAL;
-		return -1;
-	}
+	if (number_value(src, s, &v, lit, sizeof(lit)) < 0)
+		return refuse(o, src,
+			      "must be a size: bytes, or a string such as "
+			      "\"64MiB\"");
 	if (!(v >= 0 && v < 18446744073709551616.0))
 		return out_of_range(o, src, lit);
 	bytes = (uint64_t)v;
@@ -715,22 +729,16 @@ static int set_duration(const struct tally_option *o, double *dst,
 		if (tally_parse_duration(str, &v) < 0) {
 			if (errno == ERANGE)
 				return out_of_range(o, src, lit);
-			tally_log_conf(LOG_ERR, src->file, src->line,
-				       "%s: option '%s' = %s is not a "
-				       "duration: give seconds, or numbers "
-				       "with units d, h, m, s, ms, us, ns "
-				       "(\"250ms\", \"1h30m\")",
-				       src->what, o->name, lit);
-			errno = EINVAL;
-			return -1;
+			return refuse(o, src,
+				      "= %s is not a duration: give seconds, "
+				      "or numbers with units d, h, m, s, ms, "
+				      "us, ns (\"250ms\", \"1h30m\")",
+				      lit);
 		}
 	} else if (number_value(src, s, &v, lit, sizeof(lit)) < 0) {
-		tally_log_conf(LOG_ERR, src->file, src->line,
-			       "%s: option '%s' must be a duration: seconds, "
-			       "or a string such as \"30s\"",
-			       src->what, o->name);
-		errno = EINVAL;
-		return -1;
+		return refuse(o, src,
+			      "must be a duration: seconds, or a string such "
+			      "as \"30s\"");
 	}
 	if (!isfinite(v) || v < 0 || !in_range(o, v))
 		return out_of_range(o, src, lit);
@@ -1178,6 +1186,24 @@ const char *tally_kind_section(enum tally_plugin_kind kind)
 					   : "outputs";
 }
 
+unsigned tally_options_required(const struct tally_option *opts,
+				const config_setting_t *g, const char *file,
+				int line, const char *what)
+{
+	unsigned missing = 0;
+
+	for (const struct tally_option *o = opts; o && o->name; o++) {
+		if ((o->flags & TALLY_OPT_REQUIRED) &&
+		    !config_setting_get_member(g, o->name)) {
+			tally_log_conf(LOG_ERR, file, line,
+				       "%s: missing required option '%s' (%s)",
+				       what, o->name, o->doc ? o->doc : "");
+			missing++;
+		}
+	}
+	return missing;
+}
+
 /* Where setting @s of @d is, for messages. */
 static void decl_src(const struct tally_conf_decl *d,
 		     const config_setting_t *s, const char *what,
@@ -1223,16 +1249,7 @@ unsigned tally_options_fill(const struct tally_conf_decl *d, void *state)
 			errors++;
 		}
 	}
-	for (const struct tally_option *o = opts; o->name; o++) {
-		if ((o->flags & TALLY_OPT_REQUIRED) &&
-		    !config_setting_get_member(g, o->name)) {
-			tally_log_conf(LOG_ERR, d->file, d->line,
-				       "%s: missing required option '%s' (%s)",
-				       what, o->name, o->doc ? o->doc : "");
-			errors++;
-		}
-	}
-	return errors;
+	return errors + tally_options_required(opts, g, d->file, d->line, what);
 }
 
 void tally_options_describe(const struct tally_option *opts, FILE *out)

@@ -433,18 +433,19 @@ static void test_discovery(void)
 	snprintf(p, sizeof(p), "%s/tally-%u/job-99", dir, (unsigned)getuid());
 	mkdir_p(p);
 	expect_system("no XDG_RUNTIME_DIR, no socket in /tmp: system");
-	snprintf(p, sizeof(p), "%s/tally-%u/trace.sock", dir,
-		 (unsigned)getuid());
-	make_socket(p);
-	snprintf(want, sizeof(want), "ipc://%s", p);
-	expect_endpoint(want, "no XDG_RUNTIME_DIR: /tmp/tally-UID/trace.sock");
-	setenv("SLURM_JOB_ID", "99", 1);
-	expect_system("in job 99: the collector outside the job unused");
-	snprintf(p, sizeof(p), "%s/tally-%u/job-99/trace.sock", dir,
-		 (unsigned)getuid());
-	make_socket(p);
-	snprintf(want, sizeof(want), "ipc://%s", p);
-	expect_endpoint(want, "in job 99: /tmp/tally-UID/job-99/trace.sock");
+	for (int job = 0; job < 2; job++) {
+		snprintf(p, sizeof(p), "%s/tally-%u%s/trace.sock", dir,
+			 (unsigned)getuid(), job ? "/job-99" : "");
+		make_socket(p);
+		snprintf(want, sizeof(want), "ipc://%s", p);
+		expect_endpoint(want, job ? "no XDG_RUNTIME_DIR, job 99: "
+					    "/tmp/tally-UID/job-99"
+					  : "no XDG_RUNTIME_DIR, no job: "
+					    "/tmp/tally-UID");
+		setenv("SLURM_JOB_ID", "99", 1);
+		if (!job)
+			expect_system("in job 99: not the socket outside it");
+	}
 	tt_tmp_dir = "/tmp";
 
 	clear_env();

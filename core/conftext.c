@@ -24,10 +24,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core-internal.h"
 
@@ -289,7 +291,8 @@ static const char *text_keep_name(struct tally_conf_text *t, char *name)
 
 /*
  * Read all of the regular file @path into a NUL-terminated buffer. Not a
- * FIFO or a device: reading those could block or never end.
+ * FIFO or a device: opening a FIFO would wait for a writer, reading a
+ * device could never end. O_NONBLOCK makes the open return at once.
  */
 static char *read_file(const char *path, size_t *len)
 {
@@ -297,11 +300,12 @@ static char *read_file(const char *path, size_t *len)
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *f;
+	int fd;
 
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return NULL;
-	if (fstat(fileno(f), &st) < 0)
+	if (fstat(fd, &st) < 0)
 		goto out_close;
 	if (!S_ISREG(st.st_mode)) {
 		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
@@ -311,22 +315,33 @@ static char *read_file(const char *path, size_t *len)
 		errno = EFBIG;
 		goto out_close;
 	}
+	f = fdopen(fd, "r");
+	if (!f)
+		goto out_close;
 	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		goto out_close;
-	/* the size may change while we read: take what is there */
-	n = fread(buf, 1, (size_t)st.st_size, f);
-	if (ferror(f)) {
-		free(buf);
-		buf = NULL;
-		errno = EIO;
-		goto out_close;
+	if (buf) {
+		/* the size may change while we read: take what is there */
+		n = fread(buf, 1, (size_t)st.st_size, f);
+		if (ferror(f)) {
+			free(buf);
+			buf = NULL;
+			errno = EIO;
+		} else {
+			buf[n] = '\0';
+			*len = n;
+		}
 	}
-	buf[n] = '\0';
-	*len = n;
-out_close:
 	fclose(f);
 	return buf;
+out_close:
+	close(fd);
+	return NULL;
+}
+
+/* Why read_file() failed, for a message. */
+static const char *read_error(int err)
+{
+	return err == EINVAL ? "not a regular file" : strerror(err);
 }
 
 /* The path of @inc, written in @file: relative ones from @file's dir. */
@@ -378,7 +393,7 @@ static int expand_include(struct expand *x, const char *file,
 	if (!buf) {
 		tally_log_conf(LOG_ERR, file, t->line,
 			       "@include \"%s\": cannot read: %s", path,
-			       strerror(errno));
+			       read_error(errno));
 		free(path);
 		return -1;
 	}
@@ -457,7 +472,7 @@ int tally_conf_text_load(struct tally_conf_text *t, const char *path)
 	if (!buf) {
 		memset(t, 0, sizeof(*t));
 		tally_log_conf(LOG_ERR, path, 0, "cannot read: %s",
-			       strerror(errno));
+			       read_error(errno));
 		return -1;
 	}
 	ret = tally_conf_text_parse(t, path, buf, len);

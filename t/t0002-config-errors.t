@@ -172,13 +172,17 @@ test_expect_success '@include: absolute paths, relative ones from the including 
 	echo 3 >expect && test_cmp expect n
 '
 
-test_expect_success '@include of a missing file, a directory, itself' '
+test_expect_success '@include of a missing file, a directory, a FIFO, itself' '
 	printf "a = 1;\n@include \"nothere.conf\"\n" >inc/miss.conf &&
 	test_must_fail tallyd --check-config -c inc/miss.conf 2>err &&
 	grep "^inc/miss.conf:2: error: @include \"inc/nothere.conf\": cannot read: No such file or directory$" err &&
 	echo "@include \"sub\"" >inc/dir.conf &&
 	test_must_fail tallyd --check-config -c inc/dir.conf 2>err &&
 	grep "^inc/dir.conf:1: error: @include \"inc/sub\": cannot read: Is a directory$" err &&
+	mkfifo inc/fifo &&
+	echo "@include \"fifo\"" >inc/fifo.conf &&
+	test_must_fail tallyd --check-config -c inc/fifo.conf 2>err &&
+	grep "^inc/fifo.conf:1: error: @include \"inc/fifo\": cannot read: not a regular file$" err &&
 	echo "@include \"self.conf\"" >inc/self.conf &&
 	test_must_fail tallyd --check-config -c inc/self.conf 2>err &&
 	grep "^inc/self.conf:1: error: @include \"inc/self.conf\": more than 10 nested includes (does a file include itself?)$" err

@@ -128,6 +128,15 @@ static void test_includes(void)
 	errno = 0;
 	ok(tally_conf_text_load(&t, path) < 0 && errno == EISDIR,
 	   "a directory is no include");
+	/* opening a FIFO to read would wait for a writer: never done */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	if (mkfifo(path, 0600) < 0)
+		bail_out("mkfifo: %s", strerror(errno));
+	write_file("fifo.conf", "@include \"fifo\"\n");
+	snprintf(path, sizeof(path), "%s/fifo.conf", dir);
+	errno = 0;
+	ok(tally_conf_text_load(&t, path) < 0 && errno == EINVAL,
+	   "a FIFO is no include, and does not block");
 }
 
 /* The literal of setting @path of @text, or "(none)". */

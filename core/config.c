@@ -285,8 +285,9 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 		if (!grp)
 			continue;
 		if (!config_setting_is_group(grp)) {
-			CONF_ERR_AT(c, at(c, f, grp),
-				 "global must be a group: global = { ... };");
+			CONF_ERR_AT(
+				c, at(c, f, grp),
+				"global must be a group: global = { ... };");
 			continue;
 		}
 		n = config_setting_length(grp);
@@ -320,19 +321,21 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 				c->errors++;
 			else if (!strcmp(key, "include_dir") && f != 0)
 				CONF_WARN_AT(c, at(c, f, s),
-					  "global.include_dir only has an "
-					  "effect in the main file");
-			else if (!strcmp(key, "log") && strcmp(g.log, "stderr") &&
+					     "global.include_dir only has an "
+					     "effect in the main file");
+			else if (!strcmp(key, "log") &&
+				 strcmp(g.log, "stderr") &&
 				 strcmp(g.log, "syslog"))
 				CONF_ERR_AT(c, at(c, f, s),
-					 "global.log must be \"stderr\" or "
-					 "\"syslog\"");
+					    "global.log must be \"stderr\" or "
+					    "\"syslog\"");
 			else if (!strcmp(key, "log_level") &&
 				 tally_log_level_parse(g.log_level) < 0)
-				CONF_ERR_AT(c, at(c, f, s),
-					 "global.log_level \"%s\" is not one of "
-					 "error, warning, notice, info, debug",
-					 g.log_level);
+				CONF_ERR_AT(
+					c, at(c, f, s),
+					"global.log_level \"%s\" is not one of "
+					"error, warning, notice, info, debug",
+					g.log_level);
 		}
 	}
 	c->interval = g.interval;
@@ -517,14 +520,15 @@ static void conf_pipe_list(struct tally_conf *c, size_t f,
 		   config_setting_type(s) == CONFIG_TYPE_LIST) {
 		n = config_setting_length(s);
 	} else {
-		CONF_ERR_AT(c, at(c, f, s),
-			 "pipelines.%s: '%s' must be a list of instance names",
-			 p->name, key);
+		CONF_ERR_AT(
+			c, at(c, f, s),
+			"pipelines.%s: '%s' must be a list of instance names",
+			p->name, key);
 		return;
 	}
 	if (n == 0 && mandatory) {
 		CONF_ERR_AT(c, at(c, f, s), "pipelines.%s: '%s' is empty",
-			 p->name, key);
+			    p->name, key);
 		return;
 	}
 	*out = calloc(n ? (size_t)n : 1, sizeof(**out));
@@ -541,33 +545,35 @@ static void conf_pipe_list(struct tally_conf *c, size_t f,
 
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
 			CONF_ERR_AT(c, at(c, f, s),
-				 "pipelines.%s: '%s' must be a list of "
-				 "instance names",
-				 p->name, key);
+				    "pipelines.%s: '%s' must be a list of "
+				    "instance names",
+				    p->name, key);
 			continue;
 		}
 		name = config_setting_get_string(e);
 		d = conf_decl_find(c, name);
 		if (!d) {
-			CONF_ERR_AT(c, at(c, f, s),
-				 "pipelines.%s: %s names unknown instance '%s'",
-				 p->name, key, name);
+			CONF_ERR_AT(
+				c, at(c, f, s),
+				"pipelines.%s: %s names unknown instance '%s'",
+				p->name, key, name);
 			continue;
 		}
 		if (d->kind != kind) {
-			CONF_ERR_AT(c, at(c, f, s),
-				 "pipelines.%s: '%s' in %s is %s (defined at "
-				 "%s:%d), not %s",
-				 p->name, name, key, kind_word(d->kind),
-				 d->file, d->line, kind_word(kind));
+			CONF_ERR_AT(
+				c, at(c, f, s),
+				"pipelines.%s: '%s' in %s is %s (defined at "
+				"%s:%d), not %s",
+				p->name, name, key, kind_word(d->kind), d->file,
+				d->line, kind_word(kind));
 			continue;
 		}
 		for (size_t j = 0; j < *nout; j++) {
 			if ((*out)[j] == d) {
 				CONF_ERR_AT(c, at(c, f, s),
-					 "pipelines.%s: '%s' named twice in "
-					 "%s",
-					 p->name, name, key);
+					    "pipelines.%s: '%s' named twice in "
+					    "%s",
+					    p->name, name, key);
 				d = NULL;
 				break;
 			}
@@ -665,19 +671,20 @@ static void conf_pipelines(struct tally_conf *c, size_t f)
 		int m;
 
 		if (!config_setting_is_group(g)) {
-			CONF_ERR_AT(c, at(c, f, g),
-				 "pipelines.%s must be a group: %s = { from = "
-				 "[...]; to = [...]; };",
-				 name, name);
+			CONF_ERR_AT(
+				c, at(c, f, g),
+				"pipelines.%s must be a group: %s = { from = "
+				"[...]; to = [...]; };",
+				name, name);
 			continue;
 		}
 		for (size_t j = 0; j < c->npipes; j++) {
 			if (!strcmp(c->pipes[j].name, name)) {
 				CONF_ERR_AT(c, at(c, f, g),
-					 "pipeline '%s' defined twice: here "
-					 "and at %s:%d",
-					 name, c->pipes[j].file,
-					 c->pipes[j].line);
+					    "pipeline '%s' defined twice: here "
+					    "and at %s:%d",
+					    name, c->pipes[j].file,
+					    c->pipes[j].line);
 				name = NULL;
 				break;
 			}
@@ -732,13 +739,13 @@ static void conf_sections_check(struct tally_conf *c, size_t f)
 		near = tally_options_nearest(key, conf_sections, NULL, NULL);
 		if (near)
 			CONF_ERR_AT(c, at(c, f, s),
-				 "unknown section '%s' (did you mean '%s'?)",
-				 key, near);
+				    "unknown section '%s' (did you mean '%s'?)",
+				    key, near);
 		else
 			CONF_ERR_AT(c, at(c, f, s),
-				 "unknown section '%s' (sections: global, "
-				 "inputs, filters, outputs, pipelines)",
-				 key);
+				    "unknown section '%s' (sections: global, "
+				    "inputs, filters, outputs, pipelines)",
+				    key);
 	}
 }
 
@@ -797,8 +804,8 @@ struct tally_conf *tally_conf_load(const char *path, struct tally_loader *ld)
 	conf_global(c, ld);
 	for (size_t f = 0; f < c->nfiles; f++)
 		conf_sections_check(c, f);
-	for (enum tally_plugin_kind k = TALLY_KIND_INPUT; k <= TALLY_KIND_OUTPUT;
-	     k++) {
+	for (enum tally_plugin_kind k = TALLY_KIND_INPUT;
+	     k <= TALLY_KIND_OUTPUT; k++) {
 		for (size_t f = 0; f < c->nfiles; f++)
 			conf_instances(c, ld, f, k);
 	}
@@ -812,7 +819,8 @@ struct tally_conf *tally_conf_load(const char *path, struct tally_loader *ld)
 				  c->decls[i].name);
 	}
 	if (c->npipes == 0 && c->errors == 0)
-		CONF_WARN(c, path, 0, "no pipelines: nothing will be collected");
+		CONF_WARN(c, path, 0,
+			  "no pipelines: nothing will be collected");
 	return c;
 out_fail:
 	tally_conf_free(c);
@@ -822,9 +830,9 @@ out_fail:
 /*
  * Whether two settings say the same thing: same type and value, the same
  * elements in the same order (lists and arrays) or the same members in any
- * order (groups). Where they come from (file, line) does not matter. Different types are different
- * even when the values compare equal ("10" and "10L"): a reload then
- * replaces an instance it could have kept, which is safe.
+ * order (groups). Where they come from (file, line) does not matter. Different
+ * types are different even when the values compare equal ("10" and "10L"): a
+ * reload then replaces an instance it could have kept, which is safe.
  */
 static bool conf_setting_same(const config_setting_t *a,
 			      const config_setting_t *b)

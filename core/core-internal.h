@@ -20,7 +20,7 @@
 #include <tally/plugin.h>
 #include <tally/stats.h>
 
-/* TALLY_PLUGINDIR, TALLY_SYSCONFDIR, TALLY_STATEDIR: made by make (Makefile.am) */
+/* TALLY_PLUGINDIR, TALLY_SYSCONFDIR, TALLY_STATEDIR (Makefile.am) */
 #include "tally-dirs.h"
 
 struct event;

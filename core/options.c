@@ -833,7 +833,8 @@ static int set_list(const struct tally_option *o, struct tally_strlist *dst,
 
 	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
 		tmp.v = calloc(1, sizeof(char *));
-		if (!tmp.v || !(tmp.v[0] = strdup(config_setting_get_string(s))))
+		if (!tmp.v ||
+		    !(tmp.v[0] = strdup(config_setting_get_string(s))))
 			goto out_nomem;
 		tmp.n = 1;
 		goto out_store;
@@ -1004,11 +1005,12 @@ int tally_options_apply(const struct tally_option *o, void *state,
 				strncat(choices, o->choices[i],
 					sizeof(choices) - strlen(choices) - 1);
 			}
-			tally_log_conf(LOG_ERR, src->file, src->line,
-				       "%s: option '%s' = \"%s\" is not one of: "
-				       "%s",
-				       src->what, o->name,
-				       config_setting_get_string(s), choices);
+			tally_log_conf(
+				LOG_ERR, src->file, src->line,
+				"%s: option '%s' = \"%s\" is not one of: "
+				"%s",
+				src->what, o->name,
+				config_setting_get_string(s), choices);
 			errno = EINVAL;
 			return -1;
 		}

@@ -373,11 +373,11 @@ static const char *kind_word(enum tally_plugin_kind k)
 
 /*
  * The core's options of declaration @d (tally_instance_options()): into
- * @d itself. The plugin's are left to tally_options_fill(). Returns the
- * number of problems.
+ * @d itself. The plugin's are left to tally_options_fill(). Problems are
+ * logged and counted in c->errors.
  */
-static unsigned conf_common(struct tally_conf *c, size_t f,
-			    struct tally_conf_decl *d, const char *what)
+static void conf_common(struct tally_conf *c, size_t f,
+			struct tally_conf_decl *d, const char *what)
 {
 	const struct tally_option *common = tally_instance_options(d->kind);
 	const config_setting_t *g = d->setting;
@@ -399,7 +399,6 @@ static unsigned conf_common(struct tally_conf *c, size_t f,
 	}
 	errors += tally_options_required(common, g, d->file, d->line, what);
 	c->errors += errors;
-	return errors;
 }
 
 static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
@@ -459,7 +458,9 @@ static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 		}
 		c->ndecls++;
 		snprintf(what, sizeof(what), "%s.%s", section, name);
-		if (conf_common(c, f, d, what) || !d->plugin_name)
+		/* problems here do not hide the plugin's: all are reported */
+		conf_common(c, f, d, what);
+		if (!d->plugin_name)
 			continue;
 		d->plugin = tally_loader_get(ld, d->plugin_name);
 		if (!d->plugin) {

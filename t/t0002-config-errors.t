@@ -79,6 +79,19 @@ test_expect_success 'a name defined in two files reports both places' '
 	grep "^$C/dup-conf.d/20-b.conf:6: error: pipeline .p. defined twice: here and at $C/dup-conf.d/10-a.conf:5" err
 '
 
+test_expect_success 'a bad shared option does not hide the plugin'"'"'s problems' '
+	cat >both.conf <<-EOF &&
+	inputs = { a = { plugin = "counter"; interval = 0.0; count = -1; }; };
+	outputs = { o = { plugin = "capture"; path = "/dev/null"; queue_size = 0; }; };
+	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c both.conf 2>err &&
+	grep "^both.conf:1: error: inputs.a: option .interval. = 0.0 is out of range \[0.001, 86400\]$" err &&
+	grep "^both.conf:1: error: inputs.a: option .count. = -1 is out of range \[0, 100000\]$" err &&
+	grep "^both.conf:2: error: outputs.o: option .queue_size. = 0 is out of range \[1, 1048576\]$" err &&
+	grep "3 errors, 0 warnings" err
+'
+
 test_expect_success 'a plugin check hook reports with file:line' '
 	cat >hook.conf <<-EOF &&
 	inputs = {

@@ -37,32 +37,6 @@ static const char *const conf_sections[] = { "global",	"inputs",
 
 static const char *const pipe_keys[] = { "from", "through", "to", NULL };
 
-/* The nearest name of @names to @word, or NULL if none is close. */
-static const char *nearest(const char *word, const char *const *names,
-			   const struct tally_option *opts)
-{
-	const char *best = NULL;
-	unsigned bestd = 3;	/* at most two edits away */
-
-	for (size_t i = 0; names && names[i]; i++) {
-		unsigned d = tally_edit_distance(word, names[i]);
-
-		if (d < bestd) {
-			bestd = d;
-			best = names[i];
-		}
-	}
-	for (; opts && opts->name; opts++) {
-		unsigned d = tally_edit_distance(word, opts->name);
-
-		if (d < bestd) {
-			bestd = d;
-			best = opts->name;
-		}
-	}
-	return best;
-}
-
 static bool in_list(const char *const *names, const char *s)
 {
 	for (size_t i = 0; names[i]; i++) {
@@ -72,22 +46,6 @@ static bool in_list(const char *const *names, const char *s)
 	return false;
 }
 
-/* Report an unknown key with the nearest valid one; the caller counts it. */
-static void unknown_key(const char *file, int line, const char *what,
-			const char *key, const char *const *names,
-			const struct tally_option *opts)
-{
-	const char *near = nearest(key, names, opts);
-
-	if (near)
-		tally_log_conf(LOG_ERR, file, line,
-			       "%s: unknown option '%s' (did you mean '%s'?)",
-			       what, key, near);
-	else
-		tally_log_conf(LOG_ERR, file, line, "%s: unknown option '%s'",
-			       what, key);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -95,6 +53,7 @@ static int cmp_str(const void *a, const void *b)
 
 static int conf_add_file(struct tally_conf *c, const char *path)
 {
+	struct tally_conf_text *texts;
 	config_t *cfgs;
 	char **paths, *p;
 
@@ -105,6 +64,11 @@ static int conf_add_file(struct tally_conf *c, const char *path)
 	if (!cfgs)
 		goto out_free;
 	c->cfgs = cfgs;
+	texts = realloc(c->texts, (c->nfiles + 1) * sizeof(*texts));
+	if (!texts)
+		goto out_free;
+	c->texts = texts;
+	memset(&c->texts[c->nfiles], 0, sizeof(*texts));
 	paths = realloc(c->paths, (c->nfiles + 1) * sizeof(*paths));
 	if (!paths)
 		goto out_free;
@@ -190,42 +154,74 @@ out:
 	return ret;
 }
 
+/* Where a setting of file @f is: its file (maybe an include), its line. */
+struct conf_at {
+	const char *file;
+	int line;
+};
+
+static struct conf_at conf_line_at(const struct tally_conf *c, size_t f,
+				   int line)
+{
+	struct conf_at a = { c->paths[f], line };
+
+	if (c->texts[f].text)
+		tally_conf_text_where(&c->texts[f], line, &a.file, &a.line);
+	return a;
+}
+
+static struct conf_at at(const struct tally_conf *c, size_t f,
+			 const config_setting_t *s)
+{
+	return conf_line_at(c, f, (int)config_setting_source_line(s));
+}
+
+#define CONF_ERR_AT(c, a, ...) CONF_ERR(c, (a).file, (a).line, __VA_ARGS__)
+#define CONF_WARN_AT(c, a, ...)                                               \
+	CONF_WARN(c, (a).file, (a).line, __VA_ARGS__)
+
+/*
+ * Read file @i with its includes and parse it. libconfig parses the text
+ * conftext.c expanded: it never opens a file itself.
+ */
 static int conf_parse(struct tally_conf *c, size_t i)
 {
 	config_t *cfg = &c->cfgs[i];
-	char dir[PATH_MAX];
+	struct tally_conf_text *t = &c->texts[i];
+	int line, first_line;
+	struct conf_at a, b;
+	char name[256];
 
-	FILE *f;
-	int ok;
-
-	snprintf(dir, sizeof(dir), "%s", c->paths[i]);
-	config_set_include_dir(cfg, dirname(dir));
-	/* open it ourselves: libconfig's I/O errors leave errno stale */
-	f = fopen(c->paths[i], "re");
-	if (!f) {
-		CONF_ERR(c, c->paths[i], 0, "cannot read: %s", strerror(errno));
+	if (tally_conf_text_load(t, c->paths[i]) < 0) {
+		c->errors++;	/* logged */
 		return -1;
 	}
-	ok = config_read(cfg, f);
-	fclose(f);
-	if (ok == CONFIG_TRUE)
+	if (config_read_string(cfg, t->text) == CONFIG_TRUE)
 		return 0;
-	if (config_error_type(cfg) == CONFIG_ERR_FILE_IO)
-		CONF_ERR(c, c->paths[i], 0, "cannot read");
-	else
-		CONF_ERR(c,
-			 config_error_file(cfg) ? config_error_file(cfg)
-						: c->paths[i],
-			 config_error_line(cfg), "%s", config_error_text(cfg));
+	a = conf_line_at(c, i, config_error_line(cfg));
+	if (config_error_text(cfg) &&
+	    !strcmp(config_error_text(cfg), "duplicate setting name") &&
+	    tally_conf_text_duplicate(t, name, sizeof(name), &line,
+				      &first_line) == 0) {
+		/* libconfig does not say which */
+		a = conf_line_at(c, i, line);
+		b = conf_line_at(c, i, first_line);
+		CONF_ERR_AT(c, a, "%s defined twice: here and at %s:%d", name,
+			    b.file, b.line);
+	} else if (config_error_text(cfg) &&
+		   !strcmp(config_error_text(cfg),
+			   "mismatched element type in array")) {
+		CONF_ERR_AT(c, a,
+			    "mismatched element type in array (an array "
+			    "holds one type: write 1.0, not 1, beside 0.5, "
+			    "or make it a list: (0.5, 1))");
+	} else {
+		CONF_ERR_AT(c, a, "%s", config_error_text(cfg));
+	}
 	/* validate nothing of a half-read file: errors would only cascade */
 	config_destroy(cfg);
 	config_init(cfg);
 	return -1;
-}
-
-static int sline(const config_setting_t *s)
-{
-	return (int)config_setting_source_line(s);
 }
 
 /* global: declared with an option table like any plugin's */
@@ -278,8 +274,7 @@ static const struct tally_option global_options[] = {
 /* Each key at most once over all files; values checked by the table. */
 static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 {
-	const config_setting_t *seen[NGLOBAL] = { 0 };
-	const char *seen_file[NGLOBAL] = { 0 };
+	struct conf_at seen[NGLOBAL] = { 0 };
 	struct conf_global g = { 0 };
 
 	tally_options_defaults(global_options, &g, "global");
@@ -290,51 +285,57 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 		if (!grp)
 			continue;
 		if (!config_setting_is_group(grp)) {
-			CONF_ERR(c, c->paths[f], sline(grp),
-				 "global must be a group: global = { ... };");
+			CONF_ERR_AT(
+				c, at(c, f, grp),
+				"global must be a group: global = { ... };");
 			continue;
 		}
 		n = config_setting_length(grp);
 		for (int i = 0; i < n; i++) {
 			config_setting_t *s = config_setting_get_elem(grp, i);
 			const char *key = config_setting_name(s);
+			struct conf_at a = at(c, f, s);
+			struct tally_opt_src src = { a.file, a.line, "global",
+						     &c->texts[f] };
 			const struct tally_option *o;
 			size_t k;
 
 			o = tally_options_find(global_options, key);
 			if (!o) {
-				unknown_key(c->paths[f], sline(s), "global",
-					    key, NULL, global_options);
+				tally_options_unknown(a.file, a.line, "global",
+						      key, NULL, global_options,
+						      NULL);
 				c->errors++;
 				continue;
 			}
 			k = (size_t)(o - global_options);
-			if (seen[k]) {
-				CONF_ERR(c, c->paths[f], sline(s),
-					 "global.%s set twice (first at %s:%d)",
-					 key, seen_file[k], sline(seen[k]));
+			if (seen[k].file) {
+				CONF_ERR_AT(c, a,
+					    "global.%s set twice (first at "
+					    "%s:%d)",
+					    key, seen[k].file, seen[k].line);
 				continue;
 			}
-			seen[k] = s;
-			seen_file[k] = c->paths[f];
-			if (tally_options_set(o, &g, s, c->paths[f], sline(s),
-					      "global") < 0)
+			seen[k] = a;
+			if (tally_options_apply(o, &g, s, &src) < 0)
 				c->errors++;
 			else if (!strcmp(key, "include_dir") && f != 0)
-				CONF_WARN(c, c->paths[f], sline(s),
-					  "global.include_dir only has an "
-					  "effect in the main file");
-			else if (!strcmp(key, "log") && strcmp(g.log, "stderr") &&
+				CONF_WARN_AT(c, at(c, f, s),
+					     "global.include_dir only has an "
+					     "effect in the main file");
+			else if (!strcmp(key, "log") &&
+				 strcmp(g.log, "stderr") &&
 				 strcmp(g.log, "syslog"))
-				CONF_ERR(c, c->paths[f], sline(s),
-					 "global.log must be \"stderr\" or "
-					 "\"syslog\"");
+				CONF_ERR_AT(c, at(c, f, s),
+					    "global.log must be \"stderr\" or "
+					    "\"syslog\"");
 			else if (!strcmp(key, "log_level") &&
 				 tally_log_level_parse(g.log_level) < 0)
-				CONF_ERR(c, c->paths[f], sline(s),
-					 "global.log_level \"%s\" is not one of "
-					 "error, warning, notice, info, debug",
-					 g.log_level);
+				CONF_ERR_AT(
+					c, at(c, f, s),
+					"global.log_level \"%s\" is not one of "
+					"error, warning, notice, info, debug",
+					g.log_level);
 		}
 	}
 	c->interval = g.interval;
@@ -363,13 +364,6 @@ static struct tally_conf_decl *conf_decl_find(struct tally_conf *c,
 	return NULL;
 }
 
-static const char *kind_section(enum tally_plugin_kind k)
-{
-	return k == TALLY_KIND_INPUT    ? "inputs"
-	       : k == TALLY_KIND_FILTER ? "filters"
-					: "outputs";
-}
-
 static const char *kind_word(enum tally_plugin_kind k)
 {
 	return k == TALLY_KIND_INPUT    ? "an input"
@@ -377,152 +371,77 @@ static const char *kind_word(enum tally_plugin_kind k)
 					: "an output";
 }
 
-/* Options every output has, handled by the core, filling its declaration. */
-static const struct tally_option output_common[] = {
-	TALLY_OPT_INT("queue_size", struct tally_conf_decl, queue_size, NULL, 1,
-		      1 << 20, "batches queued while the output is busy"),
-	TALLY_OPT_INT("queue_records", struct tally_conf_decl, queue_records,
-		      NULL, 1, 1 << 30,
-		      "records queued while the output is busy"),
-	TALLY_OPT_LABELS("labels", struct tally_conf_decl, labels,
-			 "static labels the output adds"),
-	TALLY_OPT_END,
-};
-
 /*
- * Fill @state from the instance's settings after applying defaults. Used
- * both to validate (then freed) and to configure the running instance.
- * Every problem is reported and counted in c->errors. Returns the number
- * of problems found.
+ * The core's options of declaration @d (tally_instance_options()): into
+ * @d itself. The plugin's are left to tally_options_fill(). Problems are
+ * logged and counted in c->errors.
  */
-static unsigned conf_fill(struct tally_conf *c, struct tally_conf_decl *d,
-			  void *state)
+static void conf_common(struct tally_conf *c, size_t f,
+			struct tally_conf_decl *d, const char *what)
 {
-	const struct tally_option *opts = d->plugin->options;
+	const struct tally_option *common = tally_instance_options(d->kind);
 	const config_setting_t *g = d->setting;
-	char what[256];
-	unsigned errors = 0;
 	int n = config_setting_length(g);
+	unsigned errors = 0;
 
-	snprintf(what, sizeof(what), "%s.%s", kind_section(d->kind), d->name);
-	if (tally_options_defaults(opts, state, what) < 0)
+	if (tally_options_defaults(common, d, what) < 0)
 		errors++;
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *s = config_setting_get_elem(g, i);
-		const char *key = config_setting_name(s);
-		const struct tally_option *o;
+		const struct tally_option *o =
+			tally_options_find(common, config_setting_name(s));
+		struct conf_at a = at(c, f, s);
+		struct tally_opt_src src = { a.file, a.line, what,
+					     &c->texts[f] };
 
-		if (!strcmp(key, "plugin"))
-			continue;
-		if (!strcmp(key, "interval") && d->kind != TALLY_KIND_OUTPUT) {
-			static const struct tally_option iv = TALLY_OPT_DOUBLE(
-				"interval", struct tally_conf_decl, interval,
-				NULL, 0.001, 86400, "");
-
-			if (tally_options_set(&iv, d, s, d->file, sline(s),
-					      what) < 0)
-				errors++;
-			continue;
-		}
-		o = d->kind == TALLY_KIND_OUTPUT
-			    ? tally_options_find(output_common, key)
-			    : NULL;
-		if (o) {
-			if (tally_options_set(o, d, s, d->file, sline(s),
-					      what) < 0)
-				errors++;
-			continue;
-		}
-		o = tally_options_find(opts, key);
-		if (!o) {
-			static const char *const in_common[] = { "plugin",
-								 "interval",
-								 NULL };
-			static const char *const out_common[] = {
-				"plugin", "queue_size", "queue_records",
-				"labels", NULL
-			};
-
-			unknown_key(d->file, sline(s), what, key,
-				    d->kind == TALLY_KIND_OUTPUT ? out_common
-								 : in_common,
-				    opts);
-			errors++;
-			continue;
-		}
-		if (tally_options_set(o, state, s, d->file, sline(s), what) < 0)
+		if (o && tally_options_apply(o, d, s, &src) < 0)
 			errors++;
 	}
-	for (const struct tally_option *o = opts; o->name; o++) {
-		if ((o->flags & TALLY_OPT_REQUIRED) &&
-		    !config_setting_get_member(g, o->name)) {
-			tally_log_conf(LOG_ERR, d->file, d->line,
-				       "%s: missing required option '%s' (%s)",
-				       what, o->name, o->doc ? o->doc : "");
-			errors++;
-		}
-	}
+	errors += tally_options_required(common, g, d->file, d->line, what);
 	c->errors += errors;
-	return errors;
-}
-
-int tally_conf_fill_state(struct tally_conf *c, struct tally_conf_decl *d,
-			  void *state)
-{
-	if (conf_fill(c, d, state)) {
-		errno = EINVAL;
-		return -1;
-	}
-	return 0;
 }
 
 static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 			   size_t f, enum tally_plugin_kind kind)
 {
-	config_setting_t *sec = config_lookup(&c->cfgs[f], kind_section(kind));
-	const char *file = c->paths[f];
+	const char *section = tally_kind_section(kind);
+	config_setting_t *sec = config_lookup(&c->cfgs[f], section);
 	int n;
 
 	if (!sec)
 		return;
 	if (!config_setting_is_group(sec)) {
-		CONF_ERR(c, file, sline(sec), "%s must be a group of instances",
-			 kind_section(kind));
+		CONF_ERR_AT(c, at(c, f, sec), "%s must be a group of instances",
+			    section);
 		return;
 	}
 	n = config_setting_length(sec);
 	for (int i = 0; i < n; i++) {
 		config_setting_t *s = config_setting_get_elem(sec, i);
 		const char *name = config_setting_name(s);
+		struct conf_at a = at(c, f, s);
 		struct tally_conf_decl *d, *prev, *v;
-		const char *pname;
-		void *state;
+		unsigned problems = 0;
+		char what[256];
 
 		if (!config_setting_is_group(s)) {
-			CONF_ERR(c, file, sline(s),
-				 "%s.%s must be a group: %s = { plugin = "
-				 "\"...\"; };",
-				 kind_section(kind), name, name);
+			CONF_ERR_AT(c, a,
+				    "%s.%s must be a group: %s = { plugin = "
+				    "\"...\"; };",
+				    section, name, name);
 			continue;
 		}
 		prev = conf_decl_find(c, name);
 		if (prev) {
-			CONF_ERR(c, file, sline(s),
-				 "instance '%s' defined twice: here and at "
-				 "%s:%d",
-				 name, prev->file, prev->line);
-			continue;
-		}
-		if (!config_setting_lookup_string(s, "plugin", &pname)) {
-			CONF_ERR(c, file, sline(s),
-				 "%s.%s: missing required option 'plugin' "
-				 "(a string)",
-				 kind_section(kind), name);
+			CONF_ERR_AT(c, a,
+				    "instance '%s' defined twice: here and at "
+				    "%s:%d",
+				    name, prev->file, prev->line);
 			continue;
 		}
 		v = realloc(c->decls, (c->ndecls + 1) * sizeof(*v));
 		if (!v) {
-			CONF_ERR(c, file, sline(s), "out of memory");
+			CONF_ERR_AT(c, a, "out of memory");
 			return;
 		}
 		c->decls = v;
@@ -530,78 +449,57 @@ static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 		*d = (struct tally_conf_decl){ .name = strdup(name),
 					       .kind = kind,
 					       .setting = s,
-					       .file = file,
-					       .line = sline(s),
-					       .queue_size = 1024,
-					       .queue_records =
-						       TALLY_QUEUE_RECORDS };
+					       .text = &c->texts[f],
+					       .file = a.file,
+					       .line = a.line };
 		if (!d->name) {
-			CONF_ERR(c, file, sline(s), "out of memory");
+			CONF_ERR_AT(c, a, "out of memory");
 			return;
 		}
 		c->ndecls++;
-		d->plugin = tally_loader_get(ld, pname);
+		snprintf(what, sizeof(what), "%s.%s", section, name);
+		/* problems here do not hide the plugin's: all are reported */
+		conf_common(c, f, d, what);
+		if (!d->plugin_name)
+			continue;
+		d->plugin = tally_loader_get(ld, d->plugin_name);
 		if (!d->plugin) {
 			if (errno == ENOENT)
-				CONF_ERR(c, file, sline(s),
-					 "%s.%s: no plugin named '%s' in the "
-					 "plugin path (tallyd --list-plugins "
-					 "shows them)",
-					 kind_section(kind), name, pname);
+				CONF_ERR_AT(c, a,
+					    "%s: no plugin named '%s' in the "
+					    "plugin path (tallyd "
+					    "--list-plugins shows them)",
+					    what, d->plugin_name);
 			else
-				CONF_ERR(c, file, sline(s),
-					 "%s.%s: plugin '%s' was refused (see "
-					 "above)",
-					 kind_section(kind), name, pname);
+				CONF_ERR_AT(c, a,
+					    "%s: plugin '%s' was refused (see "
+					    "above)",
+					    what, d->plugin_name);
 			continue;
 		}
 		if (d->plugin->kind != kind) {
-			CONF_ERR(c, file, sline(s),
-				 "%s.%s: plugin '%s' is %s, not %s",
-				 kind_section(kind), name, pname,
-				 kind_word(d->plugin->kind), kind_word(kind));
+			CONF_ERR_AT(c, a, "%s: plugin '%s' is %s, not %s", what,
+				    d->plugin_name, kind_word(d->plugin->kind),
+				    kind_word(kind));
 			d->plugin = NULL;
 			continue;
 		}
 		/* what it may emit; its check may narrow it from its options */
 		if (kind == TALLY_KIND_INPUT)
 			d->emits = d->plugin->input->emits;
-		/* validate by filling a scratch state */
-		state = calloc(1, d->plugin->state_size ? d->plugin->state_size
-							: 1);
-		if (!state) {
-			CONF_ERR(c, file, sline(s), "out of memory");
-			continue;
+		/* the options, then the plugin's own check, as at start-up */
+		if (tally_inst_check(c, d, &problems) < 0) {
+			if (errno == ENOMEM)
+				CONF_ERR_AT(c, a, "out of memory");
+			else
+				c->errors += problems ? problems : 1;
 		}
-		if (conf_fill(c, d, state) == 0) {
-			/* the plugin's own checks, with this file:line */
-			char label[256];
-			struct tally_instance tmp = {
-				.plugin = d->plugin,
-				.name = d->name,
-				.label = label,
-				.cfile = file,
-				.cline = sline(s),
-				.setup = true,
-				.state = state,
-				.interval = d->interval > 0 ? d->interval
-							    : c->interval,
-				.decl = d,
-			};
-
-			snprintf(label, sizeof(label), "%s.%s",
-				 kind_section(kind), name);
-			if (tally_instance_check(&tmp) < 0)
-				c->errors++;
-			tally_conf_binds_add(c, d, label, state);
-		}
-		tally_options_free(d->plugin->options, state);
-		free(state);
 	}
 }
 
 /* Resolve a pipeline's from/through/to list. */
-static void conf_pipe_list(struct tally_conf *c, struct tally_conf_pipe *p,
+static void conf_pipe_list(struct tally_conf *c, size_t f,
+			   struct tally_conf_pipe *p,
 			   const config_setting_t *g, const char *key,
 			   enum tally_plugin_kind kind,
 			   struct tally_conf_decl ***out, size_t *nout)
@@ -614,7 +512,7 @@ static void conf_pipe_list(struct tally_conf *c, struct tally_conf_pipe *p,
 		if (mandatory)
 			CONF_ERR(c, p->file, p->line,
 				 "pipelines.%s: missing '%s' (a list of %s)",
-				 p->name, key, kind_section(kind));
+				 p->name, key, tally_kind_section(kind));
 		return;
 	}
 	if (config_setting_type(s) == CONFIG_TYPE_STRING) {
@@ -623,14 +521,15 @@ static void conf_pipe_list(struct tally_conf *c, struct tally_conf_pipe *p,
 		   config_setting_type(s) == CONFIG_TYPE_LIST) {
 		n = config_setting_length(s);
 	} else {
-		CONF_ERR(c, p->file, sline(s),
-			 "pipelines.%s: '%s' must be a list of instance names",
-			 p->name, key);
+		CONF_ERR_AT(
+			c, at(c, f, s),
+			"pipelines.%s: '%s' must be a list of instance names",
+			p->name, key);
 		return;
 	}
 	if (n == 0 && mandatory) {
-		CONF_ERR(c, p->file, sline(s), "pipelines.%s: '%s' is empty",
-			 p->name, key);
+		CONF_ERR_AT(c, at(c, f, s), "pipelines.%s: '%s' is empty",
+			    p->name, key);
 		return;
 	}
 	*out = calloc(n ? (size_t)n : 1, sizeof(**out));
@@ -646,34 +545,36 @@ static void conf_pipe_list(struct tally_conf *c, struct tally_conf_pipe *p,
 		const char *name;
 
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-			CONF_ERR(c, p->file, sline(s),
-				 "pipelines.%s: '%s' must be a list of "
-				 "instance names",
-				 p->name, key);
+			CONF_ERR_AT(c, at(c, f, s),
+				    "pipelines.%s: '%s' must be a list of "
+				    "instance names",
+				    p->name, key);
 			continue;
 		}
 		name = config_setting_get_string(e);
 		d = conf_decl_find(c, name);
 		if (!d) {
-			CONF_ERR(c, p->file, sline(s),
-				 "pipelines.%s: %s names unknown instance '%s'",
-				 p->name, key, name);
+			CONF_ERR_AT(
+				c, at(c, f, s),
+				"pipelines.%s: %s names unknown instance '%s'",
+				p->name, key, name);
 			continue;
 		}
 		if (d->kind != kind) {
-			CONF_ERR(c, p->file, sline(s),
-				 "pipelines.%s: '%s' in %s is %s (defined at "
-				 "%s:%d), not %s",
-				 p->name, name, key, kind_word(d->kind),
-				 d->file, d->line, kind_word(kind));
+			CONF_ERR_AT(
+				c, at(c, f, s),
+				"pipelines.%s: '%s' in %s is %s (defined at "
+				"%s:%d), not %s",
+				p->name, name, key, kind_word(d->kind), d->file,
+				d->line, kind_word(kind));
 			continue;
 		}
 		for (size_t j = 0; j < *nout; j++) {
 			if ((*out)[j] == d) {
-				CONF_ERR(c, p->file, sline(s),
-					 "pipelines.%s: '%s' named twice in "
-					 "%s",
-					 p->name, name, key);
+				CONF_ERR_AT(c, at(c, f, s),
+					    "pipelines.%s: '%s' named twice in "
+					    "%s",
+					    p->name, name, key);
 				d = NULL;
 				break;
 			}
@@ -755,13 +656,12 @@ static void conf_pipe_forms(struct tally_conf *c,
 static void conf_pipelines(struct tally_conf *c, size_t f)
 {
 	config_setting_t *sec = config_lookup(&c->cfgs[f], "pipelines");
-	const char *file = c->paths[f];
 	int n;
 
 	if (!sec)
 		return;
 	if (!config_setting_is_group(sec)) {
-		CONF_ERR(c, file, sline(sec), "pipelines must be a group");
+		CONF_ERR_AT(c, at(c, f, sec), "pipelines must be a group");
 		return;
 	}
 	n = config_setting_length(sec);
@@ -772,19 +672,20 @@ static void conf_pipelines(struct tally_conf *c, size_t f)
 		int m;
 
 		if (!config_setting_is_group(g)) {
-			CONF_ERR(c, file, sline(g),
-				 "pipelines.%s must be a group: %s = { from = "
-				 "[...]; to = [...]; };",
-				 name, name);
+			CONF_ERR_AT(
+				c, at(c, f, g),
+				"pipelines.%s must be a group: %s = { from = "
+				"[...]; to = [...]; };",
+				name, name);
 			continue;
 		}
 		for (size_t j = 0; j < c->npipes; j++) {
 			if (!strcmp(c->pipes[j].name, name)) {
-				CONF_ERR(c, file, sline(g),
-					 "pipeline '%s' defined twice: here "
-					 "and at %s:%d",
-					 name, c->pipes[j].file,
-					 c->pipes[j].line);
+				CONF_ERR_AT(c, at(c, f, g),
+					    "pipeline '%s' defined twice: here "
+					    "and at %s:%d",
+					    name, c->pipes[j].file,
+					    c->pipes[j].line);
 				name = NULL;
 				break;
 			}
@@ -793,17 +694,18 @@ static void conf_pipelines(struct tally_conf *c, size_t f)
 			continue;
 		m = config_setting_length(g);
 		for (int k = 0; k < m; k++) {
-			const char *key = config_setting_name(
-				config_setting_get_elem(g, k));
+			const config_setting_t *e =
+				config_setting_get_elem(g, k);
+			const char *key = config_setting_name(e);
+			struct conf_at a = at(c, f, e);
 			char what[256];
 
 			if (in_list(pipe_keys, key))
 				continue;
 			snprintf(what, sizeof(what), "pipelines.%s", name);
 			c->errors++;
-			unknown_key(file,
-				    sline(config_setting_get_elem(g, k)), what,
-				    key, pipe_keys, NULL);
+			tally_options_unknown(a.file, a.line, what, key,
+					      pipe_keys, NULL, NULL);
 		}
 		v = realloc(c->pipes, (c->npipes + 1) * sizeof(*v));
 		if (!v)
@@ -811,13 +713,13 @@ static void conf_pipelines(struct tally_conf *c, size_t f)
 		c->pipes = v;
 		p = &c->pipes[c->npipes++];
 		*p = (struct tally_conf_pipe){ .name = strdup(name),
-					       .file = file,
-					       .line = sline(g) };
-		conf_pipe_list(c, p, g, "from", TALLY_KIND_INPUT, &p->from,
+					       .file = at(c, f, g).file,
+					       .line = at(c, f, g).line };
+		conf_pipe_list(c, f, p, g, "from", TALLY_KIND_INPUT, &p->from,
 			       &p->nfrom);
-		conf_pipe_list(c, p, g, "through", TALLY_KIND_FILTER,
+		conf_pipe_list(c, f, p, g, "through", TALLY_KIND_FILTER,
 			       &p->through, &p->nthrough);
-		conf_pipe_list(c, p, g, "to", TALLY_KIND_OUTPUT, &p->to,
+		conf_pipe_list(c, f, p, g, "to", TALLY_KIND_OUTPUT, &p->to,
 			       &p->nto);
 		conf_pipe_forms(c, p);
 	}
@@ -835,16 +737,16 @@ static void conf_sections_check(struct tally_conf *c, size_t f)
 
 		if (in_list(conf_sections, key))
 			continue;
-		near = nearest(key, conf_sections, NULL);
+		near = tally_options_nearest(key, conf_sections, NULL, NULL);
 		if (near)
-			CONF_ERR(c, c->paths[f], sline(s),
-				 "unknown section '%s' (did you mean '%s'?)",
-				 key, near);
+			CONF_ERR_AT(c, at(c, f, s),
+				    "unknown section '%s' (did you mean '%s'?)",
+				    key, near);
 		else
-			CONF_ERR(c, c->paths[f], sline(s),
-				 "unknown section '%s' (sections: global, "
-				 "inputs, filters, outputs, pipelines)",
-				 key);
+			CONF_ERR_AT(c, at(c, f, s),
+				    "unknown section '%s' (sections: global, "
+				    "inputs, filters, outputs, pipelines)",
+				    key);
 	}
 }
 
@@ -903,8 +805,8 @@ struct tally_conf *tally_conf_load(const char *path, struct tally_loader *ld)
 	conf_global(c, ld);
 	for (size_t f = 0; f < c->nfiles; f++)
 		conf_sections_check(c, f);
-	for (enum tally_plugin_kind k = TALLY_KIND_INPUT; k <= TALLY_KIND_OUTPUT;
-	     k++) {
+	for (enum tally_plugin_kind k = TALLY_KIND_INPUT;
+	     k <= TALLY_KIND_OUTPUT; k++) {
 		for (size_t f = 0; f < c->nfiles; f++)
 			conf_instances(c, ld, f, k);
 	}
@@ -914,11 +816,12 @@ struct tally_conf *tally_conf_load(const char *path, struct tally_loader *ld)
 		if (!c->decls[i].used && c->decls[i].plugin)
 			CONF_WARN(c, c->decls[i].file, c->decls[i].line,
 				  "%s.%s is not used by any pipeline",
-				  kind_section(c->decls[i].kind),
+				  tally_kind_section(c->decls[i].kind),
 				  c->decls[i].name);
 	}
 	if (c->npipes == 0 && c->errors == 0)
-		CONF_WARN(c, path, 0, "no pipelines: nothing will be collected");
+		CONF_WARN(c, path, 0,
+			  "no pipelines: nothing will be collected");
 	return c;
 out_fail:
 	tally_conf_free(c);
@@ -928,9 +831,9 @@ out_fail:
 /*
  * Whether two settings say the same thing: same type and value, the same
  * elements in the same order (lists and arrays) or the same members in any
- * order (groups). Where they come from (file, line) does not matter. Different types are different
- * even when the values compare equal ("10" and "10L"): a reload then
- * replaces an instance it could have kept, which is safe.
+ * order (groups). Where they come from (file, line) does not matter. Different
+ * types are different even when the values compare equal ("10" and "10L"): a
+ * reload then replaces an instance it could have kept, which is safe.
  */
 static bool conf_setting_same(const config_setting_t *a,
 			      const config_setting_t *b)
@@ -1004,7 +907,8 @@ void tally_conf_free(struct tally_conf *c)
 		return;
 	for (size_t i = 0; i < c->ndecls; i++) {
 		free(c->decls[i].name);
-		tally_labels_unref(c->decls[i].labels);
+		tally_options_free(tally_instance_options(c->decls[i].kind),
+				   &c->decls[i]);
 	}
 	free(c->decls);
 	for (size_t i = 0; i < c->npipes; i++) {
@@ -1017,9 +921,11 @@ void tally_conf_free(struct tally_conf *c)
 	tally_conf_binds_free(c);
 	for (size_t i = 0; i < c->nfiles; i++) {
 		config_destroy(&c->cfgs[i]);
+		tally_conf_text_free(&c->texts[i]);
 		free(c->paths[i]);
 	}
 	free(c->cfgs);
+	free(c->texts);
 	free(c->paths);
 	free(c->log);
 	free(c->log_level);

@@ -21,6 +21,9 @@
 #include <tally/plugin.h>
 #include <tally/stats.h>
 
+/* TALLY_PLUGINDIR, TALLY_SYSCONFDIR, TALLY_STATEDIR (Makefile.am) */
+#include "tally-dirs.h"
+
 struct event;
 struct event_base;
 
@@ -73,6 +76,11 @@ void tally_log_set_window(unsigned seconds);
 /* "file:line: " prefixed configuration diagnostics, always to stderr */
 void tally_log_conf(int prio, const char *file, int line, const char *fmt,
 		    ...) __attribute__((format(printf, 4, 5)));
+/*
+ * The instance that counts what is counted for NULL (tally_count_drop()):
+ * the running core's, handed in by it; NULL: such counts are not kept.
+ */
+void tally_log_set_core(struct tally_instance *core_inst);
 
 /* fdlimit.c (tally/fdlimit.h) */
 /*
@@ -102,15 +110,83 @@ int tally_loader_list(struct tally_loader *ld, FILE *out);
 /* print one plugin's documentation */
 int tally_loader_describe(struct tally_loader *ld, const char *name,
 			  FILE *out);
-/* run the plugin's check op, if any; 0 or -1 (problems logged) */
-int tally_instance_check(struct tally_instance *inst);
 /* check a descriptor; 0, or -1 with a static reason in *why */
 int tally_plugin_check(const struct tally_plugin *p, const char *want_name,
 		       const char **why);
 
+/*
+ * conftext.c: a configuration file's text as libconfig parses it, with its
+ * @include directives expanded (libconfig 1.5 cannot open an absolute
+ * include path) and a map from its lines back to the files they come from.
+ * The text also gives back what libconfig loses: a value as written and
+ * the name defined twice behind "duplicate setting name".
+ */
+struct tally_conf_span {
+	int line;		/* first line of the text it covers */
+	const char *file;	/* the file those lines come from */
+	int file_line;		/* and the line there of the first one */
+};
+
+struct tally_conf_text {
+	char *text;		/* NUL-terminated, includes expanded */
+	size_t len;
+	struct tally_conf_span *spans;	/* by line, ascending */
+	size_t nspans;
+	char **files;		/* names of the files read; [0] the main */
+	size_t nfiles;
+};
+
+/*
+ * Read @path and the files it includes (relative paths from the including
+ * file's directory, at most 10 levels) into @t. Problems are logged with
+ * file:line. 0, or -1 with errno (@t then holds nothing to free).
+ */
+int tally_conf_text_load(struct tally_conf_text *t, const char *path);
+/* the same for text @s of @len bytes, named @name in messages */
+int tally_conf_text_parse(struct tally_conf_text *t, const char *name,
+			  const char *s, size_t len);
+void tally_conf_text_free(struct tally_conf_text *t);
+/* the file and line that line @line of @t comes from */
+void tally_conf_text_where(const struct tally_conf_text *t, int line,
+			   const char **file, int *file_line);
+/*
+ * The text of scalar setting @s as written in @t (a number's digits and
+ * suffix, a string with its quotes), NUL-terminated in @buf. 0, or -1 with
+ * ENOENT (not found: @s is not from @t) or ENOSPC.
+ */
+int tally_conf_text_literal(const struct tally_conf_text *t,
+			    const config_setting_t *s, char *buf,
+			    size_t size);
+/*
+ * The first name defined twice in a group of @t: its path in @name
+ * ("inputs.a.count"), the line of the second definition and of the first
+ * (lines of @t). 0, or -1 with ENOENT (none) or ENOSPC.
+ */
+int tally_conf_text_duplicate(const struct tally_conf_text *t, char *name,
+			      size_t size, int *line, int *first_line);
+
 /* options.c: applying option tables */
+
+/* where a setting comes from, for messages and its value as written */
+struct tally_opt_src {
+	const char *file;
+	int line;
+	const char *what;	/* whose option: "inputs.host", "global" */
+	/* the text it was parsed from, or NULL */
+	const struct tally_conf_text *text;
+};
+
 int tally_options_defaults(const struct tally_option *opts, void *state,
 			   const char *what);
+/*
+ * Check setting @s against option @opt and store it in @state. Problems are
+ * logged at @src. 0, or -1 with errno EINVAL (type), ERANGE or ENOMEM; the
+ * field keeps its old value on failure.
+ */
+int tally_options_apply(const struct tally_option *opt, void *state,
+			const config_setting_t *s,
+			const struct tally_opt_src *src);
+/* tally_options_apply() without the source text (integers: 32 bits) */
 int tally_options_set(const struct tally_option *opt, void *state,
 		      const config_setting_t *s, const char *file, int line,
 		      const char *what);
@@ -119,6 +195,34 @@ const struct tally_option *tally_options_find(const struct tally_option *opts,
 					      const char *name);
 const char *tally_options_type_name(enum tally_opt_type t);
 unsigned tally_edit_distance(const char *a, const char *b);
+/* the name of @names or tables @a, @b (each may be NULL) nearest to @word,
+ * at most two edits away; or NULL */
+const char *tally_options_nearest(const char *word, const char *const *names,
+				  const struct tally_option *a,
+				  const struct tally_option *b);
+/* report unknown @key with the nearest of @names and two tables */
+void tally_options_unknown(const char *file, int line, const char *what,
+			   const char *key, const char *const *names,
+			   const struct tally_option *a,
+			   const struct tally_option *b);
+/* report each TALLY_OPT_REQUIRED option of @opts that group @g lacks, at
+ * @file:@line; returns how many */
+unsigned tally_options_required(const struct tally_option *opts,
+				const config_setting_t *g, const char *file,
+				int line, const char *what);
+/* print a table as tallyd --describe does, one option a line */
+void tally_options_describe(const struct tally_option *opts, FILE *out);
+/* a size ("64MiB") in bytes, a duration ("1h30m") in seconds, see
+ * tally/config.h; 0, or -1 with EINVAL (syntax) or ERANGE */
+int tally_parse_size(const char *s, uint64_t *bytes);
+int tally_parse_duration(const char *s, double *seconds);
+/*
+ * The options every instance of @kind has (plugin, interval, queue_size,
+ * ...): declared once, stored in struct tally_conf_decl by the core.
+ */
+const struct tally_option *tally_instance_options(enum tally_plugin_kind kind);
+/* "inputs", "filters", "outputs" */
+const char *tally_kind_section(enum tally_plugin_kind kind);
 
 /* config.c: the parsed, validated configuration */
 /* default queue_records of an output: about 200 MB at ~200 B a record */
@@ -128,14 +232,20 @@ struct tally_conf_decl {
 	enum tally_plugin_kind kind;
 	const struct tally_plugin *plugin;
 	const config_setting_t *setting;
+	const struct tally_conf_text *text;	/* the setting's source */
 	const char *file;
 	int line;
 	bool used;
-	double interval;	/* inputs and filters; 0 = global */
-	int64_t queue_size;	/* outputs: batches */
-	int64_t queue_records;	/* outputs: records */
-	struct tally_labels *labels; /* outputs: their own static labels */
-	unsigned emits;		     /* inputs: TALLY_FORMS_* it may emit */
+	/* tally_instance_options(), all kinds */
+	char *plugin_name;
+	/* inputs and filters */
+	double interval;	/* 0 = global */
+	/* outputs */
+	int64_t queue_size;	/* batches */
+	int64_t queue_records;	/* records */
+	struct tally_labels *labels; /* their own static labels */
+	/* inputs: TALLY_FORMS_* it may emit */
+	unsigned emits;
 };
 
 struct tally_conf_pipe {
@@ -148,6 +258,7 @@ struct tally_conf_pipe {
 
 struct tally_conf {
 	config_t *cfgs;		/* one libconfig tree per file */
+	struct tally_conf_text *texts;	/* what each was parsed from */
 	char **paths;
 	size_t nfiles;
 	double interval;
@@ -187,9 +298,11 @@ const char *tally_forms_text(unsigned forms, char *buf, size_t size);
 struct tally_conf *tally_conf_load(const char *path,
 				   struct tally_loader *ld);
 void tally_conf_free(struct tally_conf *conf);
-/* fill a running instance's state from its validated declaration */
-int tally_conf_fill_state(struct tally_conf *conf,
-			  struct tally_conf_decl *d, void *state);
+/*
+ * options.c: fill @state from the plugin's options in declaration @d
+ * (defaults first). Problems are logged; returns how many there were.
+ */
+unsigned tally_options_fill(const struct tally_conf_decl *d, void *state);
 /*
  * Whether declaration @a of @ca and @b of @cb make the same instance: same
  * kind, plugin, name, effective interval, queue size and settings. A
@@ -326,6 +439,15 @@ struct tally_instance *tally_inst_new(struct tally_core *core,
 				      struct tally_conf *conf,
 				      struct tally_conf_decl *d,
 				      const char *pipe_name);
+/*
+ * --check-config and loading: validate declaration @d of @conf as its
+ * plugin's check op sees it, on an instance made as running ones are (its
+ * name, label, interval, file:line) but never initialized nor started,
+ * and freed before returning. 0, or -1 with errno EINVAL (*problems
+ * counts what was logged) or ENOMEM.
+ */
+int tally_inst_check(struct tally_conf *conf, struct tally_conf_decl *d,
+		     unsigned *problems);
 /* run the plugin's init; 0 or -1 (logged) */
 int tally_inst_init(struct tally_instance *inst);
 /* arm timers, run an input's start op, first read right away; 0 or -1 */
@@ -366,6 +488,15 @@ struct tally_heap_trim {
  */
 void tally_heap_trim_tick(struct tally_heap_trim *t,
 			  const struct tally_heap_ops *ops, int64_t now_ns);
+
+/*
+ * pipeline.c: the wall-clock second at which a timer of @interval seconds
+ * last set for @mark (0: none yet) fires next, at @now (CLOCK_REALTIME
+ * seconds): the mark after @mark, or, on the first tick, after a missed
+ * one (a stalled loop) or a clock step, the next multiple of @interval
+ * after @now. Never the same mark twice.
+ */
+double tally_next_mark(double interval, double mark, double now);
 
 /* graph.c: building the running graph from a configuration */
 int tally_graph_build(struct tally_core *core);

@@ -37,10 +37,6 @@ struct tally_loader {
 	size_t nloaded;
 };
 
-#ifndef TALLY_PLUGINDIR
-#define TALLY_PLUGINDIR "/usr/local/lib/tally"
-#endif
-
 static int ltdl_users;
 
 /* The search path: the added directories, then always the install dir. */
@@ -371,29 +367,6 @@ int tally_loader_list(struct tally_loader *ld, FILE *out)
 	return refused ? -1 : 0;
 }
 
-/* Options every instance of a kind has, handled by the core itself. */
-static void describe_common(enum tally_plugin_kind kind, FILE *out)
-{
-	fprintf(out, "  %-24s %-28s %s\n", "plugin", "string (required)",
-		"which plugin the instance runs");
-	if (kind != TALLY_KIND_OUTPUT) {
-		fprintf(out, "  %-24s %-28s %s\n", "interval", "number",
-			"seconds between reads or ticks (default: "
-			"global.interval)");
-		return;
-	}
-	fprintf(out, "  %-24s %-28s %s\n", "queue_size", "integer",
-		"batches queued while the output is busy; the oldest is "
-		"dropped beyond (default 1024)");
-	fprintf(out, "  %-24s %-28s %s%d)\n", "queue_records", "integer",
-		"records queued while the output is busy; the oldest batches "
-		"are dropped beyond (default ",
-		TALLY_QUEUE_RECORDS);
-	fprintf(out, "  %-24s %-28s %s\n", "labels", "group of labels",
-		"static labels added to what the output writes, over "
-		"global.labels");
-}
-
 int tally_loader_describe(struct tally_loader *ld, const char *name,
 			  FILE *out)
 {
@@ -421,35 +394,8 @@ int tally_loader_describe(struct tally_loader *ld, const char *name,
 			tally_forms_text(p->output->accepts, forms,
 					 sizeof(forms)));
 	fputs("\noptions:\n", out);
-	describe_common(p->kind, out);
-	for (const struct tally_option *o = p->options; o->name; o++) {
-		char type[64], extra[256] = "";
-
-		snprintf(type, sizeof(type), "%s%s",
-			 tally_options_type_name(o->type),
-			 o->flags & TALLY_OPT_REQUIRED ? " (required)" : "");
-		if (o->def)
-			snprintf(extra, sizeof(extra), " (default: %s)",
-				 o->def);
-		if ((o->type == TALLY_OPT_T_INT ||
-		     o->type == TALLY_OPT_T_DOUBLE) &&
-		    o->min <= o->max)
-			snprintf(extra + strlen(extra),
-				 sizeof(extra) - strlen(extra),
-				 " (range %.15g..%.15g)", o->min, o->max);
-		if (o->type == TALLY_OPT_T_ENUM && o->choices) {
-			strncat(extra, " (one of:",
-				sizeof(extra) - strlen(extra) - 1);
-			for (int i = 0; o->choices[i]; i++) {
-				strncat(extra, " ",
-					sizeof(extra) - strlen(extra) - 1);
-				strncat(extra, o->choices[i],
-					sizeof(extra) - strlen(extra) - 1);
-			}
-			strncat(extra, ")", sizeof(extra) - strlen(extra) - 1);
-		}
-		fprintf(out, "  %-24s %-28s %s%s\n", o->name, type,
-			o->doc ? o->doc : "", extra);
-	}
+	/* every instance's, then the plugin's own */
+	tally_options_describe(tally_instance_options(p->kind), out);
+	tally_options_describe(p->options, out);
 	return 0;
 }

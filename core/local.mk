@@ -10,6 +10,7 @@ core_libtally_la_SOURCES = \
 	core/log.c \
 	core/options.c \
 	core/config.c \
+	core/conftext.c \
 	core/loader.c \
 	core/pipeline.c \
 	core/graph.c \
@@ -68,6 +69,11 @@ t_unit_batch_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 t_unit_options_t_SOURCES = t/unit/options.c
 t_unit_options_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_options_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+check_PROGRAMS += t/unit/conftext.t
+t_unit_conftext_t_SOURCES = t/unit/conftext.c
+t_unit_conftext_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_conftext_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+TESTS += t/unit/conftext.t
 check_PROGRAMS += t/unit/conf-same.t
 t_unit_conf_same_t_SOURCES = t/unit/conf-same.c
 t_unit_conf_same_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
@@ -84,6 +90,11 @@ check_PROGRAMS += t/unit/fdlimit.t
 t_unit_fdlimit_t_SOURCES = t/unit/fdlimit.c
 t_unit_fdlimit_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_fdlimit_t_LDADD = t/unit/libtap.la core/libtally.la
+check_PROGRAMS += t/unit/ticks.t
+t_unit_ticks_t_SOURCES = t/unit/ticks.c
+t_unit_ticks_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
+t_unit_ticks_t_LDADD = t/unit/libtap.la core/libtally.la -lm
+TESTS += t/unit/ticks.t
 check_PROGRAMS += t/unit/heap-trim.t
 t_unit_heap_trim_t_SOURCES = t/unit/heap-trim.c
 t_unit_heap_trim_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)

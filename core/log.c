@@ -46,6 +46,8 @@ static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static enum tally_log_target log_target = TALLY_LOG_STDERR;
 static int log_level = LOG_INFO;
 static struct log_slot log_slots[LOG_SLOTS];
+/* counts for NULL go here: the running core's own, handed in by it */
+static struct tally_instance *log_core_inst;
 
 static const char *const log_prio_names[] = {
 	[LOG_EMERG] = "emerg",	 [LOG_ALERT] = "alert",
@@ -250,12 +252,15 @@ static void count_in(struct tally_instance *inst, struct tally_stats_drop *tab,
 	pthread_mutex_unlock(&inst->stat_lock);
 }
 
+void tally_log_set_core(struct tally_instance *core_inst)
+{
+	__atomic_store_n(&log_core_inst, core_inst, __ATOMIC_RELEASE);
+}
+
 /* The instance a count goes to: @inst, or the core's for NULL. */
 static struct tally_instance *count_target(struct tally_instance *inst)
 {
-	struct tally_core *core = tally_core_current();
-
-	return inst ? inst : core ? &core->core_inst : NULL;
+	return inst ? inst : __atomic_load_n(&log_core_inst, __ATOMIC_ACQUIRE);
 }
 
 void tally_count_drop(struct tally_instance *inst, const char *reason,

@@ -409,22 +409,27 @@ static void filter_tick_once(struct tally_instance *f)
 }
 
 /*
- * Delay until the next wall-clock multiple of @interval after *@mark, the
- * mark this timer was last set for (0: none yet), which is updated. Going
- * from the mark, not from now, matters: a timer may fire a little before
- * its mark, and "the next multiple after now" would then be that same
- * mark again, a second tick a millisecond later.
+ * Going from the mark, not from now, matters: a timer may fire a little
+ * before its mark, and "the next multiple after now" would then be that
+ * same mark again, a second tick a millisecond later.
  */
+double tally_next_mark(double interval, double mark, double now)
+{
+	double next = mark + interval;
+
+	/* first tick, a clock step, or a tick missed (loop stalled, suspend) */
+	if (mark == 0 || next <= now || next > now + 2 * interval)
+		next = (floor(now / interval) + 1) * interval;
+	return next;
+}
+
+/* Delay until the next mark after *@mark, which is updated. */
 static struct timeval next_aligned(double interval, double *mark)
 {
 	double now = (double)tally_now_ns() / 1e9;
-	double next = *mark + interval;
 
-	/* first tick, a clock step, or a tick missed (loop stalled, suspend) */
-	if (*mark == 0 || next <= now || next > now + 2 * interval)
-		next = (floor(now / interval) + 1) * interval;
-	*mark = next;
-	return tv_of(next - now);
+	*mark = tally_next_mark(interval, *mark, now);
+	return tv_of(*mark - now);
 }
 
 static void filter_tick(evutil_socket_t fd, short what, void *arg)
@@ -627,7 +632,7 @@ int tally_instance_set_emits(struct tally_instance *inst, unsigned forms)
 	return 0;
 }
 
-int tally_instance_check(struct tally_instance *inst)
+static int inst_check(struct tally_instance *inst)
 {
 	int (*check)(struct tally_instance *, void *) =
 		PLUGIN_OP(inst->plugin, check);
@@ -637,13 +642,19 @@ int tally_instance_check(struct tally_instance *inst)
 
 /* Instances */
 
-struct tally_instance *tally_inst_new(struct tally_core *core,
-				      struct tally_conf *conf,
-				      struct tally_conf_decl *d,
-				      const char *pipe_name)
+/*
+ * What every instance has, running or only checked: name, @label for its
+ * log lines, interval, where it is declared, and its plugin state with
+ * the options filled in. NULL with errno EINVAL (options refused: logged,
+ * *@problems counts them) or ENOMEM.
+ */
+static struct tally_instance *inst_alloc(struct tally_core *core,
+					 struct tally_conf *conf,
+					 struct tally_conf_decl *d,
+					 const char *label,
+					 unsigned *problems)
 {
 	struct tally_instance *inst = calloc(1, sizeof(*inst));
-	size_t len;
 
 	if (!inst)
 		return NULL;
@@ -651,25 +662,74 @@ struct tally_instance *tally_inst_new(struct tally_core *core,
 	inst->core = core;
 	inst->decl = d;
 	inst->name = strdup(d->name);
-	len = strlen(d->plugin->name) + strlen(d->name) +
-	      (pipe_name ? strlen(pipe_name) + 1 : 0) + 3;
-	inst->label = malloc(len);
+	inst->label = strdup(label);
 	inst->state = calloc(1, d->plugin->state_size ? d->plugin->state_size
 						      : 1);
 	pthread_mutex_init(&inst->stat_lock, NULL);
 	if (!inst->name || !inst->label || !inst->state)
 		goto out_free;
-	if (pipe_name)
-		snprintf(inst->label, len, "%s[%s@%s]", d->plugin->name,
-			 d->name, pipe_name);
-	else
-		snprintf(inst->label, len, "%s[%s]", d->plugin->name, d->name);
 	inst->interval = d->interval > 0 ? d->interval : conf->interval;
 	inst->cfile = d->file;
 	inst->cline = d->line;
+	*problems = tally_options_fill(d, inst->state);
+	if (*problems) {
+		tally_inst_free(inst);
+		errno = EINVAL;
+		return NULL;
+	}
+	return inst;
+out_free:
+	tally_inst_free(inst);
+	errno = ENOMEM;
+	return NULL;
+}
+
+int tally_inst_check(struct tally_conf *conf, struct tally_conf_decl *d,
+		     unsigned *problems)
+{
+	struct tally_instance *inst;
+	char label[256];
+	int ret;
+
+	/* named as the configuration names it: "inputs.host" */
+	snprintf(label, sizeof(label), "%s.%s", tally_kind_section(d->kind),
+		 d->name);
+	*problems = 0;
+	inst = inst_alloc(NULL, conf, d, label, problems);
+	if (!inst)
+		return -1;
+	/* what check logs carries the file:line */
+	inst->setup = true;
+	ret = inst_check(inst);
+	/* what it binds, for the clash check across instances */
+	tally_conf_binds_add(conf, d, label, inst->state);
+	tally_inst_free(inst);
+	if (ret < 0) {
+		*problems = 1;
+		errno = EINVAL;
+	}
+	return ret < 0 ? -1 : 0;
+}
+
+struct tally_instance *tally_inst_new(struct tally_core *core,
+				      struct tally_conf *conf,
+				      struct tally_conf_decl *d,
+				      const char *pipe_name)
+{
+	struct tally_instance *inst;
+	unsigned problems;
+	char label[256];
+
+	if (pipe_name)
+		snprintf(label, sizeof(label), "%s[%s@%s]", d->plugin->name,
+			 d->name, pipe_name);
+	else
+		snprintf(label, sizeof(label), "%s[%s]", d->plugin->name,
+			 d->name);
+	inst = inst_alloc(core, conf, d, label, &problems);
+	if (!inst)
+		return NULL;
 	inst->generation = core->generation;
-	if (tally_conf_fill_state(conf, d, inst->state) < 0)
-		goto out_free;
 	if (d->kind == TALLY_KIND_OUTPUT) {
 		inst->q.cap = (size_t)d->queue_size;
 		inst->q.max_records = (size_t)d->queue_records;
@@ -721,6 +781,7 @@ struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
 	core->core_inst.name = "tallyd";
 	pthread_mutex_init(&core->core_inst.stat_lock, NULL);
 	current_core = core;
+	tally_log_set_core(&core->core_inst);
 	if (evthread_use_pthreads() < 0)
 		goto out_free;
 	event_set_log_callback(core_event_log);
@@ -989,7 +1050,7 @@ int tally_inst_init(struct tally_instance *inst)
 
 	/* set-up: what check and init log carries the file:line */
 	inst->setup = true;
-	if (tally_instance_check(inst) < 0) {
+	if (inst_check(inst) < 0) {
 		errno = EINVAL;
 		ret = -1;
 	} else if (init && init(inst, inst->state) < 0) {
@@ -1291,8 +1352,10 @@ void tally_core_free(struct tally_core *core)
 		event_free(core->deadline);
 	if (core->base)
 		event_base_free(core->base);
-	if (current_core == core)
+	if (current_core == core) {
 		current_core = NULL;
+		tally_log_set_core(NULL);
+	}
 	free(core->core_inst.keyed);
 	pthread_mutex_destroy(&core->core_inst.stat_lock);
 	free(core);

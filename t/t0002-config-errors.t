@@ -34,7 +34,7 @@ test_expect_success 'wrong type names the expected type' '
 test_expect_success 'out of range: plugin option and core interval' '
 	check_fails range.conf &&
 	grep "^$C/range.conf:2: error: inputs.a: option .count. = 100001 is out of range \[0, 100000\]" err &&
-	grep "^$C/range.conf:3: error: inputs.b: option .interval. = -1 is out of range" err
+	grep "^$C/range.conf:3: error: inputs.b: option .interval. = -1.0 is out of range" err
 '
 
 test_expect_success 'missing required option at the instance line' '
@@ -63,7 +63,7 @@ test_expect_success 'plugin of the wrong kind, unknown plugin, no plugin' '
 
 test_expect_success 'unknown section, bad global value, empty from' '
 	check_fails sections.conf &&
-	grep "^$C/sections.conf:1: error: global: option .interval. = 0 is out of range \[0.001, 86400\]" err &&
+	grep "^$C/sections.conf:1: error: global: option .interval. = 0.0 is out of range \[0.001, 86400\]" err &&
 	grep "^$C/sections.conf:2: error: unknown section .input. (did you mean .inputs.?)" err &&
 	grep "^$C/sections.conf:3: error: pipelines.p: .from. is empty" err
 '
@@ -77,6 +77,19 @@ test_expect_success 'a name defined in two files reports both places' '
 	check_fails dup-conf.d &&
 	grep "^$C/dup-conf.d/20-b.conf:4: error: instance .a. defined twice: here and at $C/dup-conf.d/10-a.conf:2" err &&
 	grep "^$C/dup-conf.d/20-b.conf:6: error: pipeline .p. defined twice: here and at $C/dup-conf.d/10-a.conf:5" err
+'
+
+test_expect_success 'a bad shared option does not hide the plugin'"'"'s problems' '
+	cat >both.conf <<-EOF &&
+	inputs = { a = { plugin = "counter"; interval = 0.0; count = -1; }; };
+	outputs = { o = { plugin = "capture"; path = "/dev/null"; queue_size = 0; }; };
+	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c both.conf 2>err &&
+	grep "^both.conf:1: error: inputs.a: option .interval. = 0.0 is out of range \[0.001, 86400\]$" err &&
+	grep "^both.conf:1: error: inputs.a: option .count. = -1 is out of range \[0, 100000\]$" err &&
+	grep "^both.conf:2: error: outputs.o: option .queue_size. = 0 is out of range \[1, 1048576\]$" err &&
+	grep "3 errors, 0 warnings" err
 '
 
 test_expect_success 'a plugin check hook reports with file:line' '
@@ -197,6 +210,183 @@ test_expect_success 'two zmq_trace inputs on one endpoint' '
 	grep -F "zclash.conf:3: error: inputs.b: endpoint \"ipc://$PWD//./t.sock\" is already bound by inputs.a (endpoint \"ipc://$PWD/t.sock\" at zclash.conf:2)" err &&
 	grep -F "zclash.conf:5: error: inputs.d: endpoint \"tcp://*:19467\" is already bound by inputs.c (endpoint \"tcp://127.0.0.1:19467\" at zclash.conf:4)" err &&
 	test $(grep -c "already bound" err) = 2
+'
+
+test_expect_success '@include: absolute paths, relative ones from the including file, file:line inside' '
+	mkdir -p inc/sub &&
+	cat >inc/sub/inputs.conf <<-EOF &&
+	a = { plugin = "counter"; };
+	@include "more.conf"
+	EOF
+	cat >inc/sub/more.conf <<-EOF &&
+	b = { plugin = "counter";
+	      count = 100001; };
+	EOF
+	cat >inc/outputs.conf <<-EOF &&
+	outputs = { o = { plugin = "capture"; path = "inc.out"; }; };
+	EOF
+	cat >inc/main.conf <<-EOF &&
+	inputs = {
+		@include "sub/inputs.conf"
+	};
+	@include "$PWD/inc/outputs.conf"
+	pipelines = { p = { from = ["a", "b"]; to = ["o"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c inc/main.conf 2>err &&
+	grep "^inc/sub/more.conf:2: error: inputs.b: option .count. = 100001 is out of range \[0, 100000\]$" err &&
+	grep "1 error, 0 warnings" err &&
+	sed "s/100001/2/" inc/sub/more.conf >tmp && mv tmp inc/sub/more.conf &&
+	tallyd --once -c inc/main.conf 2>err &&
+	grep -c "^gauge test_counter_value{i=\"[01]\"} 1$" inc.out >n &&
+	echo 3 >expect && test_cmp expect n
+'
+
+test_expect_success '@include of a missing file, a directory, a FIFO, itself' '
+	printf "a = 1;\n@include \"nothere.conf\"\n" >inc/miss.conf &&
+	test_must_fail tallyd --check-config -c inc/miss.conf 2>err &&
+	grep "^inc/miss.conf:2: error: @include \"inc/nothere.conf\": cannot read: No such file or directory$" err &&
+	echo "@include \"sub\"" >inc/dir.conf &&
+	test_must_fail tallyd --check-config -c inc/dir.conf 2>err &&
+	grep "^inc/dir.conf:1: error: @include \"inc/sub\": cannot read: Is a directory$" err &&
+	mkfifo inc/fifo &&
+	echo "@include \"fifo\"" >inc/fifo.conf &&
+	test_must_fail tallyd --check-config -c inc/fifo.conf 2>err &&
+	grep "^inc/fifo.conf:1: error: @include \"inc/fifo\": cannot read: not a regular file$" err &&
+	echo "@include \"self.conf\"" >inc/self.conf &&
+	test_must_fail tallyd --check-config -c inc/self.conf 2>err &&
+	grep "^inc/self.conf:1: error: @include \"inc/self.conf\": more than 10 nested includes (does a file include itself?)$" err
+'
+
+test_expect_success 'integers as written: wider than 32 bits, wider than 64 bits' '
+	cat >wide.conf <<-EOF &&
+	inputs = {
+		a = { plugin = "counter"; count = 99999999999999999999; };
+		b = { plugin = "counter"; count = 4294967297; };
+		tr = { plugin = "zmq_trace"; endpoint = "tcp://127.0.0.1:*";
+		       rcvhwm = 99999999999999999999; };
+	};
+	outputs = { o = { plugin = "capture"; path = "/dev/null"; }; };
+	pipelines = { p = { from = ["a", "b", "tr"]; to = ["o"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c wide.conf 2>err &&
+	grep "^wide.conf:2: error: inputs.a: option .count. = 99999999999999999999 is out of range \[0, 100000\]$" err &&
+	grep "^wide.conf:3: error: inputs.b: option .count. = 4294967297 is out of range \[0, 100000\]$" err &&
+	grep "^wide.conf:5: error: inputs.tr: option .rcvhwm. = 99999999999999999999 is out of range \[0, 2147483647\]$" err &&
+	grep "3 errors, 0 warnings" err &&
+	cat >ts.conf <<-EOF &&
+	inputs = { c = { plugin = "counter"; ts = 1700000000123456789; }; };
+	outputs = { o = { plugin = "capture"; path = "ts.out"; timestamps = true; }; };
+	pipelines = { p = { from = ["c"]; to = ["o"]; }; };
+	EOF
+	tallyd --once -c ts.conf &&
+	echo "gauge test_counter_value{i=\"0\"} 1 ts=1700000000123456789" >expect &&
+	test_cmp expect ts.out
+'
+
+test_expect_success 'a name defined twice in one file: which, and both lines' '
+	cat >twice.conf <<-EOF &&
+	inputs = {
+		a = { plugin = "counter";
+		      count = 1;
+		      count = 2; };
+	};
+	EOF
+	test_must_fail tallyd --check-config -c twice.conf 2>err &&
+	grep "^twice.conf:4: error: inputs.a.count defined twice: here and at twice.conf:3$" err &&
+	grep "1 error, 0 warnings" err &&
+	cat >twice2.conf <<-EOF &&
+	inputs = {
+		a = { plugin = "counter"; };
+		a = { plugin = "counter"; };
+	};
+	EOF
+	test_must_fail tallyd --check-config -c twice2.conf 2>err &&
+	grep "^twice2.conf:3: error: inputs.a defined twice: here and at twice2.conf:2$" err &&
+	mkdir -p twice3 &&
+	echo "x = 1;" >twice3/inc.conf &&
+	printf "global = {\n@include \"inc.conf\"\n  x = 2; };\n" >twice3/main.conf &&
+	test_must_fail tallyd --check-config -c twice3/main.conf 2>err &&
+	grep "^twice3/main.conf:3: error: global.x defined twice: here and at twice3/inc.conf:1$" err
+'
+
+test_expect_success 'typed options: lists of numbers, sizes, durations' '
+	cat >typed.conf <<-EOF &&
+	inputs = { t = { plugin = "opttypes";
+			 buckets = (0.005, 0.5, 10);
+			 percentiles = 99.5;
+			 max_size = "1.5K";
+			 timeout = "1h30m";
+			 big = 9223372036854775807; }; };
+	outputs = { o = { plugin = "capture"; path = "typed.out"; }; };
+	pipelines = { p = { from = ["t"]; to = ["o"]; }; };
+	EOF
+	tallyd --once -c typed.conf &&
+	cat >expect <<-EOF &&
+	gauge test_opt_bucket{i="0"} 0.0050000000000000001
+	gauge test_opt_bucket{i="1"} 0.5
+	gauge test_opt_bucket{i="2"} 10
+	gauge test_opt_percentile{i="0"} 99.5
+	gauge test_opt_size_bytes 1536
+	gauge test_opt_timeout_seconds 5400
+	gauge test_opt_big 9.2233720368547758e+18
+	EOF
+	test_cmp expect typed.out
+'
+
+# typed_fails 'OPTION = VALUE;' LINE - that option in an opttypes input
+# must be refused; stderr in err
+typed_fails() {
+	cat >bad.conf <<-EOF &&
+	inputs = { t = { plugin = "opttypes"; $1 }; };
+	outputs = { o = { plugin = "capture"; path = "/dev/null"; }; };
+	pipelines = { p = { from = ["t"]; to = ["o"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c bad.conf 2>err
+}
+
+test_expect_success 'typed options: each refusal says what was written' '
+	typed_fails "buckets = [1.0, 0.5];" &&
+	grep "^bad.conf:1: error: inputs.t: option .buckets. element 2 = 0.5 is not above element 1 = 1.0 (the values must increase)$" err &&
+	typed_fails "percentiles = [50, 150];" &&
+	grep "^bad.conf:1: error: inputs.t: option .percentiles. element 2 = 150 is out of range \[0, 100\]$" err &&
+	typed_fails "percentiles = \"90\";" &&
+	grep "^bad.conf:1: error: inputs.t: option .percentiles. must be a number or a list of numbers$" err &&
+	typed_fails "buckets = [0.5, 1];" &&
+	grep "^bad.conf:1: error: mismatched element type in array (an array holds one type: write 1.0, not 1, beside 0.5, or make it a list: (0.5, 1))$" err &&
+	typed_fails "max_size = \"64 mb\";" &&
+	grep "^bad.conf:1: error: inputs.t: option .max_size. = \"64 mb\" is not a size: give bytes, or a number and a unit: K, M, G, T, P or KiB, MiB, GiB, TiB, PiB (powers of 1024); kB, MB, GB, TB, PB (powers of 1000)$" err &&
+	typed_fails "max_size = \"2TiB\";" &&
+	grep "^bad.conf:1: error: inputs.t: option .max_size. = \"2TiB\" is out of range \[1, 1TiB\]$" err &&
+	typed_fails "max_size = 0;" &&
+	grep "^bad.conf:1: error: inputs.t: option .max_size. = 0 is out of range \[1, 1TiB\]$" err &&
+	typed_fails "timeout = \"5 minutes\";" &&
+	grep "^bad.conf:1: error: inputs.t: option .timeout. = \"5 minutes\" is not a duration: give seconds, or numbers with units d, h, m, s, ms, us, ns (\"250ms\", \"1h30m\")$" err &&
+	typed_fails "timeout = \"2d\";" &&
+	grep "^bad.conf:1: error: inputs.t: option .timeout. = \"2d\" is out of range \[1ms, 1d\]$" err &&
+	typed_fails "timeout = true;" &&
+	grep "^bad.conf:1: error: inputs.t: option .timeout. must be a duration: seconds, or a string such as \"30s\"$" err &&
+	typed_fails "big = 99999999999999999999;" &&
+	grep "^bad.conf:1: error: inputs.t: option .big. = 99999999999999999999 is out of range \[-9223372036854775808, 9223372036854775807\]$" err
+'
+
+test_expect_success '--describe prints the shared options from their table, then the plugin'"'"'s' '
+	tallyd --describe opttypes >out &&
+	cat >expect <<-EOF &&
+	opttypes (input): test only: typed options read back as samples
+
+	options:
+	  plugin                   string (required)            which plugin the instance runs
+	  interval                 number                       seconds between reads or ticks (default: global.interval) (range 0.001..86400)
+	  buckets                  list of numbers              histogram bucket bounds, increasing (default: 0.1,1,10) (range 0..1000000000) (increasing)
+	  percentiles              list of numbers              percentiles to report (default: 50,90,99) (range 0..100)
+	  max_size                 size                         largest batch in bytes (default: 64MiB) (range 1..1TiB)
+	  timeout                  duration                     how long to wait (default: 30s) (range 1ms..1d)
+	  big                      integer                      any 64-bit integer (default: 0)
+	EOF
+	test_cmp expect out &&
+	tallyd --describe capture >out &&
+	grep "^  queue_size  *integer  *batches queued while the output is busy; the oldest is dropped beyond (default: 1024) (range 1..1048576)$" out &&
+	! grep "^  interval" out
 '
 
 test_done

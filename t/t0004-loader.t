@@ -56,7 +56,7 @@ test_expect_success '--describe documents options from the option table' '
 	tallyd --describe capture >out &&
 	grep "^  path  *string (required)" out &&
 	grep "^takes: deltas (counter increments, gauge adjustments), observations (timer values), set members$" out &&
-	grep "^  queue_records  *integer  .*(default 1000000)$" out &&
+	grep "^  queue_records  *integer  .*(default: 1000000) (range 1..1073741824)$" out &&
 	grep "^  labels  *group of labels " out &&
 	tallyd --describe testfilter >out &&
 	grep "^aggregates: deltas" out &&

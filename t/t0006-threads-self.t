@@ -36,7 +36,12 @@ test_expect_success 'a blocking read overrunning its interval skips ticks, the l
 	grep "^counter tally_reads_total{instance=\"slow\",kind=\"input\",plugin=\"slow\"} [1-9]" self.out
 '
 
-test_expect_success 'periodic reads: one at start, then one per interval on wall-clock marks' '
+# When reads happen (on wall-clock marks, a missed mark skipped, never two
+# ticks for one mark) is tested on given times in t/unit/ticks.t. Timing
+# real reads here failed on a machine with a load of 30, where a read
+# 19 ms or 200 ms late is normal, and a read's own timestamp may come after
+# the next mark: only what holds at any load is checked.
+test_expect_success 'periodic reads: one at start, then never more than the marks' '
 	cat >tick.conf <<-EOF &&
 	inputs = {
 		a = { plugin = "counter"; interval = 0.1; };
@@ -51,20 +56,21 @@ test_expect_success 'periodic reads: one at start, then one per interval on wall
 		q = { from = ["busy"]; to = ["b"]; };
 	};
 	EOF
+	start=$(date +%s%N) &&
 	start_tallyd tick.conf &&
-	wait_for "test \$(wc -l <tick.out) -ge 20" &&
+	wait_for "test \$(wc -l <tick.out) -ge 20" 60 &&
 	stop_tallyd &&
-	sed "s/.* ts=//" tick.out >ts &&
-	# after the read at start, each read falls in the next 100 ms window
-	# (none skipped or doubled), most within 10 ms of its mark and none
-	# later than 50 ms: a fixed 10 ms bound on every interval failed
-	# when one read on a loaded machine came 19 ms late
-	awk "{ w = int(\$1 / 100000000); late = \$1 % 100000000 }
-	     NR > 2 && w != prevw + 1 { bad++ }
-	     NR > 1 { n++; if (late <= 10000000) ontime++
-	              if (late > 50000000) bad++ }
-	     { prevw = w }
-	     END { exit bad > 0 || ontime * 2 < n }" ts
+	# the values count the reads: 1, 2, 3, ... with none lost
+	awk "{ if (\$3 != NR) bad++ } END { exit bad > 0 }" tick.out &&
+	# after the one at start, each read is for its own 100 ms mark, and
+	# the marks lie between the start and the last read (2 ms of slack
+	# for a timer firing a hair early): no more reads than marks. Times
+	# in ms
+	last=$(sed -n "\$s/.* ts=\([0-9]*\)[0-9]\{6\}$/\1/p" tick.out) &&
+	reads=$(wc -l <tick.out) &&
+	marks=$(( (last + 2) / 100 - ${start%??????} / 100 )) &&
+	tally_diag "$reads reads, $marks marks from start to the last read" &&
+	test $((reads - 1)) -le $marks
 '
 
 test_expect_success 'self: process metrics and per-instance counters' '

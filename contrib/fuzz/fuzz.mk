@@ -14,7 +14,7 @@ FUZZ_TARGETS = contrib/fuzz/config_fuzz
 # All of libtally, so the list cannot go stale when the core gains a file.
 CONFIG_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/config_fuzz.c \
 	$(addprefix $(top_srcdir)/,$(filter %.c,$(core_libtally_la_SOURCES)))
-contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC)
+contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC) tally-dirs.h
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCONFIG_CFLAGS) \
 		$(LIBEVENT_CFLAGS) -o $@ $(CONFIG_FUZZ_SRC) $(LIBCONFIG_LIBS) \

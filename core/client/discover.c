@@ -17,6 +17,8 @@
 
 #include "trace-internal.h"
 
+const char *tt_tmp_dir = "/tmp";
+
 /* Launcher variables, most specific first: PMIx, Open MPI, MPICH/PMI,
  * Slurm, Flux. */
 static const char *const tt_rank_vars[] = {
@@ -96,7 +98,7 @@ char *tt_discover_endpoint(void)
 	const char *rt = getenv("TALLY_RUNTIME_DIR");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	const char *job = tt_env_jobid();
-	char tmp[64], *path = NULL, *ep;
+	char tmp[PATH_MAX], *path = NULL, *ep;
 	size_t len;
 
 	if (env && *env)
@@ -107,7 +109,8 @@ char *tt_discover_endpoint(void)
 	if (!path && xdg && *xdg)
 		path = tt_try_socket(xdg, "/tally", job);
 	if (!path) {
-		snprintf(tmp, sizeof(tmp), "/tmp/tally-%u", (unsigned)getuid());
+		snprintf(tmp, sizeof(tmp), "%s/tally-%u", tt_tmp_dir,
+			 (unsigned)getuid());
 		path = tt_try_socket(tmp, "", job);
 	}
 	if (!path)

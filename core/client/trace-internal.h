@@ -104,6 +104,13 @@ const char *tt_env_jobid(void);
 char *tt_default_trace_id(void);
 
 /*
+ * tt_tmp_dir - where user collectors without XDG_RUNTIME_DIR keep their
+ * sockets: "/tmp"; the unit test points it at a directory of its own, so
+ * that a user collector running on the machine does not change its result
+ */
+extern const char *tt_tmp_dir;
+
+/*
  * tt_discover_endpoint() - where to send: TALLY_TRACE_ENDPOINT, else the
  * first existing socket file among $TALLY_RUNTIME_DIR/trace.sock,
  * $XDG_RUNTIME_DIR/tally[/job-ID]/trace.sock and

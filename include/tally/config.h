@@ -27,6 +27,33 @@
  *                       labels = { cluster = "frontier"; }: keys valid
  *                       Prometheus label names, values UTF-8; interned,
  *                       core-owned; NULL when not set)
+ *   TALLY_OPT_T_NUMBERS struct tally_numbers (histogram buckets,
+ *                       percentiles: a list of numbers, integers or not;
+ *                       a single number is a one-element list)
+ *   TALLY_OPT_T_SIZE    uint64_t, bytes (see "Sizes" below)
+ *   TALLY_OPT_T_DURATION double, seconds (see "Durations" below)
+ *
+ * Integers are read as written, up to 64 bits, with or without libconfig's
+ * L suffix; hexadecimal ones (0x1F) are unsigned. A value beyond 64 bits
+ * or outside the option's range is an error quoting what was written.
+ *
+ * Sizes: a non-negative integer or number is bytes (a fraction of a byte
+ * is dropped). A string is a decimal number (digits, optionally a point
+ * and decimals; no sign, no exponent), optional blanks, and an optional
+ * unit, case as written here:
+ *   B                       1
+ *   K or k, M, G, T, P      powers of 1024 (as KiB, MiB, GiB, TiB, PiB)
+ *   KiB, MiB, GiB, TiB, PiB powers of 1024
+ *   kB or KB, MB, GB, TB, PB powers of 1000
+ * "64MiB" is 67108864 bytes, "1k" 1024, "1.5K" 1536, "2GB" 2000000000;
+ * the result is rounded down to a whole byte and must fit in 64 bits.
+ * @min and @max are bytes.
+ *
+ * Durations: a non-negative integer or number is seconds. A string is one
+ * or more decimal numbers (as for sizes), each followed by a unit, blanks
+ * allowed between them: d (86400 s), h (3600 s), m (60 s), s, ms, us, ns.
+ * "30s", "5m", "250ms", "1h30m", "1.5h" are durations; a string holding a
+ * number alone ("30") is seconds too. @min and @max are seconds.
  *
  * Values are filled before the plugin's init() runs and stay valid until
  * after its fini() returns. Tables are read-only and thread-safe.
@@ -54,6 +81,9 @@ enum tally_opt_type {
 	TALLY_OPT_T_ENUM,
 	TALLY_OPT_T_REGEXLIST,
 	TALLY_OPT_T_LABELS,
+	TALLY_OPT_T_NUMBERS,
+	TALLY_OPT_T_SIZE,
+	TALLY_OPT_T_DURATION,
 };
 
 /* struct tally_option.flags */
@@ -69,6 +99,7 @@ enum tally_opt_type {
  */
 #define TALLY_OPT_BINDS		0x2u
 #define TALLY_OPT_BINDS_ZMQ	0x4u
+#define TALLY_OPT_INCREASING	0x8u /* NUMBERS: each above the last */
 
 /**
  * struct tally_strlist - a list of strings option value
@@ -93,6 +124,16 @@ struct tally_regexlist {
 };
 
 /**
+ * struct tally_numbers - a list of numbers option value
+ * @n: number of values
+ * @v: @n finite values, in the order written (core-owned)
+ */
+struct tally_numbers {
+	size_t n;
+	double *v;
+};
+
+/**
  * struct tally_option - one entry of a plugin's option table
  * @name:    key in the configuration (lower_snake_case, see the option
  *           naming conventions in the design brief)
@@ -100,9 +141,11 @@ struct tally_regexlist {
  * @offset:  offsetof() the field in the plugin's state struct
  * @def:     default value written as it would appear in the config
  *           ("/proc", "10", "1.5", "true", "eth0,ib0" for lists, a choice
- *           name for enums), or NULL for no default (field left zero)
- * @min:     inclusive minimum for INT/DOUBLE (ignored when min > max)
- * @max:     inclusive maximum for INT/DOUBLE
+ *           name for enums, "0.1,0.5,1" for numbers, "64MiB" for sizes,
+ *           "30s" for durations), or NULL for no default (field left zero)
+ * @min:     inclusive minimum for INT/DOUBLE, each value of NUMBERS, SIZE
+ *           (bytes) and DURATION (seconds); ignored when min > max
+ * @max:     inclusive maximum, likewise
  * @choices: NULL-terminated choice names for ENUM
  * @flags:   TALLY_OPT_* flags
  * @doc:     one-line description, printed by tallyd --describe
@@ -155,6 +198,26 @@ struct tally_option {
 		.offset = offsetof(st, field), .min = 1, .max = 0, \
 		.doc = (help)                                      \
 	}
+/* Numbers: @lo and @hi bound each value. */
+#define TALLY_OPT_NUMBERS(key, st, field, dflt, lo, hi, help)               \
+	{ .name = (key), .type = TALLY_OPT_T_NUMBERS,                         \
+	  .offset = offsetof(st, field), .def = (dflt), .min = (lo),        \
+	  .max = (hi), .doc = (help) }
+/* Numbers each above the one before (histogram bucket bounds). */
+#define TALLY_OPT_NUMBERS_INCREASING(key, st, field, dflt, lo, hi, help)    \
+	{ .name = (key), .type = TALLY_OPT_T_NUMBERS,                         \
+	  .offset = offsetof(st, field), .def = (dflt), .min = (lo),        \
+	  .max = (hi), .flags = TALLY_OPT_INCREASING, .doc = (help) }
+/* A size in bytes: @lo and @hi are bytes. */
+#define TALLY_OPT_SIZE(key, st, field, dflt, lo, hi, help)                  \
+	{ .name = (key), .type = TALLY_OPT_T_SIZE,                            \
+	  .offset = offsetof(st, field), .def = (dflt), .min = (lo),        \
+	  .max = (hi), .doc = (help) }
+/* A duration in seconds: @lo and @hi are seconds. */
+#define TALLY_OPT_DURATION(key, st, field, dflt, lo, hi, help)              \
+	{ .name = (key), .type = TALLY_OPT_T_DURATION,                        \
+	  .offset = offsetof(st, field), .def = (dflt), .min = (lo),        \
+	  .max = (hi), .doc = (help) }
 /* A string option the configuration must set (no default). */
 #define TALLY_OPT_STRING_REQ(key, st, field, help)                          \
 	{ .name = (key), .type = TALLY_OPT_T_STRING,                          \

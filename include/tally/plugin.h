@@ -69,7 +69,8 @@ enum tally_end {
  *         no files opened or created): log each problem with tally_log()
  *         at LOG_ERR and return -1. Run by tallyd --check-config and before
  *         init; the core prefixes its messages with the instance's
- *         file:line.
+ *         file:line. At --check-config the instance is never initialized
+ *         nor started: tally_instance_base() returns NULL there.
  * @init:  set up after options are filled
  * @read:  periodic: append this tick's records to @out. Called every
  *         interval seconds, aligned to wall-clock multiples of the interval

@@ -17,6 +17,12 @@ t_plugins_capture_la_SOURCES = t/plugins/capture.c
 t_plugins_capture_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 t_plugins_capture_la_LIBADD = core/libtally.la -lm
 
+# The typed options (numbers, sizes, durations, wide integers) end to end.
+check_LTLIBRARIES += t/plugins/opttypes.la
+t_plugins_opttypes_la_SOURCES = t/plugins/opttypes.c
+t_plugins_opttypes_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+t_plugins_opttypes_la_LIBADD = core/libtally.la
+
 # Broken plugins the loader must refuse, one defect each, all from
 # broken.c.
 check_LTLIBRARIES += t/plugins/badabi.la t/plugins/badsize.la \

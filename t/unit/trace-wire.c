@@ -369,22 +369,9 @@ static void expect_endpoint(const char *want, const char *what)
 	free(ep);
 }
 
-/* Whether a real user collector's socket could shadow the system one. */
-static bool tmp_taken;
-
 static void expect_system(const char *what)
 {
-	if (tmp_taken)
-		skip(1, "a socket in /tmp/tally-%u exists", (unsigned)getuid());
-	else
-		expect_endpoint("ipc:///run/tally/trace.sock", what);
-}
-
-static bool is_socket(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+	expect_endpoint("ipc:///run/tally/trace.sock", what);
 }
 
 static void test_discovery(void)
@@ -395,13 +382,11 @@ static void test_discovery(void)
 	if (!mkdtemp(dir))
 		bail_out("mkdtemp: %s", strerror(errno));
 	clear_env();
-	/* /tmp/tally-UID is a real user collector's place: only test the
-	 * fallback to the system socket if no collector of ours runs there */
-	snprintf(p, sizeof(p), "/tmp/tally-%u/trace.sock", (unsigned)getuid());
-	tmp_taken = is_socket(p);
-	snprintf(p, sizeof(p), "/tmp/tally-%u/job-99/trace.sock",
-		 (unsigned)getuid());
-	tmp_taken |= is_socket(p);
+	/*
+	 * /tmp/tally-UID is where a real user collector of ours may run while
+	 * the test does: look for it in a /tmp of the test's own instead.
+	 */
+	tt_tmp_dir = dir;
 
 	expect_system("nothing running: the system collector");
 
@@ -446,6 +431,26 @@ static void test_discovery(void)
 	setenv("TALLY_RUNTIME_DIR", p, 1);
 	snprintf(want, sizeof(want), "ipc://%s/rt/trace.sock", dir);
 	expect_endpoint(want, "TALLY_RUNTIME_DIR's socket first");
+
+	/* without XDG_RUNTIME_DIR: /tmp/tally-UID[/job-ID] */
+	clear_env();
+	snprintf(p, sizeof(p), "%s/tally-%u/job-99", dir, (unsigned)getuid());
+	mkdir_p(p);
+	expect_system("no XDG_RUNTIME_DIR, no socket in /tmp: system");
+	for (int job = 0; job < 2; job++) {
+		snprintf(p, sizeof(p), "%s/tally-%u%s/trace.sock", dir,
+			 (unsigned)getuid(), job ? "/job-99" : "");
+		make_socket(p);
+		snprintf(want, sizeof(want), "ipc://%s", p);
+		expect_endpoint(want, job ? "no XDG_RUNTIME_DIR, job 99: "
+					    "/tmp/tally-UID/job-99"
+					  : "no XDG_RUNTIME_DIR, no job: "
+					    "/tmp/tally-UID");
+		setenv("SLURM_JOB_ID", "99", 1);
+		if (!job)
+			expect_system("in job 99: not the socket outside it");
+	}
+	tt_tmp_dir = "/tmp";
 
 	clear_env();
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);

@@ -549,9 +549,13 @@ static void test_spans(void)
 	text = render(s, PROM_FMT_TEXT, 1002 * S, R0 + 5 * S);
 	is(sample(text, sec), "5", "open for 5 s at scrape time");
 	free(text);
+	cmp_ok(prom_store_spans_open(s), "==", 2,
+	       "one span open, in its region and its annotation: scrapes "
+	       "may not share a page");
 	b = tally_batch_new();
 	add_span(b, TALLY_SPAN_END, 1, "solver", 3, 0, R0 + 3 * S, R0);
 	apply(s, b, 1003 * S);
+	cmp_ok(prom_store_spans_open(s), "==", 0, "ended: none open");
 	text = render(s, PROM_FMT_TEXT, 1004 * S, R0 + 10 * S);
 	is(sample(text, act), "0", "ended: active 0 within the grace period");
 	is(sample(text, ann), "0", "annotation 0 within the grace period");

@@ -10,7 +10,8 @@
  * (evbuffer_add_reference(), no copy); a page is freed when the last reply
  * referring to it is done or dropped. Scrapes that ask for the same
  * variant (format, compression) of an unchanged store within
- * PROM_PAGE_SHARE_MS share the page. The bytes of all pages alive are
+ * PROM_PAGE_SHARE_MS share the page, unless a span is open (its region's
+ * seconds are counted up to each scrape). The bytes of all pages alive are
  * counted, so that the caller can bound them (max_reply_bytes).
  *
  * Private to the prometheus output. Loop thread only, not thread-safe;

@@ -185,9 +185,14 @@ static void prometheus_metrics(struct prometheus *p, struct evhttp_request *req)
 		fmt = PROM_FMT_OPENMETRICS;
 	variant = (unsigned)fmt * 2 + gz;
 	prom_pages_trim(p->pages, now);
-	/* Scrapes of an unchanged store within a second share one page. */
-	pg = prom_pages_get(p->pages, variant, prom_store_generation(p->store),
-			    now);
+	/*
+	 * Scrapes of an unchanged store within a second share one page,
+	 * unless an open span makes its region's seconds grow meanwhile.
+	 */
+	pg = NULL;
+	if (!prom_store_spans_open(p->store))
+		pg = prom_pages_get(p->pages, variant,
+				    prom_store_generation(p->store), now);
 	if (!pg) {
 		prometheus_make_room(p,
 				     prom_pages_last_size(p->pages, variant));

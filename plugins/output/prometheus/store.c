@@ -363,6 +363,7 @@ struct prom_store {
 	size_t nself;	  /* of which tallyd's own (prom_series_is_self()) */
 	int64_t epoch_ns; /* CLOCK_REALTIME at creation */
 	uint64_t gen;	  /* changes applied or swept so far */
+	uint64_t spans_open; /* open spans counted in regions' sums */
 	struct prom_store_stats st;
 	struct sbuf tmp, tmp2, tmp3; /* scratch: names, label text, keys */
 	struct tally_label *lbuf;    /* a region's labels with the static */
@@ -1204,6 +1205,7 @@ static void region_open(struct prom_store *s, struct prom_region *g,
 
 	ns_split(begin - s->epoch_ns, &sec, &ns);
 	g->n_open += (unsigned)sign;
+	s->spans_open += (uint64_t)(int64_t)sign;
 	g->begin_s += sign * sec;
 	g->begin_ns += sign * ns;
 }
@@ -1902,6 +1904,11 @@ int prom_store_render(struct prom_store *s, struct evbuffer *out,
 uint64_t prom_store_generation(const struct prom_store *s)
 {
 	return s->gen;
+}
+
+uint64_t prom_store_spans_open(const struct prom_store *s)
+{
+	return s->spans_open;
 }
 
 size_t prom_store_series(const struct prom_store *s)

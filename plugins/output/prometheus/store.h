@@ -205,6 +205,14 @@ int prom_store_render(struct prom_store *s, struct evbuffer *out,
  */
 uint64_t prom_store_generation(const struct prom_store *s);
 
+/**
+ * prom_store_spans_open() - how many open spans the regions count (a span
+ * counts once per series it shows in: region, annotation): while any is,
+ * a render shows its region's seconds up to the scrape's time, so
+ * no two scrapes may share a page
+ */
+uint64_t prom_store_spans_open(const struct prom_store *s);
+
 /** prom_store_series() - number of series (span regions included) */
 size_t prom_store_series(const struct prom_store *s);
 

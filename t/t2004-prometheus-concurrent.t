@@ -6,7 +6,9 @@ spangen (generations mode) emits 2000 gauges and a histogram per read,
 50 reads a second, every value derived from the read number k. Several
 scrapers fetch /metrics at the same time (plain, gzip, OpenMetrics); every
 scrape must show one whole batch: a single k in all 2000 series, and
-histogram buckets, _count and _sum of that same k.'
+histogram buckets, _count and _sum of that same k. (expire is long: on a
+loaded machine a 20 ms input can miss 3 intervals, and its series would
+expire between scrapes; t2003 tests expiry.)'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
@@ -23,7 +25,7 @@ test_expect_success 'start tallyd with a fast, wide input' '
 	  shapes = { plugin = "spangen"; mode = "shapes"; };
 	};
 	outputs = { prom = { plugin = "prometheus";
-	                     listen = "127.0.0.1:$port"; }; };
+	                     listen = "127.0.0.1:$port"; expire = 600.0; }; };
 	pipelines = { p = { from = ["gen", "shapes"]; to = ["prom"]; }; };
 	EOF
 	start_tallyd --wait "port_listening $port" conc.conf &&

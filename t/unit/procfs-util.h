@@ -153,14 +153,42 @@ static __attribute__((unused)) size_t names_bytes(struct tally_batch *b)
 #endif
 
 #ifdef PROCFS_ALLOC_SANITIZED
-static int alloc_count_available(void)
+/*
+ * The sanitizer owns malloc: count through its allocation hook (declared
+ * here, as GCC ships no <sanitizer/allocator_interface.h>).
+ */
+int __sanitizer_install_malloc_and_free_hooks(
+	void (*malloc_hook)(const volatile void *, size_t),
+	void (*free_hook)(const volatile void *));
+
+static long alloc_n;
+
+static void alloc_hook(const volatile void *p, size_t n)
 {
-	return 0;
+	(void)p;
+	(void)n;
+	__atomic_add_fetch(&alloc_n, 1, __ATOMIC_RELAXED);
 }
 
+static void free_hook(const volatile void *p)
+{
+	(void)p;
+}
+
+static int alloc_count_available(void)
+{
+	static int installed;
+
+	if (!installed)
+		installed = __sanitizer_install_malloc_and_free_hooks(
+			alloc_hook, free_hook);
+	return installed;
+}
+
+/* Allocations so far, by any thread. */
 static long alloc_count(void)
 {
-	return 0;
+	return __atomic_load_n(&alloc_n, __ATOMIC_RELAXED);
 }
 #else
 extern void *__libc_malloc(size_t n);

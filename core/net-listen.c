@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -40,6 +41,13 @@ enum net_src_type { NET_SRC_LISTEN, NET_SRC_DGRAM, NET_SRC_CONN };
 struct net_src {
 	enum net_src_type type;
 	int fd;
+	uint32_t ovfl; /* datagrams: SO_RXQ_OVFL's count last seen */
+};
+
+/* Room for the SO_RXQ_OVFL control message of one datagram. */
+union net_ctl {
+	char buf[CMSG_SPACE(sizeof(uint32_t))];
+	struct cmsghdr align;
 };
 
 struct net_conn {
@@ -71,6 +79,7 @@ struct tally_net_listener {
 	struct event *tick; /* idle connections, end of a pause */
 	struct mmsghdr mm[NET_DGRAM_BATCH];
 	struct iovec iov[NET_DGRAM_BATCH];
+	union net_ctl ctl[NET_DGRAM_BATCH];
 	char *dbuf;
 	unsigned delivered; /* items handed to ops->item by this drain */
 	uint16_t port;
@@ -317,8 +326,34 @@ static void listener_accept(struct tally_net_listener *l, int fd)
 	}
 }
 
-/* Read datagrams of @fd, at most @budget. Return: how many. */
-static unsigned dgram_read(struct tally_net_listener *l, int fd,
+/*
+ * The kernel's drop count of @src as of datagram @i (SO_RXQ_OVFL: the
+ * socket's drops when the datagram was queued, a wrapping 32-bit count):
+ * count what it grew by since the last one seen.
+ */
+static void dgram_overflow(struct tally_net_listener *l, struct net_src *src,
+			   unsigned i)
+{
+	struct msghdr *h = &l->mm[i].msg_hdr;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c)) {
+		uint32_t now, grew;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL ||
+		    c->cmsg_len < CMSG_LEN(sizeof(now)))
+			continue;
+		memcpy(&now, CMSG_DATA(c), sizeof(now));
+		grew = now - src->ovfl;
+		src->ovfl = now;
+		if (grew) {
+			l->st.kernel_drops += grew;
+			tally_count_drop(l->inst, "kernel_overflow", grew);
+		}
+	}
+}
+
+/* Read datagrams of @src, at most @budget. Return: how many. */
+static unsigned dgram_read(struct tally_net_listener *l, struct net_src *src,
 			   unsigned budget)
 {
 	unsigned n = 0;
@@ -330,13 +365,17 @@ static unsigned dgram_read(struct tally_net_listener *l, int fd,
 
 		for (unsigned i = 0; i < want; i++) {
 			l->mm[i].msg_hdr.msg_flags = 0;
+			l->mm[i].msg_hdr.msg_control = l->ctl[i].buf;
+			l->mm[i].msg_hdr.msg_controllen = sizeof(l->ctl[i].buf);
 			l->mm[i].msg_len = 0;
 		}
-		r = recvmmsg(fd, l->mm, want, MSG_DONTWAIT, NULL);
+		r = recvmmsg(src->fd, l->mm, want, MSG_DONTWAIT, NULL);
 		if (r <= 0)
 			break;
 		for (int i = 0; i < r; i++) {
 			size_t len = l->mm[i].msg_len;
+
+			dgram_overflow(l, src, (unsigned)i);
 
 			if ((l->mm[i].msg_hdr.msg_flags & MSG_TRUNC) ||
 			    len > l->o.max_item)
@@ -374,7 +413,7 @@ static unsigned listener_drain(void *arg, unsigned max)
 			listener_accept(l, src->fd);
 			break;
 		case NET_SRC_DGRAM:
-			n += dgram_read(l, src->fd, max - n);
+			n += dgram_read(l, src, max - n);
 			break;
 		case NET_SRC_CONN:
 			n += conn_read(l, (struct net_conn *)src, max - n);
@@ -422,6 +461,38 @@ static void listener_tick(evutil_socket_t fd, short what, void *arg)
 		conn_close(l, c);
 	}
 	listener_arm(l);
+}
+
+/*
+ * Give @fd the receive buffer asked for: SO_RCVBUF is capped at
+ * net.core.rmem_max, SO_RCVBUFFORCE is not but needs CAP_NET_ADMIN. The
+ * kernel doubles what it is asked (its bookkeeping), and getsockopt() says
+ * the doubled size. Return: that size.
+ */
+static size_t listener_rcvbuf(struct tally_net_listener *l, const char *what,
+			      int fd)
+{
+	size_t want = l->o.rcvbuf < INT_MAX / 2 ? l->o.rcvbuf : INT_MAX / 2;
+	int v = (int)want, got = 0;
+	socklen_t sl = sizeof(got);
+
+	if (want) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+		if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &sl) == 0 &&
+		    (size_t)got < 2 * want)
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v,
+				   sizeof(v));
+	}
+	sl = sizeof(got);
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &sl) < 0)
+		return 0;
+	if (want && (size_t)got < 2 * want && fd == l->socks[0].fd)
+		tally_log(l->inst, LOG_NOTICE,
+			  "%s: receive buffer of %d bytes, not the %zu asked: "
+			  "net.core.rmem_max caps it (raise it with sysctl, or "
+			  "start tallyd as root)",
+			  what, got / 2, want);
+	return (size_t)got;
 }
 
 static void listener_defaults(struct tally_net_listener_opts *o)
@@ -496,6 +567,17 @@ tally_net_listener_new(struct tally_instance *inst, struct event_base *base,
 		l->socks[i].fd = fds[i];
 	}
 	l->nsocks = (size_t)n;
+	for (int i = 0; i < n; i++) {
+		static const int on = 1;
+		size_t rb = listener_rcvbuf(l, what, fds[i]);
+
+		if (i == 0)
+			l->st.rcvbuf = rb;
+		/* the kernel's drops, counted: see dgram_overflow() */
+		if (!l->stream)
+			setsockopt(fds[i], SOL_SOCKET, SO_RXQ_OVFL, &on,
+				   sizeof(on));
+	}
 	if (a->kind != TALLY_NET_PATH && a->kind != TALLY_NET_ABSTRACT) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);

@@ -483,6 +483,12 @@ struct tally_net_listener_ops {
  *                   tally_net_unix_mode(@unix_group))
  * @unix_group:      unix addresses: give the file the group @unix_gid
  * @unix_gid:        that group
+ * @rcvbuf:          bytes of kernel receive buffer (SO_RCVBUF) each bound
+ *                   socket asks for (default 0: the kernel's default);
+ *                   beyond net.core.rmem_max it is forced (SO_RCVBUFFORCE)
+ *                   where tallyd may (CAP_NET_ADMIN, as root before the
+ *                   privilege drop), else capped by the kernel and the
+ *                   size obtained logged once
  */
 struct tally_net_listener_opts {
 	unsigned max_items;
@@ -493,6 +499,7 @@ struct tally_net_listener_opts {
 	unsigned unix_mode;
 	bool unix_group;
 	gid_t unix_gid;
+	size_t rcvbuf;
 };
 
 /**
@@ -502,6 +509,13 @@ struct tally_net_listener_opts {
  * @accepted:   stream connections accepted
  * @open:       stream connections open now
  * @idle_closed: stream connections closed by idle_timeout
+ * @kernel_drops: datagrams the kernel dropped at the listener's sockets
+ *              before they were read (receive buffer full), as
+ *              SO_RXQ_OVFL reports them: a drop is seen with the next
+ *              datagram that reaches the socket after it
+ * @rcvbuf:     receive buffer of the first bound socket in bytes, as
+ *              getsockopt(SO_RCVBUF) says (the kernel doubles what is
+ *              asked, for its bookkeeping)
  */
 struct tally_net_listener_stats {
 	struct tally_net_drain_stats drain;
@@ -509,6 +523,8 @@ struct tally_net_listener_stats {
 	uint64_t accepted;
 	uint64_t open;
 	uint64_t idle_closed;
+	uint64_t kernel_drops;
+	size_t rcvbuf;
 };
 
 struct tally_net_listener;
@@ -517,8 +533,9 @@ struct tally_net_listener;
  * tally_net_listener_new() - bind a listen address and read it
  * @inst: for logs and counters: drops "oversize" (longer than
  *        max_item), "truncated" (a connection ended inside a line),
- *        "accept_error", "nomem"; events "wakeups", "drains",
- *        "idle_closed" (NULL: not counted)
+ *        "kernel_overflow" (datagrams the kernel dropped, receive buffer
+ *        full: @kernel_drops of the stats), "accept_error", "nomem";
+ *        events "wakeups", "drains", "idle_closed" (NULL: not counted)
  * @base: the event loop
  * @what: names the address in messages, e.g. "listen \"*:8125\""
  * @a:    a parsed listen address (TALLY_NET_LISTEN; UDP or stream)
@@ -527,7 +544,8 @@ struct tally_net_listener;
  * @arg:  passed to @ops
  *
  * Binds with tally_net_bind(). Datagram sockets are read with recvmmsg(2),
- * one item per datagram; stream sockets accept connections whose bytes are
+ * one item per datagram, with SO_RXQ_OVFL on so that the kernel's drops
+ * are counted; stream sockets accept connections whose bytes are
  * split into lines, a line longer than max_item dropped whole, and a last
  * line without a newline delivered when its connection ends. All sockets
  * of the listener share one drain scheduler (an epoll set), so the cap is

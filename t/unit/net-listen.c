@@ -468,6 +468,66 @@ static void test_limits(void)
 	got_free(&g);
 }
 
+/*
+ * A receive buffer too small for what is sent: the kernel drops the
+ * rest, and SO_RXQ_OVFL's count comes with the next datagram read, so
+ * every datagram sent is either read or counted as a kernel drop.
+ */
+static void test_kernel_drops(void)
+{
+	struct tally_net_listener_opts o = { .max_items = 1000,
+					     .rcvbuf = 4096 };
+	struct tally_net_addr a = parse("127.0.0.1:0", TALLY_NET_UDP);
+	struct tally_net_listener_stats st;
+	struct tally_net_listener *l;
+	struct sockaddr_in to;
+	struct got g = { 0 };
+	char msg[512];
+	int c;
+
+	l = tally_net_listener_new(NULL, base, "x", &a, &o, &got_ops, &g);
+	if (!ok(l != NULL, "UDP listener with rcvbuf 4096"))
+		return;
+	tally_net_listener_get_stats(l, &st);
+	ok(st.rcvbuf >= 4096 && st.rcvbuf < 65536,
+	   "the receive buffer asked for: %zu bytes (doubled by the kernel)",
+	   st.rcvbuf);
+	c = udp_client(tally_net_listener_port(l), &to);
+	memset(msg, 'x', sizeof(msg));
+	/* nothing is read while they are sent: most cannot fit */
+	for (int i = 0; i < 200; i++)
+		sendto(c, msg, sizeof(msg), 0, (struct sockaddr *)&to,
+		       sizeof(to));
+	for (int i = 0; i < 5; i++)
+		turn();
+	tally_net_listener_get_stats(l, &st);
+	cmp_ok(g.n, "<", 200, "the buffer held %zu of 200", g.n);
+	/* the drops are reported with the next datagram queued */
+	sendto(c, "last", 4, 0, (struct sockaddr *)&to, sizeof(to));
+	ok(run_until(&g.n, g.n + 1), "a datagram after the flood");
+	tally_net_listener_get_stats(l, &st);
+	cmp_ok(st.kernel_drops, "==", 201 - g.n,
+	       "read (%zu) + kernel drops (%llu) = sent (201)", g.n,
+	       (unsigned long long)st.kernel_drops);
+	is(g.items[g.n - 1], "last", "the last one read is the one after");
+	close(c);
+	tally_net_listener_free(l);
+	got_free(&g);
+
+	/* a big buffer: asked size, or capped by rmem_max for non-root */
+	o.rcvbuf = 8 << 20;
+	a = parse("127.0.0.1:0", TALLY_NET_UDP);
+	l = tally_net_listener_new(NULL, base, "x", &a, &o, &got_ops, &g);
+	tally_net_listener_get_stats(l, &st);
+	if (geteuid() == 0)
+		cmp_ok(st.rcvbuf, "==", 2 * (8 << 20),
+		       "root: 8 MiB forced past rmem_max");
+	else
+		cmp_ok(st.rcvbuf, ">=", 4096, "unprivileged: %zu bytes",
+		       st.rcvbuf);
+	tally_net_listener_free(l);
+}
+
 /* read_now reads what is queued without the loop (at stop). */
 static void test_read_now(void)
 {
@@ -606,6 +666,7 @@ int main(void)
 	test_stream();
 	test_limits();
 	test_read_now();
+	test_kernel_drops();
 	test_unix_stream();
 	test_name();
 	test_port_rule();

@@ -1,7 +1,20 @@
 # plugins/input/statsd.mk: the statsd input (included from Makefile.am)
 #
-# The line parser comes first, pure and fuzzed; the input that receives
-# datagrams builds on it.
+# The line parser (parse.c) is pure and fuzzed; the input (statsd.c)
+# receives datagrams through the core's listener (tally/net.h).
+
+pkgplugin_LTLIBRARIES += plugins/input/statsd.la
+plugins_input_statsd_la_SOURCES = plugins/input/statsd/statsd.c \
+	plugins/input/statsd/parse.c plugins/input/statsd/parse.h
+# own CPPFLAGS: parse.c is built for the unit test too, without libtool
+plugins_input_statsd_la_CPPFLAGS = $(AM_CPPFLAGS)
+plugins_input_statsd_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_input_statsd_la_LIBADD = core/libtally.la -lm
+
+# The input end to end: UDP, IPv6, unix and TCP senders (python3), the
+# capture output and prometheus.
+TESTS += t/t4001-statsd.t
+EXTRA_DIST += t/t4001-statsd.t t/t40-statsd-send.py doc/plugins/statsd.md
 
 # Unit test of the parser, built from its source.
 check_PROGRAMS += t/unit/statsd-parse.t

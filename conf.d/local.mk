@@ -5,7 +5,8 @@ dist_tallyconf_DATA = \
 	conf.d/10-host.conf \
 	conf.d/20-traces.conf \
 	conf.d/30-self.conf \
-	conf.d/50-prometheus.conf
+	conf.d/50-prometheus.conf \
+	conf.d/60-statsd.conf
 
 # The built-in configuration of a user collector that finds none
 # (tallyd --user, tallyd(8)) is this conf.d, compiled into tallyd.

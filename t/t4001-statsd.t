@@ -50,6 +50,18 @@ test_expect_success 'check: forms, types and addresses' '
 	grep "listen \"\*:8125\": a user collector listens on loopback addresses only" err
 '
 
+test_expect_success 'the shipped conf.d/60-statsd.conf: off, and valid once on' '
+	cp -r "$top_srcdir/conf.d" shipped &&
+	rm -f shipped/local.mk &&
+	tallyd -c shipped --check-config 2>err &&
+	! grep -q statsd err &&
+	sed "s/^#\([^ #]\)/\1/" shipped/60-statsd.conf >on.conf &&
+	grep -q "^inputs = {" on.conf &&
+	grep -q "listen = \"127.0.0.1:8125\"" on.conf &&
+	mv on.conf shipped/60-statsd.conf &&
+	tallyd -c shipped --check-config
+'
+
 tally_sock_dir sock && SOCK=$TALLY_SOCK_DIR
 
 # Ports: UDP for the statsd inputs, TCP for tcp and prometheus.
@@ -246,6 +258,37 @@ test_expect_success 'kernel drops: every datagram is read or counted' '
 test_expect_success 'stop: clean exit, the unix socket file removed' '
 	stop_tallyd &&
 	! test -e "$SOCK/statsd.sock"
+'
+
+# A user collector: the port rule gives a port the kernel chooses, even
+# when the configured one is held, written to RUNDIR/listen; what the
+# wrapped command sent is read before tallyd exits.
+test_expect_success 'user mode: the port rule, and what was sent before the end' '
+	mkdir -p "$SOCK/xdg" &&
+	held=$(free_port) &&
+	cat >user.conf <<-EOF &&
+	inputs = { sd = { plugin = "statsd"; listen = "127.0.0.1:$held"; }; };
+	outputs = { cap = { plugin = "capture"; path = "$PWD/user.out"; }; };
+	pipelines = { p = { from = ["sd"]; to = ["cap"]; }; };
+	EOF
+	printf "user.hits:5|c" >u1 &&
+	{ "$PYTHON3" -c "import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((\"127.0.0.1\", $held))
+time.sleep(60)" & } &&
+	holder=$! &&
+	test_when_finished "kill $holder" &&
+	wait_for "udp_bound $held" &&
+	XDG_RUNTIME_DIR="$SOCK/xdg" tallyd --user -c user.conf -- sh -c "
+		addr=\$(sed -n \"s/^sd //p\" \"$SOCK/xdg/tally/listen\") &&
+		echo \$addr >addr &&
+		\"$PYTHON3\" \"$SEND\" udp4 \$addr u1
+	" 2>user.err &&
+	grep "^127.0.0.1:[0-9]*\$" addr &&
+	! grep -q ":$held\$" addr &&
+	grep "receiving statsd over udp on 127.0.0.1:$held (bound port" user.err &&
+	echo "delta counter user.hits 5 rate=1" >expected.user &&
+	test_cmp expected.user user.out
 '
 
 test_done

@@ -47,7 +47,15 @@ test_expect_success 'check: forms, types and addresses' '
 	grep "bad.conf:1: error: inputs.sd: types: unknown statsd type \"timer\": use c, g, ms, h, d or s" err &&
 	! grep "8125" err &&
 	test_must_fail tallyd --user -c bad.conf --check-config 2>err &&
-	grep "listen \"\*:8125\": a user collector listens on loopback addresses only" err
+	grep "listen \"\*:8125\": a user collector listens on loopback addresses only" err &&
+	cat >twice.conf <<-EOF &&
+	inputs = { sd = { plugin = "statsd";
+		listen = ["127.0.0.1:8125", "[::1]:8126", "*:8125"]; }; };
+	outputs = { c = { plugin = "capture"; path = "/dev/null"; }; };
+	pipelines = { p = { from = ["sd"]; to = ["c"]; }; };
+	EOF
+	test_must_fail tallyd -c twice.conf --check-config 2>err &&
+	grep "twice.conf:1: error: inputs.sd: listen \"\*:8125\": the same socket as \"127.0.0.1:8125\" listed before it: list it once" err
 '
 
 test_expect_success 'the shipped conf.d/60-statsd.conf: off, and valid once on' '
@@ -253,6 +261,25 @@ test_expect_success 'kernel drops: every datagram is read or counted' '
 		test \$l = \$(wc -l <flood.out) && test \$((k + l)) = $sent" &&
 	echo "sent $sent, read $l, kernel drops $k" &&
 	test "$k" -gt 0
+'
+
+test_expect_success 'reload: a changed instance is replaced on the same addresses' '
+	reloads() {
+		scrape && self_count metrics tally_events_total tallyd "event=\"reloads\""
+	} &&
+	n=$(reloads) &&
+	sed "s/sd = { plugin = \"statsd\";/& max_messages_per_wakeup = 64;/" \
+		sd.conf >sd2.conf &&
+	grep -q "max_messages_per_wakeup = 64" sd2.conf &&
+	mv sd2.conf sd.conf &&
+	kill -HUP $TALLYD_PID &&
+	wait_for "test \$(reloads) -gt $n" &&
+	test $(grep -c "statsd\[sd\]: receiving statsd over udp on 127.0.0.1:$udp," tallyd.log) = 2 &&
+	printf "reloaded.udp:1|c" >r1 &&
+	printf "reloaded.unix:1|c" >r2 &&
+	send udp4 127.0.0.1:$udp r1 &&
+	send unix "$SOCK/statsd.sock" r2 &&
+	wait_for "grep -q reloaded.udp sd.out && grep -q reloaded.unix sd.out"
 '
 
 test_expect_success 'stop: clean exit, the unix socket file removed' '

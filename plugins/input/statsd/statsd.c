@@ -307,6 +307,7 @@ static const struct tally_net_listener_ops statsd_listener_ops = {
 static int statsd_check(struct tally_instance *inst, void *state)
 {
 	struct statsd *s = state;
+	struct tally_net_addr a[STATSD_MAX_LISTEN];
 	unsigned forms = 0;
 	int rc = 0;
 
@@ -319,15 +320,26 @@ static int statsd_check(struct tally_instance *inst, void *state)
 			  STATSD_MAX_LISTEN);
 		rc = -1;
 	}
-	for (size_t i = 0; i < s->listen.n; i++) {
-		struct tally_net_addr a;
+	for (size_t i = 0; i < s->listen.n && i < STATSD_MAX_LISTEN; i++) {
 		char err[TALLY_NET_ERRLEN];
 
 		if (tally_net_addr_parse("listen", s->listen.v[i],
-					 statsd_flags(s), &a, err,
+					 statsd_flags(s), &a[i], err,
 					 sizeof(err)) < 0) {
 			tally_log(inst, LOG_ERR, "%s", err);
 			rc = -1;
+			a[i].kind = 0; /* compared with nothing below */
+			continue;
+		}
+		for (size_t k = 0; k < i; k++) {
+			if (!a[k].kind || !tally_net_addr_clash(&a[k], &a[i]))
+				continue;
+			tally_log(inst, LOG_ERR,
+				  "listen \"%s\": the same socket as \"%s\" "
+				  "listed before it: list it once",
+				  s->listen.v[i], s->listen.v[k]);
+			rc = -1;
+			break;
 		}
 	}
 	s->accept = 0;
@@ -462,8 +474,9 @@ static const struct tally_option statsd_options[] = {
 		       "sockets); tcp: connections sending lines (unix: "
 		       "stream sockets)"),
 	TALLY_OPT_LIST("types", struct statsd, types, "c,g,ms,h,d,s",
-		       "statsd types taken; lines of other types are dropped "
-		       "and counted (excluded_type). [\"c\", \"g\"] sends "
+		       "statsd types taken (h and d go together); lines of "
+		       "other types are dropped and counted (excluded_type). "
+		       "[\"c\", \"g\"] sends "
 		       "only deltas and gauges: enough for the prometheus "
 		       "output without an aggregate filter"),
 	TALLY_OPT_SIZE("receive_buffer", struct statsd, receive_buffer, "8MiB",

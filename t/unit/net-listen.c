@@ -514,17 +514,26 @@ static void test_kernel_drops(void)
 	tally_net_listener_free(l);
 	got_free(&g);
 
-	/* a big buffer: asked size, or capped by rmem_max for non-root */
+	/*
+	 * A big buffer: what was asked (forced past rmem_max with
+	 * CAP_NET_ADMIN), or rmem_max without it; doubled by the kernel.
+	 */
 	o.rcvbuf = 8 << 20;
 	a = parse("127.0.0.1:0", TALLY_NET_UDP);
 	l = tally_net_listener_new(NULL, base, "x", &a, &o, &got_ops, &g);
 	tally_net_listener_get_stats(l, &st);
-	if (geteuid() == 0)
-		cmp_ok(st.rcvbuf, "==", 2 * (8 << 20),
-		       "root: 8 MiB forced past rmem_max");
-	else
-		cmp_ok(st.rcvbuf, ">=", 4096, "unprivileged: %zu bytes",
-		       st.rcvbuf);
+	{
+		FILE *f = fopen("/proc/sys/net/core/rmem_max", "r");
+		unsigned long max = 0;
+
+		if (!f || fscanf(f, "%lu", &max) != 1)
+			max = 0;
+		if (f)
+			fclose(f);
+		ok(st.rcvbuf == 2 * (8 << 20) ||
+			   (max < (8 << 20) && st.rcvbuf == 2 * max),
+		   "8 MiB asked: %zu bytes (rmem_max %lu)", st.rcvbuf, max);
+	}
 	tally_net_listener_free(l);
 }
 

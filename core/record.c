@@ -298,11 +298,9 @@ const char *tally_batch_strdup(struct tally_batch *b, const char *s)
 	return p;
 }
 
-/* The next record slot, zeroed; NULL/ENOMEM. */
-static struct tally_record *batch_slot(struct tally_batch *b)
+/* The next record slot, uninitialized: the caller writes all of it. */
+static struct tally_record *batch_slot_raw(struct tally_batch *b)
 {
-	struct tally_record *r;
-
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 64;
 		struct tally_record *recs;
@@ -315,8 +313,16 @@ static struct tally_record *batch_slot(struct tally_batch *b)
 		b->recs = recs;
 		b->cap = cap;
 	}
-	r = &b->recs[b->n++];
-	memset(r, 0, sizeof(*r));
+	return &b->recs[b->n++];
+}
+
+/* The next record slot, zeroed; NULL/ENOMEM. */
+static struct tally_record *batch_slot(struct tally_batch *b)
+{
+	struct tally_record *r = batch_slot_raw(b);
+
+	if (r)
+		memset(r, 0, sizeof(*r));
 	return r;
 }
 
@@ -338,7 +344,7 @@ struct tally_record *tally_batch_append(struct tally_batch *b)
 static struct tally_record *batch_put(struct tally_batch *b,
 				      const struct tally_record *rec)
 {
-	struct tally_record *r = batch_slot(b);
+	struct tally_record *r = batch_slot_raw(b);
 
 	if (!r)
 		return NULL;
@@ -684,24 +690,52 @@ static const struct tally_attr *values_copy(struct tally_batch *b,
 	return copy;
 }
 
+/*
+ * Append a copy of span @sp at @ts_ns, its strings and values in @b's
+ * arena. Built in its slot rather than on the stack and copied: this is
+ * the zmq_trace ingest path, once per event. NULL/ENOMEM.
+ */
+static struct tally_record *span_append(struct tally_batch *b,
+					const struct tally_span *sp,
+					int64_t ts_ns)
+{
+	const char *trace = tally_batch_strdup(b, sp->trace);
+	const char *name = tally_batch_strdup(b, sp->name);
+	const char *host =
+		tally_batch_strdup(b, sp->src.host ? sp->src.host : "");
+	const struct tally_attr *values = NULL;
+	struct tally_record *r;
+	bool failed = false;
+
+	if (sp->nvalues)
+		values = values_copy(b, sp->values, sp->nvalues, &failed);
+	if (!trace || !name || !host || failed)
+		return NULL;
+	r = batch_slot_raw(b);
+	if (!r)
+		return NULL;
+	r->kind = TALLY_REC_SPAN;
+	r->ts_ns = ts_ns;
+	r->span = *sp;
+	r->span.trace = trace;
+	r->span.name = name;
+	r->span.src.host = host;
+	r->span.values = values;
+	r->span.attrs =
+		tally_labels_ref(sp->attrs ? sp->attrs : tally_labels_empty());
+	return r;
+}
+
 int tally_batch_add_span(struct tally_batch *b, const struct tally_span *span,
 			 int64_t ts_ns)
 {
-	struct tally_record *r;
-
 	if (!span || !span->trace || !span->name ||
-	    (span->phase != TALLY_SPAN_BEGIN &&
-	     span->phase != TALLY_SPAN_END) ||
-	    !values_valid(span->values, span->nvalues)) {
+	    (span->phase != TALLY_SPAN_BEGIN && span->phase != TALLY_SPAN_END) ||
+	    (span->nvalues && !values_valid(span->values, span->nvalues))) {
 		errno = EINVAL;
 		return -1;
 	}
-	r = tally_batch_copy_record(
-		b, &(struct tally_record){ .kind = TALLY_REC_SPAN,
-					   .ts_ns = ts_ns ? ts_ns
-							  : tally_now_ns(),
-					   .span = *span });
-	return r ? 0 : -1;
+	return span_append(b, span, ts_ns ? ts_ns : tally_now_ns()) ? 0 : -1;
 }
 
 int tally_batch_span_set_value(struct tally_batch *b, struct tally_record *rec,
@@ -776,21 +810,7 @@ struct tally_record *tally_batch_copy_record(struct tally_batch *b,
 		m->labels = rec->metric.labels ? rec->metric.labels
 					       : tally_labels_empty();
 	} else if (rec->kind == TALLY_REC_SPAN) {
-		struct tally_span *s = &tmp.span;
-		bool failed;
-
-		s->trace = tally_batch_strdup(b, rec->span.trace);
-		s->name = tally_batch_strdup(b, rec->span.name);
-		s->src.host = tally_batch_strdup(
-			b, rec->span.src.host ? rec->span.src.host : "");
-		if (!s->trace || !s->name || !s->src.host)
-			return NULL;
-		s->values = values_copy(b, rec->span.values, rec->span.nvalues,
-					&failed);
-		if (failed)
-			return NULL;
-		s->attrs = rec->span.attrs ? rec->span.attrs
-					   : tally_labels_empty();
+		return span_append(b, &rec->span, rec->ts_ns);
 	} else {
 		errno = EINVAL;
 		return NULL;

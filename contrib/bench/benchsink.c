@@ -121,6 +121,8 @@ static const struct tally_option benchsink_options[] = {
 static const struct tally_output_ops benchsink_ops = {
 	.write = benchsink_write,
 	.flush = benchsink_flush,
+	/* it only counts: statsd's deltas, observations and set members too */
+	.accepts = TALLY_FORMS_STATSD,
 };
 
 TALLY_PLUGIN_OUTPUT(benchsink, "bench only: count and time records, no output",

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* t/unit/statsd-parse.c - the statsd line format (plugins/input/statsd) */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../plugins/input/statsd/parse.h"
@@ -200,6 +203,63 @@ static void test_lines(void)
 	       "only line ends: no line");
 }
 
+/*
+ * Values are converted without strtod() when that is exact (at most 15
+ * digits, no exponent): every one must be the very double strtod() gives,
+ * sign of zero included. Numbers of every length and shape, from a fixed
+ * pseudo-random sequence.
+ */
+static void test_numbers(void)
+{
+	static const char *const fixed[] = {
+		"0", "-0", "+0", "0.0", "-0.0", "1", "250", "21.5", "-8",
+		"0.1", "0.3", "123456789012345", "1234567890123456",
+		"999999999999999.9", "0.000000000000001", "3.14159265358979",
+		"00000000042", "1e3", "1.5E-3", "9007199254740993", NULL,
+	};
+	uint64_t x = 88172645463325252ull;
+	unsigned bad = 0, n = 0;
+
+	for (int i = 0; i < 200000 + 20; i++) {
+		char num[40], line[64];
+		struct statsd_line p;
+		double want;
+
+		if (i < 20 && fixed[i]) {
+			snprintf(num, sizeof(num), "%s", fixed[i]);
+		} else {
+			size_t len = 0, nd;
+
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			if (x & 1)
+				num[len++] = '-';
+			nd = 1 + (x >> 1) % 18;
+			for (size_t k = 0; k < nd; k++)
+				num[len++] = (char)('0' + (x >> (8 + 3 * k)) % 10);
+			if ((x >> 5) & 1) {
+				size_t at = 1 + (x >> 40) % nd;
+
+				memmove(num + at + 1 + ((x & 1) ? 1 : 0),
+					num + at + ((x & 1) ? 1 : 0),
+					len - at - ((x & 1) ? 1 : 0));
+				num[at + ((x & 1) ? 1 : 0)] = '.';
+				len++;
+			}
+			num[len] = '\0';
+		}
+		snprintf(line, sizeof(line), "v:%s|g", num);
+		want = strtod(num, NULL);
+		n++;
+		if (statsd_parse_line(line, strlen(line), &p) != STATSD_OK ||
+		    memcmp(&p.value, &want, sizeof(want))) {
+			if (bad++ < 5)
+				diag("%s: %.17g, strtod %.17g", num, p.value,
+				     want);
+		}
+	}
+	cmp_ok(bad, "==", 0, "%u values: each the double strtod() gives", n);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -208,5 +268,6 @@ int main(void)
 	test_bad();
 	test_limits();
 	test_lines();
+	test_numbers();
 	done_testing();
 }

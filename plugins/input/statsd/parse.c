@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,20 +32,56 @@ const char *statsd_err_reason(enum statsd_err err)
 }
 
 /*
- * Whether @s[0..@n) is 1 to STATSD_MAX_NAME bytes of UTF-8 with no control
- * character and none of the bytes in @forbid.
+ * Bytes each kind of text refuses, one bit per kind: control characters
+ * everywhere, and the separators of the line format where they would end
+ * the text. A table, not strchr() per byte: this runs on every byte of
+ * every line.
  */
-static bool text_ok(const char *s, size_t n, const char *forbid)
+enum text_kind {
+	TEXT_NAME = 1u << 0,	/* no '|' or '#' */
+	TEXT_MEMBER = 1u << 1,	/* no '|' */
+	TEXT_TAG_KEY = 1u << 2, /* no ':', ',' or '|' */
+	TEXT_TAG_VAL = 1u << 3, /* no ',' or '|' */
+	TEXT_ALL = 0xf,
+};
+
+static const unsigned char text_refuses[256] = {
+	[0x00] = TEXT_ALL, [0x01] = TEXT_ALL, [0x02] = TEXT_ALL,
+	[0x03] = TEXT_ALL, [0x04] = TEXT_ALL, [0x05] = TEXT_ALL,
+	[0x06] = TEXT_ALL, [0x07] = TEXT_ALL, [0x08] = TEXT_ALL,
+	[0x09] = TEXT_ALL, [0x0a] = TEXT_ALL, [0x0b] = TEXT_ALL,
+	[0x0c] = TEXT_ALL, [0x0d] = TEXT_ALL, [0x0e] = TEXT_ALL,
+	[0x0f] = TEXT_ALL, [0x10] = TEXT_ALL, [0x11] = TEXT_ALL,
+	[0x12] = TEXT_ALL, [0x13] = TEXT_ALL, [0x14] = TEXT_ALL,
+	[0x15] = TEXT_ALL, [0x16] = TEXT_ALL, [0x17] = TEXT_ALL,
+	[0x18] = TEXT_ALL, [0x19] = TEXT_ALL, [0x1a] = TEXT_ALL,
+	[0x1b] = TEXT_ALL, [0x1c] = TEXT_ALL, [0x1d] = TEXT_ALL,
+	[0x1e] = TEXT_ALL, [0x1f] = TEXT_ALL, [0x7f] = TEXT_ALL,
+	['|'] = TEXT_ALL,
+	['#'] = TEXT_NAME,
+	[':'] = TEXT_TAG_KEY,
+	[','] = TEXT_TAG_KEY | TEXT_TAG_VAL,
+};
+
+/*
+ * Whether @s[0..@n) is 1 to STATSD_MAX_NAME bytes of UTF-8 with none of
+ * the bytes text of @kind refuses. ASCII, the usual case, needs no UTF-8
+ * decoding.
+ */
+static bool text_ok(const char *s, size_t n, enum text_kind kind)
 {
+	unsigned char high = 0;
+
 	if (n == 0 || n > STATSD_MAX_NAME)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (c < 0x20 || c == 0x7f || (c < 0x80 && strchr(forbid, c)))
+		if (text_refuses[c] & kind)
 			return false;
+		high |= c;
 	}
-	return tally_utf8_valid(s, n);
+	return !(high & 0x80) || tally_utf8_valid(s, n);
 }
 
 static bool is_digit(char c)
@@ -62,25 +99,40 @@ static size_t scan_digits(const char *s, size_t n, size_t *i)
 	return *i - start;
 }
 
+/* Powers of ten a double holds exactly. */
+static const double exact_pow10[] = {
+	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,  1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
 /*
  * Parse @s[0..@n) as [+-]digits[.digits][(e|E)[+-]digits] into *@out.
  * strtod() alone would also take spaces, hex, "inf" and "nan", and needs a
- * NUL: the grammar is checked here, then a bounded copy converted.
+ * NUL: the grammar is checked here. The usual values ("1", "250", "21.5")
+ * are converted here (Clinger's fast path: at most 15 significant digits
+ * and a power of ten up to 22 are exact doubles, so one multiplication or
+ * division rounds correctly, as strtod() would); others go to strtod().
  */
 static bool parse_number(const char *s, size_t n, double *out)
 {
 	char buf[STATSD_MAX_NUMBER + 1];
-	size_t i = 0, mant;
+	size_t i = 0, mant, frac = 0, digits = 0;
+	uint64_t m = 0;
+	bool neg = false;
 	char *end;
 
 	if (n == 0 || n > STATSD_MAX_NUMBER)
 		return false;
 	if (s[i] == '+' || s[i] == '-')
-		i++;
-	mant = scan_digits(s, n, &i);
+		neg = s[i++] == '-';
+	for (; i < n && is_digit(s[i]); i++, digits++)
+		m = m * 10 + (uint64_t)(s[i] - '0');
+	mant = digits;
 	if (i < n && s[i] == '.') {
 		i++;
-		mant += scan_digits(s, n, &i);
+		for (; i < n && is_digit(s[i]); i++, digits++, frac++)
+			m = m * 10 + (uint64_t)(s[i] - '0');
+		mant = digits;
 	}
 	if (mant == 0)
 		return false;
@@ -90,9 +142,16 @@ static bool parse_number(const char *s, size_t n, double *out)
 			i++;
 		if (scan_digits(s, n, &i) == 0)
 			return false;
+		frac = SIZE_MAX; /* an exponent: leave it to strtod() */
 	}
 	if (i != n)
 		return false;
+	if (digits <= 15 && frac < sizeof(exact_pow10) / sizeof(double)) {
+		double v = (double)m / exact_pow10[frac];
+
+		*out = neg ? -v : v;
+		return true;
+	}
 	memcpy(buf, s, n);
 	buf[n] = '\0';
 	*out = strtod(buf, &end);
@@ -141,8 +200,8 @@ static enum statsd_err parse_tags(const char *s, size_t n,
 		t->key_len = colon ? (size_t)(colon - tag) : tl;
 		t->value = colon ? colon + 1 : tag + tl;
 		t->value_len = colon ? tl - t->key_len - 1 : 0;
-		if (!text_ok(t->key, t->key_len, ":,|") ||
-		    (t->value_len && !text_ok(t->value, t->value_len, ",|")))
+		if (!text_ok(t->key, t->key_len, TEXT_TAG_KEY) ||
+		    (t->value_len && !text_ok(t->value, t->value_len, TEXT_TAG_VAL)))
 			return STATSD_ERR_BAD_TAG;
 		if (!comma)
 			return STATSD_OK;
@@ -163,7 +222,7 @@ enum statsd_err statsd_parse_line(const char *line, size_t len,
 		return STATSD_ERR_NO_COLON;
 	out->name = line;
 	out->name_len = (size_t)(colon - line);
-	if (!text_ok(out->name, out->name_len, "|#"))
+	if (!text_ok(out->name, out->name_len, TEXT_NAME))
 		return STATSD_ERR_BAD_NAME;
 
 	/* the value, up to the type's '|' */
@@ -186,7 +245,7 @@ enum statsd_err statsd_parse_line(const char *line, size_t len,
 	out->rate = 1.0;
 	out->ntags = 0;
 	if (out->type == STATSD_SET) {
-		if (!text_ok(colon + 1, vl, "|"))
+		if (!text_ok(colon + 1, vl, TEXT_MEMBER))
 			return STATSD_ERR_BAD_VALUE;
 		out->member = colon + 1;
 		out->member_len = vl;

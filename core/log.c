@@ -6,7 +6,8 @@
  * a second; that must not flood syslog nor cost the loop its time. Each
  * (instance, format string) pair may log LOG_BURST lines per log_window
  * seconds; the rest are counted, and the first line after the window says
- * how many were suppressed.
+ * how many were suppressed. The core's own notices and info lines are not
+ * limited (they follow an operator's action: start, signal, reload).
  */
 #include "config.h"
 
@@ -158,10 +159,18 @@ void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 
 	if (prio > log_level)
 		return;
-	/* decide first: a suppressed message costs no formatting */
-	pthread_mutex_lock(&log_lock);
-	suppressed = log_throttle(inst, fmt);
-	pthread_mutex_unlock(&log_lock);
+	/*
+	 * Decide first: a suppressed message costs no formatting. The core's
+	 * own notices (start, SIGHUP, reload applied) answer an operator's
+	 * action, one line each, and are never suppressed: a burst of
+	 * reloads must show every one.
+	 */
+	suppressed = 0;
+	if (inst || prio <= LOG_WARNING) {
+		pthread_mutex_lock(&log_lock);
+		suppressed = log_throttle(inst, fmt);
+		pthread_mutex_unlock(&log_lock);
+	}
 	if (suppressed < 0)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);

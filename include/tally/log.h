@@ -9,7 +9,8 @@
  *
  * A message logged again and again in a burst (same instance, same format
  * string) is rate-limited: a few per window pass, the rest are counted and
- * reported later as one "suppressed N similar messages" line.
+ * reported later as one "suppressed N similar messages" line. The core's
+ * own lines (@inst NULL) below LOG_WARNING are never limited.
  *
  * Thread-safety: all functions here may be called from any thread.
  */

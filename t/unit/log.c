@@ -44,6 +44,16 @@ static void burst(void)
 		tally_log(NULL, LOG_WARNING, "peer sent garbage %d", i);
 }
 
+static void core_notices(void)
+{
+	static struct tally_instance in = { .label = "counter[c]" };
+
+	for (int i = 0; i < 8; i++)
+		tally_log(NULL, LOG_INFO, "SIGHUP: reloading %d", i);
+	for (int i = 0; i < 8; i++)
+		tally_log(&in, LOG_INFO, "tick %d", i);
+}
+
 static void after_window(void)
 {
 	tally_log(NULL, LOG_WARNING, "peer sent garbage %d", 100);
@@ -87,6 +97,12 @@ int main(void)
 		   NULL,
 	   "the next window starts with the suppressed count");
 	ok(strstr(out, "garbage 100\n") != NULL, "and then the message");
+
+	out = capture_stderr(core_notices);
+	cmp_ok(count_lines(out, "SIGHUP: reloading"), "==", 8,
+	       "the core's info lines are never suppressed (8 reloads, 8 lines)");
+	cmp_ok(count_lines(out, ": tick "), "==", 5,
+	       "an instance's info lines are");
 
 	cmp_ok(tally_log_level_parse("debug"), "==", LOG_DEBUG, "parse debug");
 	cmp_ok(tally_log_level_parse("WARNING"), "==", LOG_WARNING,

@@ -39,6 +39,7 @@ pkginclude_HEADERS += \
 	include/tally/labels.h \
 	include/tally/hash.h \
 	include/tally/list.h \
+	include/tally/lru.h \
 	include/tally/utf8.h \
 	include/tally/log.h \
 	include/tally/stats.h \
@@ -83,9 +84,11 @@ t_unit_hash_t_SOURCES = t/unit/hash.c
 t_unit_hash_t_LDADD = t/unit/libtap.la core/libtally.la
 t_unit_utf8_t_SOURCES = t/unit/utf8.c
 t_unit_utf8_t_LDADD = t/unit/libtap.la core/libtally.la
-check_PROGRAMS += t/unit/list.t
+check_PROGRAMS += t/unit/list.t t/unit/lru.t
 t_unit_list_t_SOURCES = t/unit/list.c
 t_unit_list_t_LDADD = t/unit/libtap.la
+t_unit_lru_t_SOURCES = t/unit/lru.c
+t_unit_lru_t_LDADD = t/unit/libtap.la core/libtally.la
 check_PROGRAMS += t/unit/fdlimit.t
 t_unit_fdlimit_t_SOURCES = t/unit/fdlimit.c
 t_unit_fdlimit_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
@@ -114,6 +117,7 @@ t_unit_drops_t_LDADD = t/unit/libtap.la core/libtally.la $(PTHREAD_LIBS)
 TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
 	t/unit/conf-same.t t/unit/heap-trim.t t/unit/hash.t t/unit/utf8.t \
 	t/unit/mode.t t/unit/drops.t t/unit/static-labels.t t/unit/list.t \
+	t/unit/lru.t \
 	t/unit/fdlimit.t
 
 # Unit tests of networking (tally/net.h)

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/filter/rate_limit.c - a token bucket per source on span streams
+ *
+ * The glue between the pipeline and plugins/filter/rate_limit/state.c:
+ * every span record is decided by the state; a batch in which nothing is
+ * dropped is passed on as it is (one reference, no copy), otherwise the
+ * records kept are borrowed into a new batch (tally_batch_select()).
+ * Metric records always pass: their volume is fixed per interval by the
+ * inputs that make them. See doc/plugins/rate_limit.md.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tally/plugin.h>
+#include <tally/stats.h>
+
+#include "rate_limit/state.h"
+
+struct rate_limit {
+	int key; /* enum rl_key, from the option table */
+	double rate;
+	double burst;
+	int64_t max_keys;
+	int64_t max_pending;
+
+	struct tally_instance *inst;
+	struct rl_state *st;
+	struct rl_counters shown; /* counters already published */
+	bool *keep;		  /* per record of the batch being decided */
+	size_t keep_cap;
+};
+
+static const char *const rate_limit_keys[] = { "process", "trace", "input",
+					       "global", NULL };
+
+static void rate_limit_report(void *ctx, const char *key, enum rl_verdict why,
+			      uint64_t n)
+{
+	struct rate_limit *r = ctx;
+
+	tally_count_drop_key(r->inst, rl_verdict_reason(why), key, n);
+}
+
+static int rate_limit_check(struct tally_instance *inst, void *state)
+{
+	struct rate_limit *r = state;
+
+	if (r->burst < 1) {
+		tally_log(inst, LOG_ERR,
+			  "burst = %g: a bucket must hold at least one token",
+			  r->burst);
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+static int rate_limit_init(struct tally_instance *inst, void *state)
+{
+	struct rate_limit *r = state;
+	struct rl_opts o = {
+		.key = (enum rl_key)r->key,
+		.rate = r->rate,
+		.burst = r->burst,
+		.max_keys = (uint32_t)r->max_keys,
+		.max_pending = (uint32_t)r->max_pending,
+		.report = rate_limit_report,
+		.ctx = r,
+	};
+
+	r->inst = inst;
+	r->st = rl_state_new(&o);
+	if (!r->st) {
+		tally_log(inst, LOG_ERR, "cannot set up: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Publish what the state counted since the last call, for self-metrics. */
+static void rate_limit_publish(struct tally_instance *inst,
+			       struct rate_limit *r)
+{
+	const struct rl_counters *k = rl_state_counters(r->st);
+	struct rl_counters *p = &r->shown;
+
+	rl_state_flush(r->st); /* the drops, per key and reason */
+#define RL_PUB(field, event)                                                 \
+	do {                                                                 \
+		if (k->field != p->field)                                    \
+			tally_count_event(inst, event, k->field - p->field); \
+	} while (0)
+	RL_PUB(pending_full, "pending_full");
+	RL_PUB(nomem, "nomem_passed");
+	RL_PUB(keys_evicted, "keys_evicted");
+	RL_PUB(keys_expired, "keys_expired");
+#undef RL_PUB
+	*p = *k;
+}
+
+/* Room for @n keep flags. Return: the flags, or NULL (ENOMEM). */
+static bool *rate_limit_keep(struct rate_limit *r, size_t n)
+{
+	size_t cap = r->keep_cap ? r->keep_cap : 256;
+	bool *k;
+
+	while (cap < n)
+		cap *= 2;
+	k = realloc(r->keep, cap * sizeof(*k));
+	if (!k)
+		return NULL;
+	r->keep = k;
+	r->keep_cap = cap;
+	return k;
+}
+
+static struct tally_batch *rate_limit_process(struct tally_instance *inst,
+					      void *state,
+					      struct tally_batch *in)
+{
+	struct rate_limit *r = state;
+	size_t n = tally_batch_count(in), dropped = 0, i;
+	const char *input = tally_batch_source(in);
+	int64_t now = tally_monotonic_ns();
+	struct tally_batch *out;
+	bool *keep = NULL;
+
+	/*
+	 * Room for the keep flags before anything is decided: a record the
+	 * state dropped must not be passed after all (its end would be
+	 * dropped without it).
+	 */
+	if (n > r->keep_cap && !rate_limit_keep(r, n)) {
+		tally_count_event(inst, "nomem_passed", n);
+		return tally_batch_ref(in);
+	}
+	for (i = 0; i < n; i++) {
+		const struct tally_record *rec = tally_batch_at(in, i);
+		bool pass =
+			rec->kind != TALLY_REC_SPAN ||
+			rl_state_span(r->st, &rec->span, input, now) == RL_PASS;
+
+		if (pass && !keep)
+			continue;
+		if (!keep) {
+			/* the first drop: the records before it are kept */
+			keep = r->keep;
+			memset(keep, 1, i * sizeof(*keep));
+		}
+		keep[i] = pass;
+		dropped += !pass;
+	}
+	if (memcmp(rl_state_counters(r->st), &r->shown, sizeof(r->shown)))
+		rate_limit_publish(inst, r);
+	if (!dropped)
+		return tally_batch_ref(in);
+	if (dropped == n) {
+		errno = 0; /* dropped on purpose, counted */
+		return NULL;
+	}
+	out = tally_batch_select(in, keep);
+	if (!out) {
+		/* the drops are counted; pass the batch rather than lose it */
+		tally_count_event(inst, "nomem_passed", dropped);
+		return tally_batch_ref(in);
+	}
+	return out;
+}
+
+/* Forget the keys whose bucket is full again: they cost memory only. */
+static int rate_limit_tick(struct tally_instance *inst, void *state,
+			   struct tally_batch *out)
+{
+	struct rate_limit *r = state;
+
+	(void)out;
+	if (rl_state_expire(r->st, tally_monotonic_ns()))
+		rate_limit_publish(inst, r);
+	return 0;
+}
+
+static void rate_limit_fini(struct tally_instance *inst, void *state)
+{
+	struct rate_limit *r = state;
+
+	(void)inst;
+	rl_state_free(r->st); /* reports what is still unreported */
+	free(r->keep);
+}
+
+static const struct tally_option rate_limit_options[] = {
+	TALLY_OPT_ENUM("key", struct rate_limit, key, "process",
+		       rate_limit_keys,
+		       "what a bucket is per: source process (host and pid), "
+		       "trace id, input instance, or one global bucket"),
+	TALLY_OPT_DOUBLE("rate", struct rate_limit, rate, "1000", 1e-6, 1e9,
+			 "span begins per second a key may pass, on average"),
+	TALLY_OPT_DOUBLE("burst", struct rate_limit, burst, "5000", 1, 1e12,
+			 "span begins a key may pass at once after a quiet "
+			 "time (the bucket's size)"),
+	TALLY_OPT_INT("max_keys", struct rate_limit, max_keys, "4096", 1,
+		      100000000,
+		      "keys kept; beyond, the least recently used one is "
+		      "forgotten (it comes back with a full bucket)"),
+	TALLY_OPT_INT("max_pending", struct rate_limit, max_pending, "65536", 1,
+		      100000000,
+		      "dropped begins whose end is still due, over all keys; "
+		      "when full, begins over the limit are passed (counted)"),
+	TALLY_OPT_END
+};
+
+static const struct tally_filter_ops rate_limit_ops = {
+	.check = rate_limit_check,
+	.init = rate_limit_init,
+	.process = rate_limit_process,
+	.tick = rate_limit_tick,
+	.fini = rate_limit_fini,
+};
+
+TALLY_PLUGIN_FILTER(rate_limit,
+		    "a token bucket per source process (or trace, input, "
+		    "global) on span begins; ends follow their begins",
+		    struct rate_limit, rate_limit_options, &rate_limit_ops);

@@ -146,13 +146,27 @@ tally_lru_find(struct tally_lru *c, uint64_t hash,
 }
 
 /**
+ * tally_lru_reserve() - make room for one more entry, before evicting one
+ *
+ * So that a new entry fails, if it must, before anything is forgotten for
+ * it: call it, then remove the oldest entry when tally_lru_full(), then
+ * tally_lru_insert() (which cannot fail after it).
+ * Return: 0, or -1 with errno = ENOMEM (nothing changed).
+ */
+static inline int tally_lru_reserve(struct tally_lru *c)
+{
+	return tally_htable_reserve(&c->table);
+}
+
+/**
  * tally_lru_insert() - add @n, of key hash @hash, as the most recently used
  *
  * The table does not look for a duplicate key and does not evict: check
  * tally_lru_full() first and remove the oldest entry yourself (it may own
  * things to close first).
- * Return: 0, or -1 with errno = ENOMEM (the first bucket array could not
- * be allocated; nothing changed).
+ * Return: 0, or -1 with errno = ENOMEM (no bucket array could be
+ * allocated; nothing changed); never fails after tally_lru_reserve()
+ * returned 0 with no insert since.
  */
 static inline int tally_lru_insert(struct tally_lru *c,
 				   struct tally_lru_node *n, uint64_t hash)

@@ -242,16 +242,17 @@ static struct rl_bucket *rl_bucket_new(struct rl_state *st,
 	}
 	b->credit = st->cap_ns;
 	b->last_ns = now_ns;
+	if (tally_lru_reserve(&st->keys) < 0) {
+		free(b);
+		return NULL;
+	}
 	if (tally_lru_full(&st->keys)) {
 		rl_bucket_forget(st,
 				 tally_container_of(tally_lru_oldest(&st->keys),
 						    struct rl_bucket, node));
 		st->counters.keys_evicted++;
 	}
-	if (tally_lru_insert(&st->keys, &b->node, h) < 0) {
-		free(b);
-		return NULL;
-	}
+	(void)tally_lru_insert(&st->keys, &b->node, h); /* reserved */
 	return b;
 }
 

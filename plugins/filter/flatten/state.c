@@ -3,13 +3,11 @@
  * plugins/filter/flatten/state.c - the flat view of nested spans, per lane
  *
  * Layout, chosen for the hot path (millions of events per second):
- *   - lanes live in the core's hash table (tally/hash.h) keyed by (trace,
- *     host, pid, tid); the last lane used is cached, since consecutive
- *     events usually come from the same thread;
- *   - they are also on a list in order of activity (tally/list.h), most
- *     recent first, so that a full table makes room in O(1) by forgetting
- *     the least recently active lane (the cached lane is always the list's
- *     first);
+ *   - lanes live in the core's bounded table (tally/lru.h) keyed by
+ *     (trace, host, pid, tid), in order of activity: the most recently
+ *     active lane is looked at first, since consecutive events usually
+ *     come from the same thread, and a full table makes room in O(1) by
+ *     forgetting the least recently active lane;
  *   - a lane's open spans sit in an array in begin order, grown by
  *     doubling. Well-nested ends close the newest span, found by scanning
  *     from the top in O(1); names up to FLATTEN_INLINE_NAME - 1 bytes are
@@ -26,7 +24,7 @@
 
 #include <tally/hash.h>
 #include <tally/labels.h>
-#include <tally/list.h>
+#include <tally/lru.h>
 
 #include "state.h"
 
@@ -55,8 +53,7 @@ struct flatten_open {
 };
 
 struct flatten_lane {
-	struct tally_hnode node;
-	struct tally_list lru; /* on the activity list, newest first */
+	struct tally_lru_node node; /* in the state's lanes, by activity */
 	uint32_t pid;
 	uint32_t tid;
 	int32_t rank;
@@ -74,10 +71,8 @@ struct flatten_lane {
 
 struct flatten_state {
 	struct flatten_opts opts;
-	struct tally_htable lanes;
+	struct tally_lru lanes; /* max_lanes, most recently active first */
 	uint64_t nopen;
-	struct flatten_lane *last; /* NULL, or the activity list's first */
-	struct tally_list lru;	   /* lanes, most recently active first */
 	struct flatten_counters counters;
 	struct tally_labels *empty; /* tally_labels_empty() */
 };
@@ -96,7 +91,7 @@ struct flatten_state *flatten_state_new(const struct flatten_opts *opts)
 	if (!st)
 		return NULL;
 	st->opts = *opts;
-	tally_list_init(&st->lru);
+	tally_lru_init(&st->lanes, opts->max_lanes);
 	st->empty = tally_labels_empty();
 	return st;
 }
@@ -122,18 +117,22 @@ static void flatten_lane_free(struct flatten_lane *l)
 	free(l);
 }
 
+static struct flatten_lane *flatten_lane_of_node(struct tally_lru_node *n)
+{
+	return n ? tally_container_of(n, struct flatten_lane, node) : NULL;
+}
+
 void flatten_state_free(struct flatten_state *st)
 {
-	struct tally_list *p;
+	struct tally_lru_node *n;
 
 	if (!st)
 		return;
-	while ((p = tally_list_first(&st->lru))) {
-		tally_list_del(p);
-		flatten_lane_free(
-			tally_container_of(p, struct flatten_lane, lru));
+	while ((n = tally_lru_oldest(&st->lanes))) {
+		tally_lru_remove(&st->lanes, n);
+		flatten_lane_free(flatten_lane_of_node(n));
 	}
-	tally_htable_fini(&st->lanes);
+	tally_lru_fini(&st->lanes);
 	free(st);
 }
 
@@ -145,7 +144,7 @@ flatten_state_counters(const struct flatten_state *st)
 
 uint32_t flatten_state_lanes(const struct flatten_state *st)
 {
-	return (uint32_t)st->lanes.n;
+	return (uint32_t)tally_lru_count(&st->lanes);
 }
 
 uint64_t flatten_state_open_spans(const struct flatten_state *st)
@@ -164,20 +163,29 @@ static uint64_t flatten_lane_hash(const char *trace, const char *host,
 	return tally_hash_mix(h ^ ((uint64_t)pid << 32 | tid));
 }
 
-static bool flatten_lane_eq(const struct flatten_lane *l, const char *trace,
-			    const char *host, uint32_t pid, uint32_t tid)
+/* A lane's key, as a lookup compares it: @host never NULL. */
+struct flatten_key {
+	const char *trace;
+	const char *host;
+	uint32_t pid;
+	uint32_t tid;
+};
+
+static inline bool flatten_lane_eq(const struct tally_lru_node *n,
+				   const void *key)
 {
-	return l->pid == pid && l->tid == tid && !strcmp(l->trace, trace) &&
-	       !strcmp(l->host, host);
+	const struct flatten_lane *l =
+		tally_container_of(n, struct flatten_lane, node);
+	const struct flatten_key *k = key;
+
+	return l->pid == k->pid && l->tid == k->tid &&
+	       !strcmp(l->trace, k->trace) && !strcmp(l->host, k->host);
 }
 
 static void flatten_lane_unlink(struct flatten_state *st,
 				struct flatten_lane *l)
 {
-	if (st->last == l)
-		st->last = NULL;
-	tally_htable_remove(&st->lanes, &l->node);
-	tally_list_del(&l->lru);
+	tally_lru_remove(&st->lanes, &l->node);
 	st->nopen -= l->n;
 	flatten_lane_free(l);
 }
@@ -400,8 +408,8 @@ static int flatten_stack_grow(struct flatten_lane *l)
 static void flatten_evict_lane(struct flatten_state *st,
 			       const struct flatten_sink *sink)
 {
-	struct flatten_lane *l = tally_container_of(tally_list_last(&st->lru),
-						    struct flatten_lane, lru);
+	struct flatten_lane *l =
+		flatten_lane_of_node(tally_lru_oldest(&st->lanes));
 	struct flatten_ctx c = { st, l, NULL, sink };
 
 	while (l->n)
@@ -412,73 +420,70 @@ static void flatten_evict_lane(struct flatten_state *st,
 }
 
 /*
- * The lane of @sp, not the cached one, made the most recently active one.
- * @create: make it if new (evicting the least recently active lane when
- * full).
+ * The lane of @sp, not the most recently active one, made the most
+ * recently active one. @create: make it if new (forgetting the least
+ * recently active lane when full).
  * Return: the lane; NULL with errno = ENOENT (not found, !@create) or
  * ENOMEM.
  */
 static struct flatten_lane *flatten_lane_get(struct flatten_state *st,
-					     const struct tally_span *sp,
+					     const struct flatten_key *k,
 					     bool create,
 					     const struct flatten_sink *sink)
 {
-	const char *host = sp->src.host ? sp->src.host : "";
 	struct flatten_lane *l;
-	struct tally_hnode *p;
 	size_t tl, hl;
 	uint64_t h;
 
-	h = flatten_lane_hash(sp->trace, host, sp->src.pid, sp->src.tid);
-	tally_htable_for_each_hash(&st->lanes, h, p)
-	{
-		l = tally_container_of(p, struct flatten_lane, node);
-		if (flatten_lane_eq(l, sp->trace, host, sp->src.pid,
-				    sp->src.tid)) {
-			tally_list_move_first(&st->lru, &l->lru);
-			return st->last = l;
-		}
-	}
+	h = flatten_lane_hash(k->trace, k->host, k->pid, k->tid);
+	l = flatten_lane_of_node(
+		tally_lru_find(&st->lanes, h, flatten_lane_eq, k));
+	if (l)
+		return l;
 	if (!create) {
 		errno = ENOENT;
 		return NULL;
 	}
 
-	tl = strlen(sp->trace);
-	hl = strlen(host);
+	tl = strlen(k->trace);
+	hl = strlen(k->host);
 	l = calloc(1, sizeof(*l) + tl + 1 + hl + 1);
 	if (!l)
 		return NULL;
-	if (tally_htable_reserve(&st->lanes) < 0) {
+	if (tally_lru_reserve(&st->lanes) < 0) {
 		free(l);
 		return NULL;
 	}
-	if (st->lanes.n >= st->opts.max_lanes)
+	if (tally_lru_full(&st->lanes))
 		flatten_evict_lane(st, sink);
-	memcpy(l->strs, sp->trace, tl + 1);
-	memcpy(l->strs + tl + 1, host, hl + 1);
+	memcpy(l->strs, k->trace, tl + 1);
+	memcpy(l->strs + tl + 1, k->host, hl + 1);
 	l->trace = l->strs;
 	l->host = l->strs + tl + 1;
-	l->pid = sp->src.pid;
-	l->tid = sp->src.tid;
+	l->pid = k->pid;
+	l->tid = k->tid;
 	l->last_ts = INT64_MIN;
-	l->node.hash = h;
-	tally_htable_insert(&st->lanes, &l->node);
-	tally_list_add_first(&st->lru, &l->lru);
-	return st->last = l;
+	(void)tally_lru_insert(&st->lanes, &l->node, h); /* reserved */
+	return l;
 }
 
-/* The lane of @sp: the cached one (consecutive events of one thread). */
+/* The lane of @sp: the most recently active one first (consecutive events
+ * of one thread). */
 static inline struct flatten_lane *
 flatten_lane_of(struct flatten_state *st, const struct tally_span *sp,
 		bool create, const struct flatten_sink *sink)
 {
-	struct flatten_lane *l = st->last;
+	struct tally_lru_node *n = tally_lru_newest(&st->lanes);
+	const struct flatten_key k = {
+		.trace = sp->trace,
+		.host = sp->src.host ? sp->src.host : "",
+		.pid = sp->src.pid,
+		.tid = sp->src.tid,
+	};
 
-	if (l && flatten_lane_eq(l, sp->trace, sp->src.host ? sp->src.host : "",
-				 sp->src.pid, sp->src.tid))
-		return l;
-	return flatten_lane_get(st, sp, create, sink);
+	if (n && flatten_lane_eq(n, &k))
+		return flatten_lane_of_node(n);
+	return flatten_lane_get(st, &k, create, sink);
 }
 
 /* @ts on @l's time line, which never runs backwards. */
@@ -608,17 +613,16 @@ int flatten_state_apply(struct flatten_state *st, const struct tally_span *sp,
 
 uint32_t flatten_state_expire(struct flatten_state *st, int64_t before_ns)
 {
-	struct tally_list *p = tally_list_last(&st->lru), *newer;
+	struct tally_lru_node *p = tally_lru_oldest(&st->lanes), *newer;
 	uint32_t n = 0;
 
 	/* Oldest first; a lane with open spans stays, as do newer ones. */
 	for (; p; p = newer) {
-		struct flatten_lane *l =
-			tally_container_of(p, struct flatten_lane, lru);
+		struct flatten_lane *l = flatten_lane_of_node(p);
 
 		if (l->last_seen >= before_ns)
 			break;
-		newer = tally_list_prev(&st->lru, p);
+		newer = tally_lru_newer(&st->lanes, p);
 		if (l->n || l->overflow)
 			continue;
 		flatten_lane_unlink(st, l);

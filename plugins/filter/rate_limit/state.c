@@ -61,6 +61,8 @@ struct rl_state {
 	struct tally_htable pending;
 	uint32_t npending; /* sum of the entries' counts */
 	struct rl_bucket *dirty;
+	struct rl_bucket
+		*other; /* key "other": drops when no key could be made */
 	struct rl_counters counters;
 };
 
@@ -101,6 +103,12 @@ struct rl_state *rl_state_new(const struct rl_opts *opts)
 	if (st->cost_ns < 1)
 		st->cost_ns = 1;
 	st->cap_ns = llround(opts->burst * (double)st->cost_ns);
+	st->other = calloc(1, sizeof(*st->other) + sizeof("other"));
+	if (!st->other) {
+		free(st);
+		return NULL;
+	}
+	memcpy(st->other->name, "other", sizeof("other"));
 	tally_lru_init(&st->keys, opts->max_keys);
 	return st;
 }
@@ -179,6 +187,7 @@ void rl_state_free(struct rl_state *st)
 
 	if (!st)
 		return;
+	rl_state_flush(st);
 	while ((n = tally_lru_oldest(&st->keys)))
 		rl_bucket_forget(st,
 				 tally_container_of(n, struct rl_bucket, node));
@@ -191,22 +200,31 @@ void rl_state_free(struct rl_state *st)
 		}
 	}
 	tally_htable_fini(&st->pending);
+	free(st->other);
 	free(st);
 }
 
 /* ---- keys */
 
-static bool rl_process_eq(const struct tally_lru_node *n, const void *key)
+/* Whether @b is the key of (host @k->s, pid @k->pid): name "host:pid". */
+static inline bool rl_process_eq(const struct tally_lru_node *n,
+				 const void *key)
 {
 	const struct rl_bucket *b =
 		tally_container_of(n, struct rl_bucket, node);
 	const struct rl_lookup *k = key;
+	uint32_t i;
 
-	return b->pid == k->pid && !strncmp(b->name, k->s, b->host_len) &&
-	       !k->s[b->host_len];
+	if (b->pid != k->pid)
+		return false;
+	/* host names are short: a loop the compiler keeps inline */
+	for (i = 0; i < b->host_len; i++)
+		if (b->name[i] != k->s[i])
+			return false; /* also where k->s ends first */
+	return !k->s[i];
 }
 
-static bool rl_name_eq(const struct tally_lru_node *n, const void *key)
+static inline bool rl_name_eq(const struct tally_lru_node *n, const void *key)
 {
 	const struct rl_bucket *b =
 		tally_container_of(n, struct rl_bucket, node);
@@ -256,40 +274,61 @@ static struct rl_bucket *rl_bucket_new(struct rl_state *st,
 	return b;
 }
 
-/* The bucket of @sp (made if new), or NULL for lack of memory. */
+/*
+ * The bucket of key @k, not the most recently used one: found, or made.
+ * Without memory, the drops are counted under the state's key "other".
+ */
+static struct rl_bucket *
+rl_bucket_find(struct rl_state *st, const struct rl_lookup *k,
+	       bool (*eq)(const struct tally_lru_node *, const void *),
+	       int64_t now_ns)
+{
+	uint64_t h = rl_key_hash(st, k);
+	struct tally_lru_node *n = tally_lru_find(&st->keys, h, eq, k);
+	struct rl_bucket *b;
+
+	if (n)
+		return tally_container_of(n, struct rl_bucket, node);
+	b = rl_bucket_new(st, k, h, now_ns);
+	if (!b) {
+		st->counters.nomem++;
+		b = st->other;
+	}
+	return b;
+}
+
+/*
+ * The bucket of @sp. The most recently used key is compared first, with
+ * the comparison of the instance's kind of key inlined: consecutive events
+ * mostly come from one source.
+ */
 static inline struct rl_bucket *rl_bucket_of(struct rl_state *st,
 					     const struct tally_span *sp,
 					     const char *input, int64_t now_ns)
 {
 	struct tally_lru_node *n = tally_lru_newest(&st->keys);
-	bool (*eq)(const struct tally_lru_node *, const void *) = rl_name_eq;
 	struct rl_lookup k = { .s = "global" };
-	uint64_t h;
 
 	switch (st->opts.key) {
 	case RL_KEY_PROCESS:
 		k.s = sp->src.host ? sp->src.host : "";
 		k.pid = sp->src.pid;
-		eq = rl_process_eq;
-		break;
+		if (n && rl_process_eq(n, &k))
+			break;
+		return rl_bucket_find(st, &k, rl_process_eq, now_ns);
 	case RL_KEY_TRACE:
-		k.s = sp->trace ? sp->trace : "";
-		break;
 	case RL_KEY_INPUT:
-		k.s = input ? input : "";
-		break;
+		k.s = st->opts.key == RL_KEY_TRACE ? sp->trace : input;
+		k.s = k.s ? k.s : "";
+		if (n && rl_name_eq(n, &k))
+			break;
+		return rl_bucket_find(st, &k, rl_name_eq, now_ns);
 	case RL_KEY_GLOBAL:
 		if (n)
-			return tally_container_of(n, struct rl_bucket, node);
-		break;
+			break;
+		return rl_bucket_find(st, &k, rl_name_eq, now_ns);
 	}
-	if (n && eq(n, &k))
-		return tally_container_of(n, struct rl_bucket, node);
-	h = rl_key_hash(st, &k);
-	n = tally_lru_find(&st->keys, h, eq, &k);
-	if (n)
-		return tally_container_of(n, struct rl_bucket, node);
-	return rl_bucket_new(st, &k, h, now_ns);
+	return tally_container_of(n, struct rl_bucket, node);
 }
 
 /* The credit of @b at @now_ns (never decreasing time assumed). */
@@ -420,19 +459,16 @@ enum rl_verdict rl_state_span(struct rl_state *st, const struct tally_span *sp,
 		return RL_PASS;
 	if (!sp->trace) /* no lane: nothing to match an end by; not ours */
 		return RL_PASS;
-	b = rl_bucket_of(st, sp, input, now_ns);
-	if (!b) {
-		st->counters.nomem++;
-		return RL_PASS;
-	}
-
 	if (sp->phase == TALLY_SPAN_END) {
+		/* Ends take no token: only a dropped begin's end is looked at
+		 */
 		if (!st->npending || !rl_pending_has(st, sp, sp->span_id, true))
 			return RL_PASS;
-		rl_count(st, b, RL_END);
+		rl_count(st, rl_bucket_of(st, sp, input, now_ns), RL_END);
 		return RL_END;
 	}
 
+	b = rl_bucket_of(st, sp, input, now_ns);
 	if (st->npending && sp->parent_id &&
 	    rl_pending_has(st, sp, sp->parent_id, false)) {
 		/* Inside a dropped span: dropped with it, no token taken. */

@@ -190,6 +190,11 @@ const struct tally_record *tally_batch_at(const struct tally_batch *b,
 	return &b->recs[i];
 }
 
+const struct tally_record *tally_batch_records(const struct tally_batch *b)
+{
+	return b && b->n ? b->recs : NULL;
+}
+
 const char *tally_batch_source(const struct tally_batch *b)
 {
 	return b && b->source ? b->source : "";

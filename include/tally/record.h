@@ -347,6 +347,17 @@ const struct tally_record *tally_batch_at(const struct tally_batch *b,
 					  size_t i);
 
 /**
+ * tally_batch_records() - every record, as an array
+ * @b: a batch (NULL: none)
+ *
+ * For filters that look at every record of a batch (rate_limit, flatten):
+ * one call per batch instead of tally_batch_at() per record.
+ * Return: tally_batch_count(@b) records in order, valid while @b is
+ * referenced and nothing is appended to it; NULL when there are none.
+ */
+const struct tally_record *tally_batch_records(const struct tally_batch *b);
+
+/**
  * tally_batch_source() - instance name of the input that made the batch
  * Return: a string valid while @b is referenced; "" if not set yet.
  */

@@ -24,6 +24,8 @@ static void test_forms(void)
 	const struct tally_metric *m;
 
 	ok(tally_batch_forms(b) == 0, "an empty batch has no forms");
+	ok(!tally_batch_records(b) && !tally_batch_records(NULL),
+	   "an empty batch has no record array");
 	ok(tally_batch_add_delta(b, TALLY_COUNTER, "requests_total", NULL, ls,
 				 3, 0.1, 10) == 0,
 	   "add a counter increment sampled at 0.1");
@@ -52,6 +54,9 @@ static void test_forms(void)
 	is(m->member, "alice", "member copied");
 	ok(tally_batch_forms(b) == TALLY_FORMS_STATSD,
 	   "forms: delta, observation, set member");
+	ok(tally_batch_records(b) == tally_batch_at(b, 0) &&
+		   &tally_batch_records(b)[3] == tally_batch_at(b, 3),
+	   "tally_batch_records: the records in order, as tally_batch_at");
 
 	errno = 0;
 	ok(tally_batch_add_delta(b, TALLY_HISTOGRAM, "x", NULL, NULL, 1, 1, 0) <

@@ -124,11 +124,10 @@ static struct tally_batch *rate_limit_process(struct tally_instance *inst,
 					      struct tally_batch *in)
 {
 	struct rate_limit *r = state;
-	size_t n = tally_batch_count(in), dropped = 0, i;
+	size_t n = tally_batch_count(in), dropped;
 	const char *input = tally_batch_source(in);
 	int64_t now = tally_monotonic_ns();
 	struct tally_batch *out;
-	bool *keep = NULL;
 
 	/*
 	 * Room for the keep flags before anything is decided: a record the
@@ -139,22 +138,8 @@ static struct tally_batch *rate_limit_process(struct tally_instance *inst,
 		tally_count_event(inst, "nomem_passed", n);
 		return tally_batch_ref(in);
 	}
-	for (i = 0; i < n; i++) {
-		const struct tally_record *rec = tally_batch_at(in, i);
-		bool pass =
-			rec->kind != TALLY_REC_SPAN ||
-			rl_state_span(r->st, &rec->span, input, now) == RL_PASS;
-
-		if (pass && !keep)
-			continue;
-		if (!keep) {
-			/* the first drop: the records before it are kept */
-			keep = r->keep;
-			memset(keep, 1, i * sizeof(*keep));
-		}
-		keep[i] = pass;
-		dropped += !pass;
-	}
+	dropped = rl_state_records(r->st, tally_batch_records(in), n, input,
+				   now, r->keep);
 	if (memcmp(rl_state_counters(r->st), &r->shown, sizeof(r->shown)))
 		rate_limit_publish(inst, r);
 	if (!dropped)
@@ -163,7 +148,7 @@ static struct tally_batch *rate_limit_process(struct tally_instance *inst,
 		errno = 0; /* dropped on purpose, counted */
 		return NULL;
 	}
-	out = tally_batch_select(in, keep);
+	out = tally_batch_select(in, r->keep);
 	if (!out) {
 		/* the drops are counted; pass the batch rather than lose it */
 		tally_count_event(inst, "nomem_passed", dropped);

@@ -510,6 +510,51 @@ static void test_odd(void)
 	rl_state_free(st);
 }
 
+/* A batch's records decided at once: metrics pass, keep flags set. */
+static void test_records(void)
+{
+	struct rl_state *st = new_state(RL_KEY_PROCESS, 1, 1, 16, 64);
+	struct tally_batch *bt = tally_batch_new();
+	static const struct {
+		enum tally_span_phase ph;
+		uint64_t id;
+	} evs[] = { { TALLY_SPAN_BEGIN, 1 },
+		    { TALLY_SPAN_BEGIN, 2 },
+		    { 0, 0 },
+		    { TALLY_SPAN_END, 2 },
+		    { TALLY_SPAN_END, 1 } };
+	bool keep[5];
+	char got_keep[6];
+	size_t n = sizeof(evs) / sizeof(evs[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		struct tally_span sp = {
+			.trace = "T",
+			.name = "r",
+			.span_id = evs[i].id,
+			.phase = evs[i].ph,
+			.src = { .host = "h", .pid = 1, .rank = -1 },
+		};
+
+		if (!evs[i].ph)
+			tally_batch_add_metric(bt, TALLY_GAUGE, "g", NULL, NULL,
+					       1, 1);
+		else
+			tally_batch_add_span(bt, &sp, 1);
+	}
+	memset(keep, 0, sizeof(keep));
+	cmp_ok(rl_state_records(st, tally_batch_records(bt), n, "in", 0, keep),
+	       "==", 2, "a batch: two records dropped");
+	for (size_t i = 0; i < n; i++)
+		got_keep[i] = keep[i] ? 'k' : 'd';
+	got_keep[n] = '\0';
+	is(got_keep, "kdkdk",
+	   "keep flags: the second begin and its end dropped, the metric and "
+	   "the first span kept");
+	tally_batch_unref(bt);
+	rl_state_free(st);
+}
+
 /* ---- random nestings: the contract and the bound */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -602,6 +647,7 @@ int main(void)
 	test_keys();
 	test_limits();
 	test_odd();
+	test_records();
 	test_random();
 	return done_testing();
 }

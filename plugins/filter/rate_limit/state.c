@@ -450,23 +450,28 @@ static bool rl_pending_has(struct rl_state *st, const struct tally_span *sp,
 
 /* ---- decisions */
 
-enum rl_verdict rl_state_span(struct rl_state *st, const struct tally_span *sp,
-			      const char *input, int64_t now_ns)
+/*
+ * The decision, inlined in both entry points: the batch loop is the hot
+ * path (an end while nothing is dropped costs a few compares, a begin the
+ * newest key's compare and its refill).
+ */
+static inline __attribute__((always_inline)) enum rl_verdict
+rl_decide(struct rl_state *st, const struct tally_span *sp, const char *input,
+	  int64_t now_ns)
 {
 	struct rl_bucket *b;
 
-	if (sp->phase != TALLY_SPAN_BEGIN && sp->phase != TALLY_SPAN_END)
-		return RL_PASS;
-	if (!sp->trace) /* no lane: nothing to match an end by; not ours */
-		return RL_PASS;
 	if (sp->phase == TALLY_SPAN_END) {
 		/* Ends take no token: only a dropped begin's end is looked at
 		 */
-		if (!st->npending || !rl_pending_has(st, sp, sp->span_id, true))
+		if (!st->npending || !sp->trace ||
+		    !rl_pending_has(st, sp, sp->span_id, true))
 			return RL_PASS;
 		rl_count(st, rl_bucket_of(st, sp, input, now_ns), RL_END);
 		return RL_END;
 	}
+	if (sp->phase != TALLY_SPAN_BEGIN || !sp->trace)
+		return RL_PASS; /* no lane: nothing to match its end by */
 
 	b = rl_bucket_of(st, sp, input, now_ns);
 	if (st->npending && sp->parent_id &&
@@ -487,6 +492,32 @@ enum rl_verdict rl_state_span(struct rl_state *st, const struct tally_span *sp,
 out_pass:
 	st->counters.passed++;
 	return RL_PASS;
+}
+
+enum rl_verdict rl_state_span(struct rl_state *st, const struct tally_span *sp,
+			      const char *input, int64_t now_ns)
+{
+	return rl_decide(st, sp, input, now_ns);
+}
+
+size_t rl_state_records(struct rl_state *st, const struct tally_record *recs,
+			size_t n, const char *input, int64_t now_ns, bool *keep)
+{
+	size_t dropped = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool pass =
+			recs[i].kind != TALLY_REC_SPAN ||
+			rl_decide(st, &recs[i].span, input, now_ns) == RL_PASS;
+
+		if (pass && !dropped)
+			continue;
+		if (!dropped) /* the first drop: the records before it pass */
+			memset(keep, 1, i * sizeof(*keep));
+		keep[i] = pass;
+		dropped += !pass;
+	}
+	return dropped;
 }
 
 uint32_t rl_state_expire(struct rl_state *st, int64_t now_ns)

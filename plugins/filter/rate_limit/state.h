@@ -44,6 +44,7 @@
 #define RATE_LIMIT_STATE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <tally/record.h>
@@ -133,6 +134,19 @@ void rl_state_free(struct rl_state *st);
  */
 enum rl_verdict rl_state_span(struct rl_state *st, const struct tally_span *sp,
 			      const char *input, int64_t now_ns);
+
+/**
+ * rl_state_records() - decide the records of a batch
+ * @recs:   @n records (tally_batch_records()); metric records pass
+ * @keep:   room for @n flags; when something is dropped, set to true for
+ *          each record passed, false for each dropped (else untouched)
+ * Other parameters as rl_state_span().
+ *
+ * Return: the number of records dropped. Never fails.
+ */
+size_t rl_state_records(struct rl_state *st, const struct tally_record *recs,
+			size_t n, const char *input, int64_t now_ns,
+			bool *keep);
 
 /**
  * rl_state_flush() - hand every drop counted since the last flush to the

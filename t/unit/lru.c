@@ -64,6 +64,8 @@ static int add(struct tally_lru *c, int key)
 	if (!it)
 		bail_out("out of memory");
 	it->key = key;
+	if (tally_lru_reserve(c) < 0)
+		bail_out("reserve");
 	if (tally_lru_full(c)) {
 		struct item *old = tally_container_of(tally_lru_oldest(c),
 						      struct item, node);
@@ -73,7 +75,7 @@ static int add(struct tally_lru *c, int key)
 		free(old);
 	}
 	if (tally_lru_insert(c, &it->node, item_hash(key)) < 0)
-		bail_out("insert");
+		bail_out("insert after reserve");
 	return gone;
 }
 

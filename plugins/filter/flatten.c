@@ -172,11 +172,12 @@ static struct tally_batch *flatten_process(struct tally_instance *inst,
 {
 	struct flatten *f = state;
 	const struct flatten_sink sink = { .emit = flatten_emit, .ctx = f };
+	const struct tally_record *recs = tally_batch_records(in);
 	size_t n = tally_batch_count(in), i;
 	int64_t now = 0;
 
 	for (i = 0; i < n; i++) {
-		const struct tally_record *rec = tally_batch_at(in, i);
+		const struct tally_record *rec = &recs[i];
 
 		if (rec->kind != TALLY_REC_SPAN) {
 			/* before the first span, nothing is built yet */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/types.h>
 
 #include <libconfig.h>
@@ -461,12 +462,45 @@ void tally_inst_stats(const struct tally_instance *inst,
 		      struct tally_instance_stats *st);
 /* read a periodic input now, outside its timer (its marks stay) */
 void tally_input_read_now(struct tally_instance *in);
+/* input.c: tally_inst_start() of an input: start op, worker, first read */
+int tally_input_start(struct tally_instance *in);
+/* emit.c: tally_inst_start() of a filter: its tick timer, if it ticks */
+int tally_filter_start(struct tally_instance *f);
+/* emit.c: run filter @f's tick op now and its batch down the pipeline */
+void tally_filter_tick_once(struct tally_instance *f);
+
+/* outq.c: output @o's queue, @cap batches, @max_records records; 0 or -1 */
+int tally_outq_init(struct tally_instance *o, size_t cap, size_t max_records);
+/* unref what is queued, free the ring and events; @o's queue is empty */
+void tally_outq_free(struct tally_instance *o);
 void tally_outq_push(struct tally_instance *o, struct tally_batch *b);
 /* records in the batches queued for output @o */
 size_t tally_outq_records(const struct tally_instance *o);
 
+/* libevent priorities: output deliveries first, the rest after */
+#define TALLY_PRIO_OUTPUT	0
+#define TALLY_PRIO_DEFAULT	1	/* libevent: n / 2 of 2 */
+
+/* Plugin @p's operation @op (check, init, fini), whatever its kind. */
+#define PLUGIN_OP(p, op)                                            \
+	((p)->kind == TALLY_KIND_INPUT	  ? (p)->input->op  \
+	 : (p)->kind == TALLY_KIND_FILTER ? (p)->filter->op \
+					  : (p)->output->op)
+
+/* @s seconds (negative: 0) as a struct timeval */
+static inline struct timeval tally_tv_of(double s)
+{
+	struct timeval tv;
+
+	if (s < 0)
+		s = 0;
+	tv.tv_sec = (time_t)s;
+	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+	return tv;
+}
+
 /*
- * pipeline.c: giving freed heap back to the kernel from input ticks.
+ * input.c: giving freed heap back to the kernel from input ticks.
  * @free_bytes reports malloc's free bytes (mallinfo2().fordblks) and @trim
  * gives them back (malloc_trim(0)); both walk the whole heap. The ops are
  * there so that a unit test can count how often the walks happen.
@@ -490,13 +524,15 @@ void tally_heap_trim_tick(struct tally_heap_trim *t,
 			  const struct tally_heap_ops *ops, int64_t now_ns);
 
 /*
- * pipeline.c: the wall-clock second at which a timer of @interval seconds
+ * emit.c: the wall-clock second at which a timer of @interval seconds
  * last set for @mark (0: none yet) fires next, at @now (CLOCK_REALTIME
  * seconds): the mark after @mark, or, on the first tick, after a missed
  * one (a stalled loop) or a clock step, the next multiple of @interval
  * after @now. Never the same mark twice.
  */
 double tally_next_mark(double interval, double mark, double now);
+/* emit.c: the delay until the next mark after *@mark, which is updated */
+struct timeval tally_next_aligned(double interval, double *mark);
 
 /* graph.c: building the running graph from a configuration */
 int tally_graph_build(struct tally_core *core);

@@ -13,6 +13,11 @@ core_libtally_la_SOURCES = \
 	core/conftext.c \
 	core/loader.c \
 	core/pipeline.c \
+	core/instance.c \
+	core/input.c \
+	core/emit.c \
+	core/outq.c \
+	core/stats.c \
 	core/graph.c \
 	core/mode.c \
 	core/io.c \

@@ -370,8 +370,14 @@ static void *drain_run(void *arg)
 	while (!d->go)
 		pthread_cond_wait(&d->cond, &d->lock);
 	pthread_mutex_unlock(&d->lock);
-	/* until the CLOSE came and then 1 s passed without a message */
-	while (recv_any(&m, ncloses ? 1000 : 10000)) {
+	/*
+	 * Until the CLOSE came and every event it says was queued arrived
+	 * (the CLOSE, on a socket of its own, may overtake them): no timing,
+	 * so a loaded machine cannot cut the count short. 60 s of silence
+	 * ends it too, short: the sums below then fail.
+	 */
+	while (!(ncloses && d->received >= (long)last_close.id) &&
+	       recv_any(&m, 60000)) {
 		d->dropped += m.dropped;
 		if (m.type != TALLY_WIRE_CLOSE)
 			d->received++;

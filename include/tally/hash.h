@@ -149,6 +149,22 @@ struct tally_hnode *tally_htable_next(const struct tally_hnode *node);
 	     (p) = tally_htable_next(p))
 
 /**
+ * tally_htable_for_each_safe() - every entry of @t, as @p, in no order
+ * @t: the table
+ * @i: a size_t, the bucket walked (a cursor: leave it alone in the body)
+ * @p: a struct tally_hnode *, the entry
+ * @n: a struct tally_hnode *, @p's successor, taken before the body runs
+ *
+ * The body may remove @p (tally_htable_remove()) and free its entry, but
+ * no other entry, and must not insert (a reserve may move the buckets).
+ * Every entry present at the start is walked once, unless removed first.
+ */
+#define tally_htable_for_each_safe(t, i, p, n)                                \
+	for ((i) = 0; (t)->b && (i) <= (t)->mask; (i)++)                      \
+		for ((p) = (t)->b[(i)]; (p) && ((n) = (p)->next, 1);          \
+		     (p) = (n))
+
+/**
  * tally_htable_fini() - free the bucket array; the table is empty again
  *
  * The entries are not touched: free them first (or keep them elsewhere).

@@ -111,11 +111,52 @@ static void test_collisions(void)
 	tally_htable_fini(&t);
 }
 
+static void test_for_each_safe(void)
+{
+	enum { N = 300 };
+	struct tally_htable t = { 0 };
+	struct item *items = calloc(N, sizeof(*items));
+	int *count = calloc(N, sizeof(*count));
+	struct tally_hnode *p, *n;
+	size_t i, seen = 0, twice = 0, left = 0;
+
+	tally_htable_for_each_safe(&t, i, p, n)
+		seen++;
+	cmp_ok(seen, "==", 0, "for_each_safe on an empty table: nothing");
+	for (int k = 0; k < N; k++) {
+		items[k].key = k;
+		/* three entries a hash: chains longer than one */
+		items[k].node.hash = key_hash(k % 100);
+		if (tally_htable_reserve(&t))
+			bail_out("reserve");
+		tally_htable_insert(&t, &items[k].node);
+	}
+	/* walk all, removing the odd keys on the way */
+	tally_htable_for_each_safe(&t, i, p, n) {
+		struct item *it = tally_container_of(p, struct item, node);
+
+		seen++;
+		twice += count[it->key]++ != 0;
+		if (it->key % 2)
+			tally_htable_remove(&t, p);
+	}
+	cmp_ok(seen, "==", N, "every entry walked");
+	cmp_ok(twice, "==", 0, "none walked twice");
+	cmp_ok(t.n, "==", N / 2, "the ones removed on the way are gone");
+	tally_htable_for_each_safe(&t, i, p, n)
+		left += tally_container_of(p, struct item, node)->key % 2 == 0;
+	cmp_ok(left, "==", N / 2, "the others are all still there");
+	tally_htable_fini(&t);
+	free(count);
+	free(items);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
 	test_fnv();
 	test_table();
 	test_collisions();
+	test_for_each_safe();
 	done_testing();
 }

@@ -22,138 +22,11 @@
 #include <event2/buffer.h>
 
 #include <tally/exposition.h>
+#include <tally/hash.h>
 #include <tally/log.h>
 #include <tally/record.h>
 
 #include "store.h"
-
-#define container_of(p, type, member) \
-	((type *)(void *)((char *)(p)-offsetof(type, member)))
-
-/* ---- hash table: intrusive, chained, power-of-two sized ---------------- */
-
-struct hnode {
-	struct hnode *next;
-	uint64_t hash;
-};
-
-struct htab {
-	struct hnode **b;
-	size_t mask; /* buckets - 1; 0 with b == NULL when empty */
-	size_t n;
-};
-
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *c = p;
-
-	/* FNV-1a: short keys, good enough spread for chained buckets. */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ c[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-static uint64_t hash_str(const char *s, uint64_t h)
-{
-	return hash_bytes(s, strlen(s) + 1, h);
-}
-
-static uint64_t hash_mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
-}
-
-#define HASH_SEED 0xcbf29ce484222325ULL
-
-/* Make room for one more node; the only step that can fail. */
-static int htab_reserve(struct htab *t)
-{
-	struct hnode **nb;
-	size_t nsize;
-
-	if (t->b && t->n < t->mask + 1)
-		return 0;
-	nsize = t->b ? (t->mask + 1) * 2 : 64;
-	nb = calloc(nsize, sizeof(*nb));
-	if (!nb)
-		return -1;
-	if (t->b) {
-		for (size_t i = 0; i <= t->mask; i++) {
-			struct hnode *p = t->b[i], *next;
-
-			for (; p; p = next) {
-				next = p->next;
-				p->next = nb[p->hash & (nsize - 1)];
-				nb[p->hash & (nsize - 1)] = p;
-			}
-		}
-		free(t->b);
-	}
-	t->b = nb;
-	t->mask = nsize - 1;
-	return 0;
-}
-
-/* Call htab_reserve() first. */
-static void htab_insert(struct htab *t, struct hnode *n)
-{
-	struct hnode **slot = &t->b[n->hash & t->mask];
-
-	n->next = *slot;
-	*slot = n;
-	t->n++;
-}
-
-static void htab_remove(struct htab *t, struct hnode *n)
-{
-	struct hnode **pp = &t->b[n->hash & t->mask];
-
-	for (; *pp; pp = &(*pp)->next) {
-		if (*pp == n) {
-			*pp = n->next;
-			t->n--;
-			return;
-		}
-	}
-}
-
-static struct hnode *htab_first(const struct htab *t, uint64_t hash)
-{
-	struct hnode *p = t->b ? t->b[hash & t->mask] : NULL;
-
-	while (p && p->hash != hash)
-		p = p->next;
-	return p;
-}
-
-static struct hnode *htab_next(struct hnode *p)
-{
-	uint64_t hash = p->hash;
-
-	for (p = p->next; p && p->hash != hash; p = p->next)
-		;
-	return p;
-}
-
-#define htab_for_each(t, h, p) \
-	for ((p) = htab_first((t), (h)); (p); (p) = htab_next(p))
-
-/* Free every node of @t, each at offset @off of a malloc()ed struct. */
-static void htab_free_nodes(struct htab *t, size_t off)
-{
-	for (size_t i = 0; t->b && i <= t->mask; i++) {
-		struct hnode *p = t->b[i], *next;
-
-		for (; p; p = next) {
-			next = p->next;
-			free((char *)p - off);
-		}
-	}
-	free(t->b);
-}
 
 /* ---- growable strings ---------------------------------------------------- */
 
@@ -258,14 +131,14 @@ enum fam_kind {
 
 /* A sample name a family owns, so that no two families expose it. */
 struct reserved {
-	struct hnode node;
+	struct tally_hnode node;
 	struct prom_family *fam;
 	char *name;
 };
 
 struct prom_family {
-	struct hnode node; /* in store.families, keyed by name */
-	char *name;	   /* exposed (0.0.4) family name */
+	struct tally_hnode node; /* in store.families, keyed by name */
+	char *name;		 /* exposed (0.0.4) family name */
 	size_t name_len;
 	enum tally_metric_type type;
 	enum fam_kind kind;
@@ -300,8 +173,8 @@ struct prom_region {
 };
 
 struct prom_series {
-	struct hnode raw; /* store.raw: raw name + label set */
-	struct hnode exp; /* store.exposed: family + lbl */
+	struct tally_hnode raw; /* store.raw: raw name + label set */
+	struct tally_hnode exp; /* store.exposed: family + lbl */
 	struct prom_family *fam;
 	char *raw_name; /* NULL for span series */
 	struct tally_labels *raw_labels;
@@ -321,7 +194,7 @@ struct prom_series {
  * source reports ranks without real pids.
  */
 struct prom_open {
-	struct hnode node;
+	struct tally_hnode node;
 	/* its process's list while open and watched, then store.frozen */
 	struct prom_open *next, **pprev;
 	struct prom_proc *proc; /* NULL: not watched, or frozen */
@@ -341,7 +214,7 @@ struct prom_open {
  * whether it still runs (prom_store_render()).
  */
 struct prom_proc {
-	struct hnode node; /* store.procs, keyed by pid */
+	struct tally_hnode node; /* store.procs, keyed by pid */
 	uint32_t pid;
 	int64_t alive_ns;	 /* CLOCK_REALTIME it was last known to run */
 	struct prom_open *spans; /* its open spans */
@@ -351,7 +224,7 @@ struct prom_store {
 	struct prom_store_opts o;
 	char *jobid;
 	struct tally_instance *inst;
-	struct htab families, reserved, raw, exposed, open, procs;
+	struct tally_htable families, reserved, raw, exposed, open, procs;
 	char *local_host;
 	/* frozen spans whose end has not come, oldest first */
 	struct prom_open *frozen, **frozen_tail;
@@ -359,10 +232,10 @@ struct prom_store {
 	size_t nfams, capfams;
 	bool fams_sorted;
 	struct prom_family *span_active, *span_seconds, *span_annot;
-	size_t nseries;	  /* all of them */
-	size_t nself;	  /* of which tallyd's own (prom_series_is_self()) */
-	int64_t epoch_ns; /* CLOCK_REALTIME at creation */
-	uint64_t gen;	  /* changes applied or swept so far */
+	size_t nseries;	     /* all of them */
+	size_t nself;	     /* of which tallyd's own (prom_series_is_self()) */
+	int64_t epoch_ns;    /* CLOCK_REALTIME at creation */
+	uint64_t gen;	     /* changes applied or swept so far */
 	uint64_t spans_open; /* open spans counted in regions' sums */
 	struct prom_store_stats st;
 	struct sbuf tmp, tmp2, tmp3; /* scratch: names, label text, keys */
@@ -475,12 +348,12 @@ static int family_headers(struct prom_family *f, const char *help)
 static struct prom_family *family_find(struct prom_store *s, const char *name,
 				       uint64_t h)
 {
-	struct hnode *p;
+	struct tally_hnode *p;
 
-	htab_for_each(&s->families, h, p)
+	tally_htable_for_each_hash(&s->families, h, p)
 	{
 		struct prom_family *f =
-			container_of(p, struct prom_family, node);
+			tally_container_of(p, struct prom_family, node);
 
 		if (strcmp(f->name, name) == 0)
 			return f;
@@ -491,11 +364,13 @@ static struct prom_family *family_find(struct prom_store *s, const char *name,
 static struct prom_family *reserved_owner(struct prom_store *s,
 					  const char *name)
 {
-	struct hnode *p;
+	struct tally_hnode *p;
 
-	htab_for_each(&s->reserved, hash_str(name, HASH_SEED), p)
+	tally_htable_for_each_hash(&s->reserved,
+				   tally_hash_str(TALLY_HASH_SEED, name), p)
 	{
-		struct reserved *r = container_of(p, struct reserved, node);
+		struct reserved *r =
+			tally_container_of(p, struct reserved, node);
 
 		if (strcmp(r->name, name) == 0)
 			return r->fam;
@@ -576,7 +451,7 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 		struct reserved *r = &f->res[i];
 
 		r->fam = f;
-		r->node.hash = hash_str(r->name, HASH_SEED);
+		r->node.hash = tally_hash_str(TALLY_HASH_SEED, r->name);
 		if (reserved_owner(s, r->name)) {
 			DROP(s, name_collision, "name_collision");
 			tally_log(s->inst, LOG_WARNING,
@@ -594,9 +469,9 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 	 * from once sanitized, and an empty HELP fails promtool's lint. */
 	if (family_headers(f, f->has_help ? help : fallback) < 0)
 		goto out_nomem;
-	if (htab_reserve(&s->families) < 0)
+	if (tally_htable_reserve(&s->families) < 0)
 		goto out_nomem;
-	if (htab_reserve(&s->reserved) < 0)
+	if (tally_htable_reserve(&s->reserved) < 0)
 		goto out_nomem;
 	if (s->nfams == s->capfams) {
 		size_t ncap = s->capfams ? 2 * s->capfams : 64;
@@ -607,10 +482,10 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 		s->fams = nv;
 		s->capfams = ncap;
 	}
-	f->node.hash = hash_str(name, HASH_SEED);
-	htab_insert(&s->families, &f->node);
+	f->node.hash = tally_hash_str(TALLY_HASH_SEED, name);
+	tally_htable_insert(&s->families, &f->node);
 	for (int i = 0; i < f->nres; i++) /* chains: no room needed */
-		htab_insert(&s->reserved, &f->res[i].node);
+		tally_htable_insert(&s->reserved, &f->res[i].node);
 	s->fams[s->nfams++] = f;
 	s->fams_sorted = false;
 	return f;
@@ -623,9 +498,9 @@ out_nomem:
 
 static void family_remove(struct prom_store *s, struct prom_family *f)
 {
-	htab_remove(&s->families, &f->node);
+	tally_htable_remove(&s->families, &f->node);
 	for (int i = 0; i < f->nres; i++)
-		htab_remove(&s->reserved, &f->res[i].node);
+		tally_htable_remove(&s->reserved, &f->res[i].node);
 	family_free(f);
 }
 
@@ -648,19 +523,19 @@ static int family_append(struct prom_family *f, struct prom_series *ser)
 
 static uint64_t exposed_hash(const struct prom_family *f, const char *lbl)
 {
-	return hash_str(lbl, hash_mix((uint64_t)(uintptr_t)f));
+	return tally_hash_str(tally_hash_mix((uint64_t)(uintptr_t)f), lbl);
 }
 
 static struct prom_series *exposed_find(struct prom_store *s,
 					const struct prom_family *f,
 					const char *lbl, uint64_t h)
 {
-	struct hnode *p;
+	struct tally_hnode *p;
 
-	htab_for_each(&s->exposed, h, p)
+	tally_htable_for_each_hash(&s->exposed, h, p)
 	{
 		struct prom_series *ser =
-			container_of(p, struct prom_series, exp);
+			tally_container_of(p, struct prom_series, exp);
 
 		if (ser->fam == f && strcmp(ser->lbl, lbl) == 0)
 			return ser;
@@ -670,18 +545,18 @@ static struct prom_series *exposed_find(struct prom_store *s,
 
 static uint64_t raw_hash(const char *name, const struct tally_labels *ls)
 {
-	return hash_str(name, hash_mix(tally_labels_hash(ls)));
+	return tally_hash_str(tally_hash_mix(tally_labels_hash(ls)), name);
 }
 
 static struct prom_series *raw_find(struct prom_store *s, const char *name,
 				    const struct tally_labels *ls, uint64_t h)
 {
-	struct hnode *p;
+	struct tally_hnode *p;
 
-	htab_for_each(&s->raw, h, p)
+	tally_htable_for_each_hash(&s->raw, h, p)
 	{
 		struct prom_series *ser =
-			container_of(p, struct prom_series, raw);
+			tally_container_of(p, struct prom_series, raw);
 
 		if (ser->raw_labels == ls && strcmp(ser->raw_name, name) == 0)
 			return ser;
@@ -755,16 +630,16 @@ static struct prom_series *series_new(struct prom_store *s,
 		if (!ser->region)
 			goto out_nomem;
 	}
-	if (htab_reserve(&s->exposed) < 0 ||
-	    (raw_name && htab_reserve(&s->raw) < 0) ||
+	if (tally_htable_reserve(&s->exposed) < 0 ||
+	    (raw_name && tally_htable_reserve(&s->raw) < 0) ||
 	    family_append(f, ser) < 0)
 		goto out_nomem;
 	ser->exp.hash = eh;
-	htab_insert(&s->exposed, &ser->exp);
+	tally_htable_insert(&s->exposed, &ser->exp);
 	if (raw_name) {
 		ser->raw_labels = tally_labels_ref(raw_labels);
 		ser->raw.hash = rh;
-		htab_insert(&s->raw, &ser->raw);
+		tally_htable_insert(&s->raw, &ser->raw);
 	}
 	s->nseries++;
 	s->nself += self;
@@ -778,9 +653,9 @@ out_nomem:
 
 static void series_unlink(struct prom_store *s, struct prom_series *ser)
 {
-	htab_remove(&s->exposed, &ser->exp);
+	tally_htable_remove(&s->exposed, &ser->exp);
 	if (ser->raw_name)
-		htab_remove(&s->raw, &ser->raw);
+		tally_htable_remove(&s->raw, &ser->raw);
 	s->nseries--;
 	s->nself -= ser->self;
 }
@@ -874,7 +749,7 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 
 	if (metric_family_name(s, m) < 0)
 		goto out_nomem;
-	fh = hash_str(s->tmp.p, HASH_SEED);
+	fh = tally_hash_str(TALLY_HASH_SEED, s->tmp.p);
 	f = family_find(s, s->tmp.p, fh);
 	if (f && (f->type != m->type || f->kind != FAM_METRIC)) {
 		DROP(s, type_conflict, "type_conflict");
@@ -1171,22 +1046,23 @@ static struct prom_series *region_get(struct prom_store *s,
 
 static uint64_t open_hash(const struct tally_span *sp, const char *host)
 {
-	uint64_t h = hash_str(sp->trace, HASH_SEED);
+	uint64_t h = tally_hash_str(TALLY_HASH_SEED, sp->trace);
 
-	h = hash_str(host, h);
-	h ^= hash_mix(sp->span_id);
-	return hash_mix(h ^
-			((uint64_t)sp->src.pid << 32 | (uint32_t)sp->src.rank));
+	h = tally_hash_str(h, host);
+	h ^= tally_hash_mix(sp->span_id);
+	return tally_hash_mix(
+		h ^ ((uint64_t)sp->src.pid << 32 | (uint32_t)sp->src.rank));
 }
 
 static struct prom_open *open_find(struct prom_store *s,
 				   const struct tally_span *sp, uint64_t h)
 {
-	struct hnode *p;
+	struct tally_hnode *p;
 
-	htab_for_each(&s->open, h, p)
+	tally_htable_for_each_hash(&s->open, h, p)
 	{
-		struct prom_open *op = container_of(p, struct prom_open, node);
+		struct prom_open *op =
+			tally_container_of(p, struct prom_open, node);
 
 		if (op->span_id == sp->span_id && op->pid == sp->src.pid &&
 		    op->rank == sp->src.rank &&
@@ -1250,17 +1126,17 @@ static struct prom_proc *proc_get(struct prom_store *s,
 				  const struct tally_span *sp, const char *host,
 				  int64_t ts)
 {
-	uint64_t h = hash_mix(sp->src.pid);
+	uint64_t h = tally_hash_mix(sp->src.pid);
 	struct prom_proc *pr;
-	struct hnode *p;
+	struct tally_hnode *p;
 
 	/* kill(0) is our process group, a pid above INT32_MAX negative */
 	if (!sp->src.pid || sp->src.pid > INT32_MAX ||
 	    strcmp(host, s->local_host))
 		return NULL;
-	htab_for_each(&s->procs, h, p)
+	tally_htable_for_each_hash(&s->procs, h, p)
 	{
-		pr = container_of(p, struct prom_proc, node);
+		pr = tally_container_of(p, struct prom_proc, node);
 		if (pr->pid != sp->src.pid)
 			continue;
 		if (ts > pr->alive_ns)
@@ -1268,14 +1144,14 @@ static struct prom_proc *proc_get(struct prom_store *s,
 		return pr;
 	}
 	pr = calloc(1, sizeof(*pr));
-	if (!pr || htab_reserve(&s->procs) < 0) {
+	if (!pr || tally_htable_reserve(&s->procs) < 0) {
 		free(pr); /* unwatched: its input still ends its spans */
 		return NULL;
 	}
 	pr->pid = sp->src.pid;
 	pr->alive_ns = ts; /* it sent this */
 	pr->node.hash = h;
-	htab_insert(&s->procs, &pr->node);
+	tally_htable_insert(&s->procs, &pr->node);
 	return pr;
 }
 
@@ -1333,13 +1209,13 @@ static void proc_gone(struct prom_store *s, struct prom_proc *pr, int64_t now)
 		}
 		s->st.span_process_gone++;
 	}
-	htab_remove(&s->procs, &pr->node);
+	tally_htable_remove(&s->procs, &pr->node);
 	free(pr);
 }
 
 static void open_free(struct prom_store *s, struct prom_open *op)
 {
-	htab_remove(&s->open, &op->node);
+	tally_htable_remove(&s->open, &op->node);
 	free(op);
 }
 
@@ -1352,19 +1228,17 @@ static void procs_check(struct prom_store *s, int64_t now, int64_t real)
 {
 	int64_t linger = span_linger(s);
 
-	for (size_t i = 0; s->procs.b && i <= s->procs.mask; i++) {
-		struct hnode *p = s->procs.b[i], *next;
+	struct tally_hnode *p, *next;
+	size_t i;
 
-		for (; p; p = next) {
-			struct prom_proc *pr =
-				container_of(p, struct prom_proc, node);
+	tally_htable_for_each_safe(&s->procs, i, p, next) {
+		struct prom_proc *pr =
+			tally_container_of(p, struct prom_proc, node);
 
-			next = p->next;
-			if (s->o.pid_alive(pr->pid))
-				pr->alive_ns = real;
-			else
-				proc_gone(s, pr, now);
-		}
+		if (s->o.pid_alive(pr->pid))
+			pr->alive_ns = real;
+		else
+			proc_gone(s, pr, now);
 	}
 	while (s->frozen && now - s->frozen->frozen_at > linger) {
 		struct prom_open *op = s->frozen;
@@ -1422,7 +1296,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 			if (fams[i] && !(r[i] = region_get(s, fams[i], sp)))
 				return errno == ENOMEM ? -1 : 0;
 		op = malloc(sizeof(*op) + tl + hl + 2);
-		if (!op || htab_reserve(&s->open) < 0) {
+		if (!op || tally_htable_reserve(&s->open) < 0) {
 			free(op);
 			errno = ENOMEM;
 			return -1;
@@ -1435,7 +1309,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 		memcpy(op->key, sp->trace, tl + 1);
 		memcpy(op->key + tl + 1, host, hl + 1);
 		op->node.hash = h;
-		htab_insert(&s->open, &op->node);
+		tally_htable_insert(&s->open, &op->node);
 		op->proc = proc_get(s, sp, host, ts);
 		if (op->proc) {
 			op->next = op->proc->spans;
@@ -1478,7 +1352,7 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 			if (op->next)
 				op->next->pprev = op->pprev;
 			if (!op->proc->spans) {
-				htab_remove(&s->procs, &op->proc->node);
+				tally_htable_remove(&s->procs, &op->proc->node);
 				free(op->proc);
 			}
 		}
@@ -1593,6 +1467,9 @@ out_nomem:
 
 void prom_store_free(struct prom_store *s)
 {
+	struct tally_hnode *p, *next;
+	size_t bkt;
+
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nfams; i++) {
@@ -1602,12 +1479,16 @@ void prom_store_free(struct prom_store *s)
 			series_free(f->v[j]);
 		family_free(f);
 	}
-	htab_free_nodes(&s->open, offsetof(struct prom_open, node));
-	htab_free_nodes(&s->procs, offsetof(struct prom_proc, node));
-	free(s->families.b);
-	free(s->reserved.b);
-	free(s->raw.b);
-	free(s->exposed.b);
+	tally_htable_for_each_safe(&s->open, bkt, p, next)
+		free(tally_container_of(p, struct prom_open, node));
+	tally_htable_for_each_safe(&s->procs, bkt, p, next)
+		free(tally_container_of(p, struct prom_proc, node));
+	tally_htable_fini(&s->open);
+	tally_htable_fini(&s->procs);
+	tally_htable_fini(&s->families);
+	tally_htable_fini(&s->reserved);
+	tally_htable_fini(&s->raw);
+	tally_htable_fini(&s->exposed);
 	free(s->local_host);
 	free(s->fams);
 	free(s->jobid);

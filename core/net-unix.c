@@ -14,6 +14,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,9 +57,25 @@ static int unix_probe(const struct tally_net_addr *a)
 	return -1;
 }
 
+/* The reason of a failure, for the caller's line; errno is kept. */
+static void why_set(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void why_set(char *why, size_t whylen, const char *fmt, ...)
+{
+	int err = errno;
+	va_list ap;
+
+	if (why && whylen) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	errno = err;
+}
+
 /* Take "PATH.lock": one tallyd at a time decides about PATH. */
-static int unix_lock(struct tally_instance *inst, const char *what,
-		     struct tally_net_unix *u)
+static int unix_lock(struct tally_net_unix *u, char *why, size_t whylen)
 {
 	char lock[sizeof(u->path) + 8];
 	struct stat st;
@@ -68,33 +86,32 @@ static int unix_lock(struct tally_instance *inst, const char *what,
 		open(lock, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (u->lock_fd < 0) {
 		err = errno;
-		tally_log(inst, LOG_ERR, "%s: cannot open %s: %s", what, lock,
-			  strerror(err));
+		why_set(why, whylen, "cannot open %s: %s", lock, strerror(err));
 		goto out_err;
 	}
 	if (fstat(u->lock_fd, &st) < 0) {
 		err = errno;
+		why_set(why, whylen, "fstat %s: %s", lock, strerror(err));
 		goto out_close;
 	}
 	if (st.st_uid != geteuid()) {
-		tally_log(inst, LOG_ERR,
-			  "%s: %s belongs to uid %u, not to this collector: "
-			  "not using the path (remove it or choose another "
-			  "path)",
-			  what, lock, (unsigned)st.st_uid);
+		why_set(why, whylen,
+			"%s belongs to uid %u, not to this collector: not "
+			"using the path (remove it or choose another path)",
+			lock, (unsigned)st.st_uid);
 		err = EPERM;
 		goto out_close;
 	}
 	if (flock(u->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		err = errno == EWOULDBLOCK ? EADDRINUSE : errno;
 		if (err == EADDRINUSE)
-			tally_log(inst, LOG_ERR,
-				  "%s is in use by another tallyd (%s is "
-				  "locked): not taking it over",
-				  what, lock);
+			why_set(why, whylen,
+				"in use by another tallyd (%s is locked): not "
+				"taking it over",
+				lock);
 		else
-			tally_log(inst, LOG_ERR, "%s: flock %s: %s", what, lock,
-				  strerror(err));
+			why_set(why, whylen, "flock %s: %s", lock,
+				strerror(err));
 		goto out_close;
 	}
 	return 0;
@@ -109,77 +126,76 @@ out_err:
 
 /*
  * bind() found something at the path: take it only if it is our stale
- * socket. Return: 0 (the path is free now), or -1 with errno, logged.
+ * socket. Return: 0 (the path is free now), or -1 with errno and @why.
  */
-static int unix_take_over(struct tally_instance *inst, const char *what,
-			  const struct tally_net_addr *a)
+static int unix_take_over(struct tally_instance *inst,
+			  const struct tally_net_addr *a, char *why,
+			  size_t whylen)
 {
 	struct stat st;
 	int live;
 
-	if (lstat(a->path, &st) < 0)
-		return errno == ENOENT ? 0 : -1; /* gone meanwhile */
+	if (lstat(a->path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0; /* gone meanwhile */
+		why_set(why, whylen, "%s: %s", a->path, strerror(errno));
+		return -1;
+	}
 	if (!S_ISSOCK(st.st_mode)) {
-		tally_log(inst, LOG_ERR, "%s: %s exists and is not a socket",
-			  what, a->path);
 		errno = EEXIST;
+		why_set(why, whylen, "%s exists and is not a socket", a->path);
 		return -1;
 	}
 	/* never connect to, nor remove, a socket another user made */
 	if (st.st_uid != geteuid()) {
-		tally_log(inst, LOG_ERR,
-			  "%s: %s belongs to uid %u, not to this collector: "
-			  "not using it (remove it or choose another path)",
-			  what, a->path, (unsigned)st.st_uid);
 		errno = EPERM;
+		why_set(why, whylen,
+			"%s is a socket of another user (uid %u): not taking "
+			"it over",
+			a->path, (unsigned)st.st_uid);
 		return -1;
 	}
 	live = unix_probe(a);
 	if (live > 0) {
-		tally_log(inst, LOG_ERR,
-			  "%s: a collector is listening there: not taking it "
-			  "over",
-			  what);
 		errno = EADDRINUSE;
+		why_set(why, whylen,
+			"a collector is listening there: not taking it over");
 		return -1;
 	}
 	if (live < 0) {
-		tally_log(inst, LOG_ERR,
-			  "%s: cannot tell whether %s is in use: "
-			  "%s",
-			  what, a->path, strerror(errno));
+		why_set(why, whylen, "cannot tell whether %s is in use: %s",
+			a->path, strerror(errno));
 		return -1;
 	}
 	tally_log(inst, LOG_INFO, "replacing stale socket file %s", a->path);
 	if (unlink(a->path) < 0 && errno != ENOENT) {
-		tally_log(inst, LOG_ERR, "%s: cannot remove %s: %s", what,
-			  a->path, strerror(errno));
+		why_set(why, whylen, "cannot remove %s: %s", a->path,
+			strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
 /* Give the file its group and mode, before anyone may use it. */
-static int unix_protect(struct tally_instance *inst, const char *what,
-			const struct tally_net_addr *a, unsigned mode,
-			gid_t gid)
+static int unix_protect(const struct tally_net_addr *a, unsigned mode,
+			gid_t gid, char *why, size_t whylen)
 {
 	if (gid != (gid_t)-1 && chown(a->path, (uid_t)-1, gid) < 0) {
-		tally_log(inst, LOG_ERR, "%s: chown %s to gid %u: %s", what,
-			  a->path, (unsigned)gid, strerror(errno));
+		why_set(why, whylen, "chown %s to gid %u: %s", a->path,
+			(unsigned)gid, strerror(errno));
 		return -1;
 	}
 	if (chmod(a->path, (mode_t)mode) < 0) {
-		tally_log(inst, LOG_ERR, "%s: chmod %s: %s", what, a->path,
-			  strerror(errno));
+		why_set(why, whylen, "chmod %s: %s", a->path, strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-int tally_net_unix_bind(struct tally_instance *inst, const char *what,
-			const struct tally_net_addr *a, unsigned mode,
-			gid_t gid, struct tally_net_unix *u)
+int tally_net_unix_reserve(struct tally_instance *inst,
+			   const struct tally_net_addr *a, unsigned mode,
+			   gid_t gid, struct tally_net_unix *u, char *why,
+			   size_t whylen)
 {
 	bool file = a->kind == TALLY_NET_PATH;
 	struct stat st;
@@ -191,42 +207,48 @@ int tally_net_unix_bind(struct tally_instance *inst, const char *what,
 	u->lock_fd = -1;
 	if (a->kind != TALLY_NET_PATH && a->kind != TALLY_NET_ABSTRACT) {
 		errno = EINVAL;
+		why_set(why, whylen, "not a unix socket address");
 		return -1;
 	}
 	snprintf(u->path, sizeof(u->path), "%s", a->path);
-	if (file && unix_lock(inst, what, u) < 0)
+	if (file && unix_lock(u, why, whylen) < 0)
 		return -1;
 	u->fd = tally_net_socket(AF_UNIX, a->socktype);
-	if (u->fd < 0)
-		goto out_sys;
+	if (u->fd < 0) {
+		why_set(why, whylen, "socket: %s", strerror(errno));
+		goto out_close;
+	}
 	if (bind(u->fd, (const struct sockaddr *)&a->sa, a->salen) < 0) {
 		if (errno != EADDRINUSE)
 			goto out_bind;
 		if (!file) {
-			tally_log(inst, LOG_ERR,
-				  "%s: the abstract socket is in use: not "
-				  "taking it over",
-				  what);
-			errno = EADDRINUSE;
+			why_set(why, whylen,
+				"the abstract socket is in use: not taking it "
+				"over");
 			goto out_close;
 		}
-		if (unix_take_over(inst, what, a) < 0)
+		if (unix_take_over(inst, a, why, whylen) < 0)
 			goto out_close;
 		if (bind(u->fd, (const struct sockaddr *)&a->sa, a->salen) < 0)
 			goto out_bind;
 	}
 	if (file) {
 		u->file = true;
-		if (stat(a->path, &st) < 0)
-			goto out_sys;
+		if (stat(a->path, &st) < 0) {
+			why_set(why, whylen, "stat %s: %s", a->path,
+				strerror(errno));
+			goto out_close;
+		}
 		u->dev = st.st_dev;
 		u->ino = st.st_ino;
-		if (unix_protect(inst, what, a, mode, gid) < 0)
+		if (unix_protect(a, mode, gid, why, whylen) < 0)
 			goto out_close;
 	}
 	if (a->socktype == SOCK_STREAM) {
-		if (listen(u->fd, SOMAXCONN) < 0)
-			goto out_sys;
+		if (listen(u->fd, SOMAXCONN) < 0) {
+			why_set(why, whylen, "listen: %s", strerror(errno));
+			goto out_close;
+		}
 	} else {
 		/* sent before the mode was set: not from a permitted peer */
 		while (recv(u->fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
@@ -235,13 +257,26 @@ int tally_net_unix_bind(struct tally_instance *inst, const char *what,
 	return 0;
 
 out_bind:
-	tally_log(inst, LOG_ERR, "%s: cannot bind: %s", what, strerror(errno));
-	goto out_close;
-out_sys:
-	tally_log(inst, LOG_ERR, "%s: %s", what, strerror(errno));
+	why_set(why, whylen, "cannot bind: %s", strerror(errno));
 out_close:
 	err = errno;
 	tally_net_unix_close(u);
+	errno = err;
+	return -1;
+}
+
+int tally_net_unix_bind(struct tally_instance *inst, const char *what,
+			const struct tally_net_addr *a, unsigned mode,
+			gid_t gid, struct tally_net_unix *u)
+{
+	char why[TALLY_NET_ERRLEN];
+	int err;
+
+	if (tally_net_unix_reserve(inst, a, mode, gid, u, why, sizeof(why)) ==
+	    0)
+		return 0;
+	err = errno;
+	tally_log(inst, LOG_ERR, "%s: %s", what, why);
 	errno = err;
 	return -1;
 }

@@ -292,7 +292,8 @@ unsigned tally_net_unix_mode(bool group);
  * datagram is read (datagrams: what arrived in between is discarded), so
  * no peer ever uses it with looser permissions. The socket is
  * non-blocking and close-on-exec.
- * Loop thread (or before the loop runs). Logs every failure.
+ * Loop thread (or before the loop runs). Logs every failure, as one line
+ * "@what: REASON", REASON as tally_net_unix_reserve() words it.
  * Return: 0, or -1 with errno = EADDRINUSE (live socket or locked),
  * EEXIST (not a socket), EPERM (another user's socket or lock file),
  * ENAMETOOLONG, or the errno of the failing call; @u is then closed.
@@ -300,6 +301,37 @@ unsigned tally_net_unix_mode(bool group);
 int tally_net_unix_bind(struct tally_instance *inst, const char *what,
 			const struct tally_net_addr *a, unsigned mode,
 			gid_t gid, struct tally_net_unix *u);
+
+/**
+ * tally_net_unix_reserve() - tally_net_unix_bind(), with the reason of a
+ * failure handed back instead of logged
+ * @inst:   for the one line still logged: "replacing stale socket file
+ *          PATH", at info (NULL: the core's)
+ * @a:      as tally_net_unix_bind()
+ * @mode:   as tally_net_unix_bind()
+ * @gid:    as tally_net_unix_bind()
+ * @u:      as tally_net_unix_bind()
+ * @why:    on failure, the reason without the address's name, e.g. "a
+ *          collector is listening there: not taking it over", "PATH is a
+ *          socket of another user (uid 1001): not taking it over", "in
+ *          use by another tallyd (PATH.lock is locked): not taking it
+ *          over", "PATH exists and is not a socket"; NUL-terminated,
+ *          truncated to @whylen (TALLY_NET_ERRLEN holds any). May be NULL.
+ * @whylen: its size
+ *
+ * For a caller whose line says more than the address, e.g. zmq_trace's
+ * "omnistat_endpoint EP: REASON; receiving on EP only". Also the way to
+ * reserve a path for a library that binds by name but accepts on a socket
+ * it is given: with a stream address, @u->fd is listening on return; hand
+ * it over (libzmq: ZMQ_USE_FD, then zmq_bind() of the same ipc endpoint)
+ * and set @u->fd to -1, the library now closes it; tally_net_unix_close()
+ * still removes the file, if it is still ours, and releases the lock.
+ * The rules, thread and return values are tally_net_unix_bind()'s.
+ */
+int tally_net_unix_reserve(struct tally_instance *inst,
+			   const struct tally_net_addr *a, unsigned mode,
+			   gid_t gid, struct tally_net_unix *u, char *why,
+			   size_t whylen);
 
 /**
  * tally_net_unix_close() - close the socket (if @u->fd >= 0), unlink the

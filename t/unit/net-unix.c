@@ -255,6 +255,96 @@ static void test_bind_helper(void)
 	ok(access(a.path, F_OK) < 0, "file removed");
 }
 
+/* tally_net_unix_reserve(): the reason handed back, the fd handed over */
+static void test_reserve(void)
+{
+	struct tally_net_addr a;
+	struct tally_net_unix u, v;
+	char why[TALLY_NET_ERRLEN], want[400];
+	int fd;
+
+	/* a path, reserved and its listening socket taken by its user */
+	addr_of(&a, "r.sock", false);
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, why,
+				  sizeof(why)) == 0,
+	   "reserve binds");
+	fd = u.fd;
+	u.fd = -1; /* as libzmq takes it with ZMQ_USE_FD */
+	cmp_ok(try_connect(&a), "==", 0, "the socket handed over serves");
+
+	/* a second collector: the lock's reason, not logged but returned */
+	errno = 0;
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &v, why,
+				  sizeof(why)) == -1 &&
+		   errno == EADDRINUSE,
+	   "a held path: EADDRINUSE");
+	snprintf(want, sizeof(want),
+		 "in use by another tallyd (%s.lock is locked): not taking it "
+		 "over",
+		 a.path);
+	is(why, want, "the reason says the lock is held");
+	cmp_ok(v.fd, "==", -1, "nothing left open");
+
+	tally_net_unix_close(&u);
+	ok(fcntl(fd, F_GETFD) >= 0, "close leaves the fd it gave away open");
+	ok(access(a.path, F_OK) < 0 && errno == ENOENT,
+	   "but removes the file and releases the lock");
+	close(fd);
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &v, why,
+				  sizeof(why)) == 0,
+	   "so the path can be reserved again");
+	tally_net_unix_close(&v);
+
+	/* a live socket bound without the lock (another program) */
+	addr_of(&a, "rlive.sock", false);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	bind(fd, (struct sockaddr *)&a.sa, a.salen);
+	listen(fd, 4);
+	errno = 0;
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, why,
+				  sizeof(why)) == -1 &&
+		   errno == EADDRINUSE,
+	   "a live socket: EADDRINUSE");
+	is(why, "a collector is listening there: not taking it over",
+	   "the reason says a collector listens");
+	close(fd);
+	unlink(a.path);
+
+	/* not a socket */
+	addr_of(&a, "rfile.sock", false);
+	close(open(a.path, O_CREAT | O_WRONLY, 0644));
+	errno = 0;
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, why,
+				  sizeof(why)) == -1 &&
+		   errno == EEXIST,
+	   "a regular file: EEXIST");
+	snprintf(want, sizeof(want), "%s exists and is not a socket", a.path);
+	is(why, want, "the reason names the file");
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, NULL, 0) ==
+		   -1,
+	   "no reason buffer: fails all the same");
+
+	if (geteuid() != 0) {
+		skip(2, "needs root to make a socket another user owns");
+		return;
+	}
+	addr_of(&a, "rtheirs.sock", false);
+	make_stale(&a);
+	if (chown(a.path, 65534, 65534) < 0)
+		bail_out("chown: %s", strerror(errno));
+	errno = 0;
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, why,
+				  sizeof(why)) == -1 &&
+		   errno == EPERM,
+	   "another user's stale socket: EPERM");
+	snprintf(want, sizeof(want),
+		 "%s is a socket of another user (uid 65534): not taking it "
+		 "over",
+		 a.path);
+	is(why, want, "the reason names its owner");
+	unlink(a.path);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -263,5 +353,6 @@ int main(void)
 	test_no_stealing();
 	test_other_user();
 	test_bind_helper();
+	test_reserve();
 	return done_testing();
 }

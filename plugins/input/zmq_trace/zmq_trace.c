@@ -7,55 +7,39 @@
  * (decode.c), tracks open spans (state.c) and emits span records, one batch
  * per drain.
  *
- * Event loop integration. ZMQ_FD is not a data fd: it becomes readable when
- * the socket has commands to process, and any zmq call on the socket may
- * consume that signal. So we never sleep on it without having just seen
- * ZMQ_EVENTS without ZMQ_POLLIN, and it is registered only while idle:
+ * Event loop integration: the core's drain scheduler (struct
+ * tally_net_drain, tally/net.h) reads up to max_messages_per_wakeup
+ * messages per drain, one batch each, yields to the loop when the cap is
+ * hit and coalesces a trickle into one wake-up per min_drain_interval.
+ * ZMQ_FD is not a data fd: it becomes readable when the socket has
+ * commands to process, and any zmq call on the socket may consume that
+ * signal, so the scheduler's pending() is ZMQ_EVENTS: the fd is slept on
+ * only right after ZMQ_EVENTS showed no ZMQ_POLLIN.
  *
- *   WAITING  --fd readable-->  drain
- *   drain: read up to max_messages_per_wakeup messages, emit one batch, then
- *     - cap reached:   YIELD, a 0 s timer: the loop runs timers, scrapes
- *                      and other fds before the next drain;
- *     - some messages: COOLDOWN, a min_drain_interval timer, with the fd
- *                      not watched: a trickle of messages costs one
- *                      wake-up per interval, not one per message (the
- *                      timer is a timerfd: libevent 2.1's timers follow
- *                      CLOCK_MONOTONIC_COARSE, 4 ms ticks on HZ=250
- *                      kernels, and a 5 ms evtimer took 2 to 3 epoll
- *                      wake-ups to expire);
- *     - none:          WAITING again, unless ZMQ_EVENTS shows POLLIN.
- *
- * ipc endpoints are bound on a unix socket we create ourselves and hand to
- * libzmq with ZMQ_USE_FD: libzmq's own ipc bind unlinks whatever file sits
- * at the path first, which would steal a live collector's socket. Our bind
- * fails on an existing file instead; only a file nobody listens on (a
- * connect() is refused) is replaced, under a lock file so two collectors
- * starting together cannot both decide the same file is stale. The socket
- * file gets its final mode before listen(), so no client can connect to it
- * with looser permissions.
+ * ipc endpoints are bound on a unix socket the core makes by its rules
+ * (tally_net_unix_reserve(), tally/net.h: lock file, stale file replaced,
+ * a live or another user's socket never taken, the mode set before
+ * listen()) and handed to libzmq with ZMQ_USE_FD: libzmq's own ipc bind
+ * unlinks whatever file sits at the path first, which would steal a live
+ * collector's socket. Endpoints are parsed, and the loopback policy
+ * applied, by tally_net_zmq_parse().
  */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/timerfd.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 #include <zmq.h>
 
 #include <tally/fdlimit.h>
+#include <tally/net.h>
 #include <tally/plugin.h>
 
 #include "decode.h"
@@ -86,20 +70,6 @@
  */
 #define ZMQ_TRACE_MAX_MSG (16 * 1024)
 
-/* An endpoint as zmq_trace_parse_ep() understood it. */
-struct zmq_trace_ep {
-	bool ipc;      /* ipc: we bind the unix socket */
-	bool abstract; /* ipc://@name: no file */
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-};
-
-enum zmq_trace_phase {
-	ZMQ_TRACE_IDLE,	    /* not started or stopped */
-	ZMQ_TRACE_WAITING,  /* fd watched */
-	ZMQ_TRACE_YIELD,    /* drain timer at 0 s */
-	ZMQ_TRACE_COOLDOWN, /* drain timer at min_drain_interval */
-};
-
 /*
  * One endpoint the socket binds: the main one (endpoint), and optionally
  * the one Omnistat's tracer sends to (omnistat_endpoint).
@@ -108,14 +78,9 @@ struct zmq_trace_bound {
 	char *ep;      /* as configured, or the default */
 	bool optional; /* cannot be bound: one log line, not an error */
 	bool bound;
-	bool ipc;      /* ipc endpoint: we bind the unix socket */
-	bool abstract; /* ipc://@name: no file */
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int lock_fd;
-	int listen_fd;	/* ipc: the listening socket libzmq accepts on */
-	dev_t sock_dev; /* the socket file we created, to unlink */
-	ino_t sock_ino;
-	bool sock_file;
+	struct tally_net_addr addr; /* as tally_net_zmq_parse() read it */
+	struct tally_net_unix un;   /* ipc: the socket file and its lock */
+	int listen_fd;		    /* ipc: the socket libzmq accepts on */
 	uint64_t refused; /* connections refused, counted so far */
 };
 
@@ -138,19 +103,13 @@ struct zmq_trace {
 	struct tally_instance *inst;
 	struct zmq_trace_bound bound[ZMQ_TRACE_MAX_BOUND];
 	unsigned nbound;
-	gid_t gid;
-	bool have_gid;
+	gid_t gid; /* of group, or (gid_t)-1 */
 	int64_t refused_logged; /* CLOCK_MONOTONIC ns of the last such log */
 
 	void *zctx;
 	void *zsock;
-	struct event *fd_ev;
-	struct event *drain_ev; /* 0 s timer: yield */
-	struct event *cool_ev;	/* on cool_fd: cooldown expired */
+	struct tally_net_drain *drain; /* reads ZMQ_FD's socket */
 	struct event *check_ev;
-	int cool_fd; /* timerfd, CLOCK_MONOTONIC */
-	enum zmq_trace_phase phase;
-	struct itimerspec cooldown;
 
 	struct zmq_trace_state *state;
 	struct zmq_trace_sink sink;
@@ -171,8 +130,7 @@ struct zmq_trace {
 	uint64_t received;
 	uint64_t malformed;
 	uint64_t client_dropped;
-	uint64_t wakeups; /* fd events and cooldown expiries: loop sleeps */
-	uint64_t drains;
+	uint64_t stop_drains; /* the drain scheduler counts the others */
 
 	struct zmq_trace_event ev; /* decode scratch, 3 KB: off the stack */
 };
@@ -393,18 +351,18 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max,
 	}
 	zmq_msg_close(&msg);
 	zt->received += msgs;
-	zt->drains++;
 	tally_count_event(zt->inst, "messages_received", msgs);
 	if (closes)
 		tally_count_event(zt->inst, "tracer_closes", closes);
-	tally_count_event(zt->inst, "drains", 1);
 	if (flush)
 		zmq_trace_flush(zt);
 	return n;
 }
 
-static bool zmq_trace_readable(struct zmq_trace *zt)
+/* The scheduler's pending(): ZMQ_EVENTS, the last call before a sleep. */
+static bool zmq_trace_readable(void *arg)
 {
+	struct zmq_trace *zt = arg;
 	int events = 0;
 	size_t len = sizeof(events);
 
@@ -413,60 +371,16 @@ static bool zmq_trace_readable(struct zmq_trace *zt)
 	return events & ZMQ_POLLIN;
 }
 
-static const struct timeval zmq_trace_now = { 0, 0 };
-
-static void zmq_trace_run(struct zmq_trace *zt)
+/* The scheduler's drain(): one batch of at most @max frames. */
+static unsigned zmq_trace_drain_op(void *arg, unsigned max)
 {
-	unsigned max = (unsigned)zt->max_messages_per_wakeup;
-	unsigned n;
-
-	n = zmq_trace_drain(zt, max, true);
-	if (n == max) {
-		/*
-		 * More may be queued: drain again, but only after the loop
-		 * had its turn, so a flood cannot starve timers or scrapes.
-		 */
-		zt->phase = ZMQ_TRACE_YIELD;
-		evtimer_add(zt->drain_ev, &zmq_trace_now);
-	} else if (n || zmq_trace_readable(zt)) {
-		zt->phase = ZMQ_TRACE_COOLDOWN;
-		if (zt->min_drain_interval <= 0 ||
-		    timerfd_settime(zt->cool_fd, 0, &zt->cooldown, NULL) < 0)
-			evtimer_add(zt->drain_ev, &zmq_trace_now);
-	} else {
-		/* Idle, and ZMQ_EVENTS was the last call: safe to sleep. */
-		zt->phase = ZMQ_TRACE_WAITING;
-		event_add(zt->fd_ev, NULL);
-	}
+	return zmq_trace_drain(arg, max, true);
 }
 
-static void zmq_trace_on_fd(evutil_socket_t fd, short what, void *arg)
-{
-	struct zmq_trace *zt = arg;
-
-	event_del(zt->fd_ev);
-	zt->wakeups++;
-	tally_count_event(zt->inst, "wakeups", 1);
-	zmq_trace_run(zt);
-}
-
-/* A yield, or a cooldown of 0 s: a loop turn, not a sleep. */
-static void zmq_trace_on_drain(evutil_socket_t fd, short what, void *arg)
-{
-	zmq_trace_run(arg);
-}
-
-static void zmq_trace_on_cooldown(evutil_socket_t fd, short what, void *arg)
-{
-	struct zmq_trace *zt = arg;
-	uint64_t expirations;
-
-	if (read(zt->cool_fd, &expirations, sizeof(expirations)) < 0)
-		return; /* EAGAIN: disarmed meanwhile (stop) */
-	zt->wakeups++;
-	tally_count_event(zt->inst, "wakeups", 1);
-	zmq_trace_run(zt);
-}
+static const struct tally_net_drain_ops zmq_trace_drain_ops = {
+	.drain = zmq_trace_drain_op,
+	.pending = zmq_trace_readable,
+};
 
 static void zmq_trace_on_check(evutil_socket_t fd, short what, void *arg)
 {
@@ -477,105 +391,28 @@ static void zmq_trace_on_check(evutil_socket_t fd, short what, void *arg)
 	zmq_trace_flush(zt);
 }
 
-/* Whether @host (@len bytes, from tcp://host:port) is loopback only. */
-static bool zmq_trace_loopback(const char *host, size_t len)
-{
-	struct in_addr a;
-	char buf[INET_ADDRSTRLEN];
-
-	if ((len == 9 && !memcmp(host, "localhost", 9)) ||
-	    (len == 2 && !memcmp(host, "lo", 2)) ||
-	    (len == 5 && !memcmp(host, "[::1]", 5)))
-		return true;
-	if (len >= sizeof(buf))
-		return false;
-	memcpy(buf, host, len);
-	buf[len] = '\0';
-	return inet_pton(AF_INET, buf, &a) == 1 &&
-	       (ntohl(a.s_addr) >> 24) == 127;
-}
-
-/* A tcp port as bind takes it: 1..65535, or "*" or "0" for any free one. */
-static bool zmq_trace_port_valid(const char *port)
-{
-	size_t n = strspn(port, "0123456789");
-
-	if (!strcmp(port, "*"))
-		return true;
-	return n && n <= 5 && !port[n] && atol(port) <= 65535;
-}
-
 /*
  * Parse endpoint @ep into @out, logging what is wrong with it. Pure: the
  * check op and init both use it. libzmq itself accepts more than it can
- * bind as meant (a port above 65535 wraps, "-5" is taken, an ipc path may
- * not fit in sun_path), so everything is checked here.
- * Return: 0, or -1 with errno = EINVAL or ENAMETOOLONG.
+ * bind as meant, hence the core's strict parser, which also applies the
+ * loopback policy of the mode. Both options' messages name "endpoint".
+ * Return: 0, or -1 with errno = EINVAL, ENAMETOOLONG or EPERM.
  */
 static int zmq_trace_parse_ep(struct tally_instance *inst, const char *ep,
-			      struct zmq_trace_ep *out)
+			      struct tally_net_addr *out)
 {
-	const char *rest, *colon;
+	char err[TALLY_NET_ERRLEN];
 
-	memset(out, 0, sizeof(*out));
-	if (!*ep) {
-		tally_log(inst, LOG_ERR,
-			  "endpoint is empty: use ipc:///path or "
-			  "tcp://host:port");
-		goto out_inval;
-	}
-	if (!strncmp(ep, "ipc://", 6)) {
-		rest = ep + 6;
-		out->ipc = true;
-		out->abstract = rest[0] == '@';
-		if (rest[0] != '/' && (!out->abstract || !rest[1])) {
-			tally_log(inst, LOG_ERR,
-				  "endpoint %s: the ipc path must be absolute "
-				  "(ipc:///dir/file) or abstract (ipc://@name)",
-				  ep);
-			goto out_inval;
-		}
-		/* ZeroMQ wants the path NUL-terminated inside sun_path. */
-		if (strlen(rest) >= sizeof(out->path)) {
-			tally_log(inst, LOG_ERR,
-				  "endpoint %s: the socket path is %zu bytes, "
-				  "a unix socket allows at most %zu; choose a "
-				  "shorter path",
-				  ep, strlen(rest), sizeof(out->path) - 1);
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		strcpy(out->path, rest);
+	if (tally_net_zmq_parse("endpoint", ep, TALLY_NET_LISTEN, out, err,
+				sizeof(err)) == 0)
 		return 0;
-	}
-	if (strncmp(ep, "tcp://", 6)) {
-		tally_log(inst, LOG_ERR,
-			  "endpoint %s: use ipc:///path or tcp://host:port",
-			  ep);
-		goto out_inval;
-	}
-	rest = ep + 6;
-	colon = strrchr(rest, ':');
-	if (!colon || colon == rest || !zmq_trace_port_valid(colon + 1)) {
-		tally_log(inst, LOG_ERR,
-			  "endpoint %s: use tcp://host:port with a port from "
-			  "1 to 65535, or * for any free port",
-			  ep);
-		goto out_inval;
-	}
-	if (tally_user_mode() &&
-	    !zmq_trace_loopback(rest, (size_t)(colon - rest))) {
-		tally_log(inst, LOG_ERR,
-			  "endpoint %s: a user collector listens on loopback "
-			  "only (tcp://127.0.0.1:PORT)",
-			  ep);
-		goto out_inval;
-	}
-	return 0;
-
-out_inval:
-	errno = EINVAL;
+	tally_log(inst, LOG_ERR, "%s", err);
 	return -1;
+}
+
+static bool zmq_trace_is_ipc(const struct tally_net_addr *a)
+{
+	return a->kind == TALLY_NET_PATH || a->kind == TALLY_NET_ABSTRACT;
 }
 
 /* The main endpoint, in @buf: the option, or the runtime dir's. */
@@ -590,11 +427,11 @@ static const char *zmq_trace_ep_name(const struct zmq_trace *zt, char *buf,
 
 /* omnistat_endpoint: an ipc endpoint like the main one (parsed too). */
 static int zmq_trace_parse_omnistat(struct tally_instance *inst, const char *ep,
-				    struct zmq_trace_ep *out)
+				    struct tally_net_addr *out)
 {
 	if (zmq_trace_parse_ep(inst, ep, out) < 0)
 		return -1;
-	if (!out->ipc) {
+	if (!zmq_trace_is_ipc(out)) {
 		tally_log(inst, LOG_ERR,
 			  "omnistat_endpoint %s: must be ipc:///path (where "
 			  "Omnistat's tracer sends)",
@@ -614,7 +451,7 @@ static int zmq_trace_check(struct tally_instance *inst, void *state)
 {
 	struct zmq_trace *zt = state;
 	char buf[PATH_MAX + 32];
-	struct zmq_trace_ep ep;
+	struct tally_net_addr ep;
 	int ret = 0;
 
 	if (zmq_trace_parse_ep(inst, zmq_trace_ep_name(zt, buf, sizeof(buf)),
@@ -632,7 +469,7 @@ static int zmq_trace_check(struct tally_instance *inst, void *state)
 
 /* Fill bound[zt->nbound++] from endpoint @name, parsed as @ep. */
 static int zmq_trace_add_bound(struct zmq_trace *zt, const char *name,
-			       const struct zmq_trace_ep *ep, bool optional)
+			       const struct tally_net_addr *ep, bool optional)
 {
 	struct zmq_trace_bound *b = &zt->bound[zt->nbound];
 
@@ -641,10 +478,9 @@ static int zmq_trace_add_bound(struct zmq_trace *zt, const char *name,
 	if (!b->ep)
 		return -1;
 	b->optional = optional;
-	b->ipc = ep->ipc;
-	b->abstract = ep->abstract;
-	memcpy(b->path, ep->path, sizeof(b->path));
-	b->lock_fd = -1;
+	b->addr = *ep;
+	b->un.fd = -1;
+	b->un.lock_fd = -1;
 	b->listen_fd = -1;
 	zt->nbound++;
 	return 0;
@@ -670,10 +506,10 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 	struct zmq_trace_state_opts so;
 	char buf[PATH_MAX + 32];
 	const char *name = zmq_trace_ep_name(zt, buf, sizeof(buf));
-	struct zmq_trace_ep ep;
+	struct tally_net_addr ep;
 
 	zt->inst = inst;
-	zt->cool_fd = -1;
+	zt->gid = (gid_t)-1;
 	/* zmq_trace_check() has run: these fail only when it did not */
 	if (zmq_trace_parse_ep(inst, name, &ep) < 0)
 		return -1;
@@ -697,7 +533,6 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 			goto out_inval;
 		}
 		zt->gid = gr->gr_gid;
-		zt->have_gid = true;
 	}
 
 	if (gethostname(zt->host, sizeof(zt->host) - 1) < 0 || !zt->host[0])
@@ -709,11 +544,6 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 	zt->sink.span = zmq_trace_sink_span;
 	zt->sink.ctx = zt;
 	zt->max_skew_ns = (int64_t)(zt->max_clock_skew * 1e9);
-	zt->cooldown.it_value.tv_sec = (time_t)zt->min_drain_interval;
-	zt->cooldown.it_value.tv_nsec =
-		(long)((zt->min_drain_interval -
-			(double)zt->cooldown.it_value.tv_sec) *
-		       1e9);
 	return 0;
 
 out_inval:
@@ -726,229 +556,6 @@ out_free:
 	return -1;
 }
 
-/*
- * Probe a unix socket path: is a collector listening there? A refused
- * connect() means a stale file; a successful or pending one, a live peer.
- * Return: 1 live, 0 stale, -1 with errno when it cannot tell.
- */
-static int zmq_trace_probe(const struct sockaddr_un *sa)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int rc, err;
-
-	if (fd < 0)
-		return -1;
-	rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
-	err = errno;
-	close(fd);
-	if (rc == 0 || err == EAGAIN || err == EINPROGRESS)
-		return 1; /* EAGAIN: listening, backlog full */
-	if (err == ECONNREFUSED || err == ENOENT)
-		return 0;
-	errno = err;
-	return -1;
-}
-
-/*
- * Whether the file at @sa's path (bind() found it there) may be replaced
- * by a socket of ours: only a socket file of this user that nobody listens
- * on. Anything else stays: a file that is not a socket, a socket of
- * another user (a shared directory such as /tmp: it may be planted, or
- * another user's collector), a socket a collector listens on. @why gets
- * the reason, for the log.
- * Moves to tally/net.h with the rest of the unix socket helpers.
- * Return: true to replace it, false (errno = EEXIST or EADDRINUSE, or a
- * probe's) to leave it.
- */
-static bool zmq_trace_sock_replaceable(const struct sockaddr_un *sa, char *why,
-				       size_t size)
-{
-	struct stat st;
-	int live;
-
-	if (lstat(sa->sun_path, &st) < 0) {
-		snprintf(why, size, "%s: %s", sa->sun_path, strerror(errno));
-		return false;
-	}
-	if (!S_ISSOCK(st.st_mode)) {
-		snprintf(why, size, "%s exists and is not a socket",
-			 sa->sun_path);
-		errno = EEXIST;
-		return false;
-	}
-	if (st.st_uid != geteuid()) {
-		snprintf(why, size,
-			 "%s is a socket of another user (uid %u): not "
-			 "taking it over",
-			 sa->sun_path, (unsigned)st.st_uid);
-		errno = EADDRINUSE;
-		return false;
-	}
-	live = zmq_trace_probe(sa);
-	if (live > 0) {
-		snprintf(why, size,
-			 "a collector is listening there: not taking it over");
-		errno = EADDRINUSE;
-	} else if (live < 0) {
-		snprintf(why, size, "probe %s: %s", sa->sun_path,
-			 strerror(errno));
-	}
-	return live == 0;
-}
-
-/* Take the lock that says "a tallyd owns this socket path". */
-static int zmq_trace_lock(struct zmq_trace_bound *b, char *why, size_t size)
-{
-	char lock[sizeof(b->path) + 8];
-	int err;
-
-	/*
-	 * 0644, and opened read-only: a lock file left by another user's
-	 * collector in a shared directory can still be locked. O_NOFOLLOW:
-	 * such a directory may hold a planted link.
-	 */
-	snprintf(lock, sizeof(lock), "%s.lock", b->path);
-	b->lock_fd =
-		open(lock, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (b->lock_fd < 0) {
-		snprintf(why, size, "open %s: %s", lock, strerror(errno));
-		return -1;
-	}
-	if (flock(b->lock_fd, LOCK_EX | LOCK_NB) == 0)
-		return 0;
-	err = errno;
-	if (err == EWOULDBLOCK)
-		snprintf(why, size,
-			 "in use by another tallyd (%s is locked): not "
-			 "taking it over",
-			 lock);
-	else
-		snprintf(why, size, "flock %s: %s", lock, strerror(err));
-	close(b->lock_fd);
-	b->lock_fd = -1;
-	errno = err == EWOULDBLOCK ? EADDRINUSE : err;
-	return -1;
-}
-
-/* Give the socket file its final owner group and mode, before listen(). */
-static int zmq_trace_chmod(struct zmq_trace *zt, struct zmq_trace_bound *b,
-			   char *why, size_t size)
-{
-	mode_t mode;
-
-	/*
-	 * Every user's jobs send to the system collector, unless a group
-	 * restricts it; a user collector is private to its user.
-	 */
-	if (zt->have_gid)
-		mode = 0660;
-	else
-		mode = tally_user_mode() ? 0600 : 0666;
-	if (zt->have_gid && chown(b->path, (uid_t)-1, zt->gid) < 0) {
-		snprintf(why, size, "chown %s to group %s: %s", b->path,
-			 zt->group, strerror(errno));
-		return -1;
-	}
-	if (chmod(b->path, mode) < 0) {
-		snprintf(why, size, "chmod %s: %s", b->path, strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * Bind and listen on an ipc endpoint's unix socket; return its fd. On
- * failure, @why says why (for one log line: "endpoint EP: WHY").
- */
-static int zmq_trace_bind_unix(struct zmq_trace *zt, struct zmq_trace_bound *b,
-			       char *why, size_t size)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	socklen_t salen = sizeof(sa);
-	struct stat st;
-	int fd, err;
-
-	memcpy(sa.sun_path, b->path, strlen(b->path));
-	if (b->abstract) {
-		/* Linux abstract namespace: leading NUL, exact length. */
-		sa.sun_path[0] = '\0';
-		salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-				    strlen(b->path));
-	} else if (zmq_trace_lock(b, why, size) < 0) {
-		return -1;
-	}
-
-	/* non-blocking: accept is tried only when the loop said readable */
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		goto out_sys;
-	if (bind(fd, (struct sockaddr *)&sa, salen) < 0) {
-		if (errno != EADDRINUSE || b->abstract)
-			goto out_bind;
-		if (!zmq_trace_sock_replaceable(&sa, why, size))
-			goto out_close;
-		tally_log(zt->inst, LOG_INFO, "replacing stale socket file %s",
-			  b->path);
-		if ((unlink(b->path) < 0 && errno != ENOENT) ||
-		    bind(fd, (struct sockaddr *)&sa, salen) < 0)
-			goto out_bind;
-	}
-	if (!b->abstract) {
-		if (stat(b->path, &st) < 0) {
-			snprintf(why, size, "stat %s: %s", b->path,
-				 strerror(errno));
-			goto out_unlink;
-		}
-		if (zmq_trace_chmod(zt, b, why, size) < 0)
-			goto out_unlink;
-		b->sock_dev = st.st_dev;
-		b->sock_ino = st.st_ino;
-		b->sock_file = true;
-	}
-	if (listen(fd, SOMAXCONN) < 0) {
-		snprintf(why, size, "listen: %s", strerror(errno));
-		goto out_unlink;
-	}
-	return fd;
-
-out_sys:
-	snprintf(why, size, "socket: %s", strerror(errno));
-	goto out_lock;
-out_bind:
-	snprintf(why, size, "bind: %s", strerror(errno));
-	goto out_close;
-out_unlink:
-	if (!b->abstract)
-		unlink(b->path);
-	b->sock_file = false;
-out_close:
-	err = errno;
-	close(fd);
-	errno = err;
-out_lock:
-	if (b->lock_fd >= 0) {
-		close(b->lock_fd);
-		b->lock_fd = -1;
-	}
-	return -1;
-}
-
-/* Remove our socket file, if it is still ours, and release the lock. */
-static void zmq_trace_unlink(struct zmq_trace_bound *b)
-{
-	struct stat st;
-
-	if (b->sock_file && stat(b->path, &st) == 0 &&
-	    st.st_dev == b->sock_dev && st.st_ino == b->sock_ino)
-		unlink(b->path);
-	b->sock_file = false;
-	/* The lock file stays: removing it would race with a new owner. */
-	if (b->lock_fd >= 0) {
-		close(b->lock_fd);
-		b->lock_fd = -1;
-	}
-}
-
 static void zmq_trace_event_free(struct event **ev)
 {
 	if (*ev)
@@ -956,17 +563,12 @@ static void zmq_trace_event_free(struct event **ev)
 	*ev = NULL;
 }
 
-/* Undo start: events, timerfd, socket, context, socket files and locks. */
+/* Undo start: events, drain scheduler, socket, context, files, locks. */
 static void zmq_trace_close(struct zmq_trace *zt)
 {
-	zmq_trace_event_free(&zt->fd_ev);
-	zmq_trace_event_free(&zt->drain_ev);
-	zmq_trace_event_free(&zt->cool_ev);
+	tally_net_drain_free(zt->drain);
+	zt->drain = NULL;
 	zmq_trace_event_free(&zt->check_ev);
-	if (zt->cool_fd >= 0) {
-		close(zt->cool_fd);
-		zt->cool_fd = -1;
-	}
 	/* before libzmq closes them: their numbers are then reused */
 	zmq_trace_count_refused(zt);
 	for (unsigned i = 0; i < zt->nbound; i++) {
@@ -984,9 +586,9 @@ static void zmq_trace_close(struct zmq_trace *zt)
 		zmq_ctx_term(zt->zctx);
 		zt->zctx = NULL;
 	}
+	/* the socket files, if still ours, and the locks */
 	for (unsigned i = 0; i < zt->nbound; i++)
-		zmq_trace_unlink(&zt->bound[i]);
-	zt->phase = ZMQ_TRACE_IDLE;
+		tally_net_unix_close(&zt->bound[i].un);
 }
 
 /*
@@ -1001,7 +603,7 @@ static void zmq_trace_log_listening(struct zmq_trace *zt,
 	size_t len = sizeof(last);
 	const char *ep = b->ep;
 
-	if (!b->ipc &&
+	if (!zmq_trace_is_ipc(&b->addr) &&
 	    zmq_getsockopt(zt->zsock, ZMQ_LAST_ENDPOINT, last, &len) == 0 &&
 	    len && len <= sizeof(last) && !last[len - 1])
 		ep = last;
@@ -1011,20 +613,23 @@ static void zmq_trace_log_listening(struct zmq_trace *zt,
 }
 
 /*
- * Bind endpoint @b. A failure is logged: for the main endpoint as an
- * error (start fails), for an optional one as one warning, and start goes
- * on without it.
+ * Bind endpoint @b: an ipc one on the socket the core reserves for it. A
+ * failure is logged: for the main endpoint as an error (start fails), for
+ * an optional one as one warning, and start goes on without it.
  * Return: 0, or -1 with errno.
  */
 static int zmq_trace_bind(struct zmq_trace *zt, struct zmq_trace_bound *b)
 {
-	char why[PATH_MAX + 128] = "";
+	char why[TALLY_NET_ERRLEN] = "";
 	int fd = -1, err;
 
-	if (b->ipc) {
-		fd = zmq_trace_bind_unix(zt, b, why, sizeof(why));
-		if (fd < 0)
+	if (zmq_trace_is_ipc(&b->addr)) {
+		if (tally_net_unix_reserve(zt->inst, &b->addr,
+					   tally_net_unix_mode(zt->group != NULL),
+					   zt->gid, &b->un, why,
+					   sizeof(why)) < 0)
 			goto out_log;
+		fd = b->un.fd;
 		if (zmq_setsockopt(zt->zsock, ZMQ_USE_FD, &fd, sizeof(fd)) < 0)
 			goto out_zmq;
 	}
@@ -1035,6 +640,7 @@ static int zmq_trace_bind(struct zmq_trace *zt, struct zmq_trace_bound *b)
 	if (fd < 0)
 		return 0;
 	/* libzmq owns it now; keep descriptors for the rest of tallyd */
+	b->un.fd = -1;
 	b->listen_fd = fd;
 	if (tally_accept_limit(fd, 0) < 0)
 		tally_log(zt->inst, LOG_WARNING,
@@ -1056,9 +662,9 @@ out_log:
 		int none = -1;
 
 		zmq_setsockopt(zt->zsock, ZMQ_USE_FD, &none, sizeof(none));
-		close(fd);
 	}
-	zmq_trace_unlink(b);
+	/* closes the socket libzmq did not take, removes our file */
+	tally_net_unix_close(&b->un);
 	errno = err;
 	return -1;
 }
@@ -1103,28 +709,24 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 	if (zmq_getsockopt(zt->zsock, ZMQ_FD, &zfd, &len) < 0)
 		goto out_zmq;
 
-	zt->cool_fd =
-		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (zt->cool_fd < 0) {
-		tally_log(inst, LOG_ERR, "timerfd_create: %s", strerror(errno));
+	zt->drain = tally_net_drain_new(inst, base, zfd,
+					(unsigned)zt->max_messages_per_wakeup,
+					zt->min_drain_interval,
+					&zmq_trace_drain_ops, zt);
+	if (!zt->drain) {
+		tally_log(inst, LOG_ERR, "drain scheduler: %s",
+			  strerror(errno));
 		goto out_close;
 	}
-	zt->fd_ev =
-		event_new(base, zfd, EV_READ | EV_PERSIST, zmq_trace_on_fd, zt);
-	zt->drain_ev = evtimer_new(base, zmq_trace_on_drain, zt);
-	zt->cool_ev = event_new(base, zt->cool_fd, EV_READ | EV_PERSIST,
-				zmq_trace_on_cooldown, zt);
 	zt->check_ev = event_new(base, -1, EV_PERSIST, zmq_trace_on_check, zt);
-	if (!zt->fd_ev || !zt->drain_ev || !zt->cool_ev || !zt->check_ev) {
+	if (!zt->check_ev) {
 		errno = ENOMEM;
 		goto out_close;
 	}
+	/* whatever queued since bind is read by the first drain */
 	if (event_add(zt->check_ev, &check) < 0 ||
-	    event_add(zt->cool_ev, NULL) < 0)
+	    tally_net_drain_start(zt->drain) < 0)
 		goto out_close;
-	/* Whatever queued since bind is read by the first drain. */
-	zt->phase = ZMQ_TRACE_YIELD;
-	evtimer_add(zt->drain_ev, &zmq_trace_now);
 	return 0;
 
 out_zmq:
@@ -1163,14 +765,16 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 	int64_t deadline =
 		tally_monotonic_ns() + ZMQ_TRACE_STOP_MAX_MS * 1000000ll;
 	zmq_pollitem_t item = { .events = ZMQ_POLLIN };
+	struct tally_net_drain_stats ds = { 0 };
 	uint64_t closed;
 	unsigned n;
 
 	if (!zt->zsock)
 		return;
-	event_del(zt->fd_ev);
-	event_del(zt->drain_ev);
-	event_del(zt->cool_ev);
+	if (zt->drain) {
+		tally_net_drain_stop(zt->drain);
+		tally_net_drain_get_stats(zt->drain, &ds);
+	}
 	event_del(zt->check_ev);
 	/*
 	 * Read what the last senders left (a job's processes exit just
@@ -1194,6 +798,8 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 		 * in many small drains would overflow their queues.
 		 */
 		n = zmq_trace_drain(zt, ZMQ_TRACE_STOP_STEP, false);
+		zt->stop_drains++;
+		tally_count_event(inst, "drains", 1);
 		if (zt->batch &&
 		    tally_batch_count(zt->batch) >= ZMQ_TRACE_STOP_STEP)
 			zmq_trace_flush(zt);
@@ -1219,8 +825,8 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 		  (unsigned long long)zt->malformed,
 		  (unsigned long long)zt->client_dropped,
 		  (unsigned long long)zmq_trace_state_open_spans(zt->state),
-		  (unsigned long long)closed, (unsigned long long)zt->wakeups,
-		  (unsigned long long)zt->drains);
+		  (unsigned long long)closed, (unsigned long long)ds.wakeups,
+		  (unsigned long long)(ds.drains + zt->stop_drains));
 	zmq_trace_close(zt);
 }
 

@@ -20,61 +20,19 @@
 
 int prom_parse_listen(const char *spec, struct prom_listen *out)
 {
-	const char *colon, *host = spec;
-	size_t hl;
-	char *end;
-	long port;
+	struct prom_listen l;
 
-	if (!spec)
-		goto out_inval;
-	if (*spec == '[') {
-		const char *rb = strchr(spec, ']');
-
-		if (!rb || rb[1] != ':')
-			goto out_inval;
-		host = spec + 1;
-		hl = (size_t)(rb - host);
-		colon = rb + 1;
-	} else {
-		colon = strrchr(spec, ':');
-		if (!colon || memchr(spec, ':', (size_t)(colon - spec)))
-			goto out_inval; /* no port, or IPv6 without brackets */
-		hl = (size_t)(colon - spec);
+	if (!spec || tally_net_addr_parse("listen", spec,
+					  TALLY_NET_LISTEN | TALLY_NET_AS_SYSTEM,
+					  &l.addr, NULL, 0) < 0) {
+		errno = EINVAL;
+		return -1;
 	}
-	if (hl >= sizeof(out->host))
-		goto out_inval;
-	if (!colon[1] || colon[1] == '-' || colon[1] == '+' || colon[1] == ' ')
-		goto out_inval;
-	errno = 0;
-	port = strtol(colon + 1, &end, 10);
-	if (errno || *end || port < 0 || port > 65535)
-		goto out_inval;
-	if (hl == 0 || (hl == 1 && *host == '*')) {
-		strcpy(out->host, "0.0.0.0");
-	} else {
-		memcpy(out->host, host, hl);
-		out->host[hl] = '\0';
-	}
-	out->port = (uint16_t)port;
+	snprintf(l.host, sizeof(l.host), "%s",
+		 l.addr.kind == TALLY_NET_ANY ? "0.0.0.0" : l.addr.host);
+	l.port = l.addr.port;
+	*out = l;
 	return 0;
-
-out_inval:
-	errno = EINVAL;
-	return -1;
-}
-
-bool prom_host_is_loopback(const char *host)
-{
-	struct in_addr a4;
-	struct in6_addr a6;
-
-	if (strcasecmp(host, "localhost") == 0)
-		return true;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	if (inet_pton(AF_INET6, host, &a6) == 1)
-		return IN6_IS_ADDR_LOOPBACK(&a6);
-	return false;
 }
 
 int prom_parse_cidr(const char *s, struct prom_cidr *out)
@@ -277,31 +235,6 @@ const char *prom_http_gzip_coding(const char *accept_encoding)
 
 	each_element(accept_encoding, gzip_fn, &g);
 	return g.gzip ? "gzip" : g.xgzip ? "x-gzip" : NULL;
-}
-
-int prom_bound_name(int fd, char *buf, size_t size)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char host[INET6_ADDRSTRLEN];
-
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
-		return -1;
-	if (ss.ss_family == AF_INET) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-
-		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-		snprintf(buf, size, "%s:%u", host, ntohs(s4->sin_port));
-	} else if (ss.ss_family == AF_INET6) {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-
-		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-		snprintf(buf, size, "[%s]:%u", host, ntohs(s6->sin6_port));
-	} else {
-		errno = EINVAL;
-		return -1;
-	}
-	return 0;
 }
 
 /*

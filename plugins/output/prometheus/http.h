@@ -13,14 +13,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tally/net.h>
+
 struct sockaddr;
 
 /**
- * struct prom_listen - a parsed listen address
+ * struct prom_listen - a listen address, as evhttp binds it
+ * @addr: the address tally_net_addr_parse() read (tally/net.h): the
+ *        loopback policy and the port rule judge this
  * @host: numeric address or host name for evhttp_bind_socket()
  * @port: TCP port; 0 lets the kernel choose
  */
 struct prom_listen {
+	struct tally_net_addr addr;
 	char host[256];
 	uint16_t port;
 };
@@ -28,14 +33,14 @@ struct prom_listen {
 /**
  * prom_parse_listen() - parse "host:port", "[ipv6]:port", ":port", "*:port"
  *
- * An empty host or "*" means every IPv4 address (0.0.0.0); "[::]:port"
- * binds IPv6 (and IPv4 too where the kernel maps it).
+ * The core's listen syntax (tally_net_addr_parse(), TCP, no unix sockets),
+ * the loopback policy left to the caller (tally_net_listen_permitted()).
+ * An empty host or "*" means every IPv4 address (0.0.0.0), as this output
+ * has always bound it; "[::]:port" binds IPv6 (and IPv4 too where the
+ * kernel maps it). Pure.
  * Return: 0, or -1 with errno = EINVAL.
  */
 int prom_parse_listen(const char *spec, struct prom_listen *out);
-
-/** prom_host_is_loopback() - "localhost", 127.0.0.0/8 or ::1 */
-bool prom_host_is_loopback(const char *host);
 
 /**
  * struct prom_cidr - one allow-list entry
@@ -79,12 +84,6 @@ bool prom_http_wants_openmetrics(const char *accept);
  * NULL: "*" is not taken to mean gzip.
  */
 const char *prom_http_gzip_coding(const char *accept_encoding);
-
-/**
- * prom_bound_name() - "127.0.0.1:9464" or "[::1]:9464" of a bound socket
- * Return: 0, or -1 with errno set by getsockname() or EINVAL.
- */
-int prom_bound_name(int fd, char *buf, size_t size);
 
 struct evbuffer;
 

@@ -313,8 +313,9 @@ static void prometheus_sweep(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Parse and judge one listen address without binding it: syntax, the
- * loopback rule of a user collector, and that a host name resolves.
+ * Parse and judge one listen address without binding it: syntax and the
+ * loopback policy of a user collector (tally/net.h), and that a host name
+ * resolves.
  * Logs why not. Return: 0, or -1 with errno = EINVAL or EPERM.
  */
 static int prometheus_check_listen(struct tally_instance *inst,
@@ -333,7 +334,7 @@ static int prometheus_check_listen(struct tally_instance *inst,
 		errno = EINVAL;
 		return -1;
 	}
-	if (tally_user_mode() && !prom_host_is_loopback(l->host)) {
+	if (!tally_net_listen_permitted(&l->addr, tally_user_mode())) {
 		tally_log(inst, LOG_ERR,
 			  "listen \"%s\": a user collector listens on "
 			  "loopback addresses only (127.0.0.1, [::1])",
@@ -414,7 +415,7 @@ static int prometheus_bind(struct prometheus *p, const char *spec)
 {
 	struct prom_listen l;
 	struct evhttp_bound_socket *bs;
-	char addr[INET6_ADDRSTRLEN + 16];
+	char addr[128];
 
 	if (prometheus_check_listen(p->inst, spec, &l) < 0)
 		return -1;
@@ -433,8 +434,8 @@ static int prometheus_bind(struct prometheus *p, const char *spec)
 		tally_log(p->inst, LOG_ERR, "out of memory");
 		return -1;
 	}
-	if (prom_bound_name(evhttp_bound_socket_get_fd(bs), addr,
-			    sizeof(addr)) == 0) {
+	if (tally_net_sockname(evhttp_bound_socket_get_fd(bs), addr,
+			       sizeof(addr)) == 0) {
 		tally_log(p->inst, LOG_INFO, "serving /metrics on %s", addr);
 		tally_listen_publish(p->inst, addr);
 	}

@@ -14,9 +14,8 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdbool.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -57,22 +56,10 @@ static int unix_probe(const struct tally_net_addr *a)
 	return -1;
 }
 
-/* The reason of a failure, for the caller's line; errno is kept. */
-static void why_set(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void why_set(char *why, size_t whylen, const char *fmt, ...)
-{
-	int err = errno;
-	va_list ap;
-
-	if (why && whylen) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	errno = err;
-}
+/*
+ * The helpers below write the reason of a failure to @why (never NULL,
+ * @whylen >= 1) without touching errno, and return -1 with errno set.
+ */
 
 /* Take "PATH.lock": one tallyd at a time decides about PATH. */
 static int unix_lock(struct tally_net_unix *u, char *why, size_t whylen)
@@ -86,32 +73,33 @@ static int unix_lock(struct tally_net_unix *u, char *why, size_t whylen)
 		open(lock, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (u->lock_fd < 0) {
 		err = errno;
-		why_set(why, whylen, "cannot open %s: %s", lock, strerror(err));
+		snprintf(why, whylen, "cannot open %s: %s", lock,
+			 strerror(err));
 		goto out_err;
 	}
 	if (fstat(u->lock_fd, &st) < 0) {
 		err = errno;
-		why_set(why, whylen, "fstat %s: %s", lock, strerror(err));
+		snprintf(why, whylen, "fstat %s: %s", lock, strerror(err));
 		goto out_close;
 	}
 	if (st.st_uid != geteuid()) {
-		why_set(why, whylen,
-			"%s belongs to uid %u, not to this collector: not "
-			"using the path (remove it or choose another path)",
-			lock, (unsigned)st.st_uid);
+		snprintf(why, whylen,
+			 "%s belongs to uid %u, not to this collector: not "
+			 "using the path (remove it or choose another path)",
+			 lock, (unsigned)st.st_uid);
 		err = EPERM;
 		goto out_close;
 	}
 	if (flock(u->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 		err = errno == EWOULDBLOCK ? EADDRINUSE : errno;
 		if (err == EADDRINUSE)
-			why_set(why, whylen,
-				"in use by another tallyd (%s is locked): not "
-				"taking it over",
-				lock);
+			snprintf(why, whylen,
+				 "in use by another tallyd (%s is locked): "
+				 "not taking it over",
+				 lock);
 		else
-			why_set(why, whylen, "flock %s: %s", lock,
-				strerror(err));
+			snprintf(why, whylen, "flock %s: %s", lock,
+				 strerror(err));
 		goto out_close;
 	}
 	return 0;
@@ -133,63 +121,78 @@ static int unix_take_over(struct tally_instance *inst,
 			  size_t whylen)
 {
 	struct stat st;
-	int live;
+	int live, err;
 
 	if (lstat(a->path, &st) < 0) {
 		if (errno == ENOENT)
 			return 0; /* gone meanwhile */
-		why_set(why, whylen, "%s: %s", a->path, strerror(errno));
-		return -1;
+		err = errno;
+		snprintf(why, whylen, "%s: %s", a->path, strerror(err));
+		goto out_err;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		errno = EEXIST;
-		why_set(why, whylen, "%s exists and is not a socket", a->path);
-		return -1;
+		snprintf(why, whylen, "%s exists and is not a socket", a->path);
+		err = EEXIST;
+		goto out_err;
 	}
 	/* never connect to, nor remove, a socket another user made */
 	if (st.st_uid != geteuid()) {
-		errno = EPERM;
-		why_set(why, whylen,
-			"%s is a socket of another user (uid %u): not taking "
-			"it over",
-			a->path, (unsigned)st.st_uid);
-		return -1;
+		snprintf(why, whylen,
+			 "%s is a socket of another user (uid %u): not taking "
+			 "it over",
+			 a->path, (unsigned)st.st_uid);
+		err = EPERM;
+		goto out_err;
 	}
 	live = unix_probe(a);
 	if (live > 0) {
-		errno = EADDRINUSE;
-		why_set(why, whylen,
-			"a collector is listening there: not taking it over");
-		return -1;
+		snprintf(why, whylen,
+			 "a collector is listening there: not taking it over");
+		err = EADDRINUSE;
+		goto out_err;
 	}
 	if (live < 0) {
-		why_set(why, whylen, "cannot tell whether %s is in use: %s",
-			a->path, strerror(errno));
-		return -1;
+		err = errno;
+		snprintf(why, whylen, "cannot tell whether %s is in use: %s",
+			 a->path, strerror(err));
+		goto out_err;
 	}
 	tally_log(inst, LOG_INFO, "replacing stale socket file %s", a->path);
 	if (unlink(a->path) < 0 && errno != ENOENT) {
-		why_set(why, whylen, "cannot remove %s: %s", a->path,
-			strerror(errno));
-		return -1;
+		err = errno;
+		snprintf(why, whylen, "cannot remove %s: %s", a->path,
+			 strerror(err));
+		goto out_err;
 	}
 	return 0;
+
+out_err:
+	errno = err;
+	return -1;
 }
 
 /* Give the file its group and mode, before anyone may use it. */
 static int unix_protect(const struct tally_net_addr *a, unsigned mode,
 			gid_t gid, char *why, size_t whylen)
 {
+	int err;
+
 	if (gid != (gid_t)-1 && chown(a->path, (uid_t)-1, gid) < 0) {
-		why_set(why, whylen, "chown %s to gid %u: %s", a->path,
-			(unsigned)gid, strerror(errno));
-		return -1;
+		err = errno;
+		snprintf(why, whylen, "chown %s to gid %u: %s", a->path,
+			 (unsigned)gid, strerror(err));
+		goto out_err;
 	}
 	if (chmod(a->path, (mode_t)mode) < 0) {
-		why_set(why, whylen, "chmod %s: %s", a->path, strerror(errno));
-		return -1;
+		err = errno;
+		snprintf(why, whylen, "chmod %s: %s", a->path, strerror(err));
+		goto out_err;
 	}
 	return 0;
+
+out_err:
+	errno = err;
+	return -1;
 }
 
 int tally_net_unix_reserve(struct tally_instance *inst,
@@ -198,16 +201,22 @@ int tally_net_unix_reserve(struct tally_instance *inst,
 			   size_t whylen)
 {
 	bool file = a->kind == TALLY_NET_PATH;
+	char buf[64], scratch[TALLY_NET_ERRLEN];
+	const char *call = NULL;
 	struct stat st;
-	char buf[64];
 	int err;
 
+	if (!why || !whylen) {
+		why = scratch;
+		whylen = sizeof(scratch);
+	}
+	why[0] = '\0';
 	memset(u, 0, sizeof(*u));
 	u->fd = -1;
 	u->lock_fd = -1;
 	if (a->kind != TALLY_NET_PATH && a->kind != TALLY_NET_ABSTRACT) {
+		snprintf(why, whylen, "not a unix socket address");
 		errno = EINVAL;
-		why_set(why, whylen, "not a unix socket address");
 		return -1;
 	}
 	snprintf(u->path, sizeof(u->path), "%s", a->path);
@@ -215,16 +224,16 @@ int tally_net_unix_reserve(struct tally_instance *inst,
 		return -1;
 	u->fd = tally_net_socket(AF_UNIX, a->socktype);
 	if (u->fd < 0) {
-		why_set(why, whylen, "socket: %s", strerror(errno));
-		goto out_close;
+		call = "socket";
+		goto out_sys;
 	}
 	if (bind(u->fd, (const struct sockaddr *)&a->sa, a->salen) < 0) {
 		if (errno != EADDRINUSE)
 			goto out_bind;
 		if (!file) {
-			why_set(why, whylen,
-				"the abstract socket is in use: not taking it "
-				"over");
+			snprintf(why, whylen,
+				 "the abstract socket is in use: not taking "
+				 "it over");
 			goto out_close;
 		}
 		if (unix_take_over(inst, a, why, whylen) < 0)
@@ -235,9 +244,8 @@ int tally_net_unix_reserve(struct tally_instance *inst,
 	if (file) {
 		u->file = true;
 		if (stat(a->path, &st) < 0) {
-			why_set(why, whylen, "stat %s: %s", a->path,
-				strerror(errno));
-			goto out_close;
+			call = "stat";
+			goto out_sys;
 		}
 		u->dev = st.st_dev;
 		u->ino = st.st_ino;
@@ -246,8 +254,8 @@ int tally_net_unix_reserve(struct tally_instance *inst,
 	}
 	if (a->socktype == SOCK_STREAM) {
 		if (listen(u->fd, SOMAXCONN) < 0) {
-			why_set(why, whylen, "listen: %s", strerror(errno));
-			goto out_close;
+			call = "listen";
+			goto out_sys;
 		}
 	} else {
 		/* sent before the mode was set: not from a permitted peer */
@@ -257,7 +265,11 @@ int tally_net_unix_reserve(struct tally_instance *inst,
 	return 0;
 
 out_bind:
-	why_set(why, whylen, "cannot bind: %s", strerror(errno));
+	call = "cannot bind";
+out_sys:
+	err = errno;
+	snprintf(why, whylen, "%s: %s", call, strerror(err));
+	errno = err;
 out_close:
 	err = errno;
 	tally_net_unix_close(u);

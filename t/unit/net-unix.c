@@ -65,6 +65,15 @@ static void make_stale(const struct tally_net_addr *a)
 	close(fd);
 }
 
+/* A stale socket file of another user (nobody, 65534): needs root. */
+static void make_theirs(struct tally_net_addr *a, const char *name)
+{
+	addr_of(a, name, false);
+	make_stale(a);
+	if (chown(a->path, 65534, 65534) < 0)
+		bail_out("chown: %s", strerror(errno));
+}
+
 static void test_bind_modes(void)
 {
 	struct tally_net_addr a;
@@ -209,10 +218,7 @@ static void test_other_user(void)
 		skip(5, "needs root to make a file another user owns");
 		return;
 	}
-	addr_of(&a, "theirs.sock", false);
-	make_stale(&a);
-	if (chown(a.path, 65534, 65534) < 0)
-		bail_out("chown: %s", strerror(errno));
+	make_theirs(&a, "theirs.sock");
 	errno = 0;
 	ok(tally_net_unix_bind(NULL, "x", &a, 0600, (gid_t)-1, &u) == -1 &&
 		   errno == EPERM,
@@ -255,43 +261,51 @@ static void test_bind_helper(void)
 	ok(access(a.path, F_OK) < 0, "file removed");
 }
 
+/* tally_net_unix_reserve() refuses @a with errno @err and reason @want. */
+static void reserve_refused(const struct tally_net_addr *a, int err,
+			    const char *want, const char *name)
+{
+	struct tally_net_unix u;
+	char why[TALLY_NET_ERRLEN];
+
+	errno = 0;
+	ok(tally_net_unix_reserve(NULL, a, 0600, (gid_t)-1, &u, why,
+				  sizeof(why)) == -1 &&
+		   errno == err,
+	   "%s: refused, errno %s", name, strerror(err));
+	is(why, want, "%s: the reason", name);
+	cmp_ok(u.fd, "==", -1, "%s: nothing left open", name);
+}
+
 /* tally_net_unix_reserve(): the reason handed back, the fd handed over */
 static void test_reserve(void)
 {
 	struct tally_net_addr a;
 	struct tally_net_unix u, v;
-	char why[TALLY_NET_ERRLEN], want[400];
+	char want[400];
 	int fd;
 
 	/* a path, reserved and its listening socket taken by its user */
 	addr_of(&a, "r.sock", false);
-	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, why,
-				  sizeof(why)) == 0,
-	   "reserve binds");
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, NULL, 0) == 0,
+	   "reserve binds (no reason buffer needed)");
 	fd = u.fd;
 	u.fd = -1; /* as libzmq takes it with ZMQ_USE_FD */
 	cmp_ok(try_connect(&a), "==", 0, "the socket handed over serves");
 
-	/* a second collector: the lock's reason, not logged but returned */
-	errno = 0;
-	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &v, why,
-				  sizeof(why)) == -1 &&
-		   errno == EADDRINUSE,
-	   "a held path: EADDRINUSE");
+	/* a second collector: the lock's reason, returned, not logged */
 	snprintf(want, sizeof(want),
 		 "in use by another tallyd (%s.lock is locked): not taking it "
 		 "over",
 		 a.path);
-	is(why, want, "the reason says the lock is held");
-	cmp_ok(v.fd, "==", -1, "nothing left open");
+	reserve_refused(&a, EADDRINUSE, want, "a held path");
 
 	tally_net_unix_close(&u);
 	ok(fcntl(fd, F_GETFD) >= 0, "close leaves the fd it gave away open");
 	ok(access(a.path, F_OK) < 0 && errno == ENOENT,
 	   "but removes the file and releases the lock");
 	close(fd);
-	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &v, why,
-				  sizeof(why)) == 0,
+	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &v, NULL, 0) == 0,
 	   "so the path can be reserved again");
 	tally_net_unix_close(&v);
 
@@ -300,48 +314,28 @@ static void test_reserve(void)
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	bind(fd, (struct sockaddr *)&a.sa, a.salen);
 	listen(fd, 4);
-	errno = 0;
-	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, why,
-				  sizeof(why)) == -1 &&
-		   errno == EADDRINUSE,
-	   "a live socket: EADDRINUSE");
-	is(why, "a collector is listening there: not taking it over",
-	   "the reason says a collector listens");
+	reserve_refused(&a, EADDRINUSE,
+			"a collector is listening there: not taking it over",
+			"a live socket");
 	close(fd);
 	unlink(a.path);
 
 	/* not a socket */
 	addr_of(&a, "rfile.sock", false);
 	close(open(a.path, O_CREAT | O_WRONLY, 0644));
-	errno = 0;
-	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, why,
-				  sizeof(why)) == -1 &&
-		   errno == EEXIST,
-	   "a regular file: EEXIST");
 	snprintf(want, sizeof(want), "%s exists and is not a socket", a.path);
-	is(why, want, "the reason names the file");
-	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, NULL, 0) ==
-		   -1,
-	   "no reason buffer: fails all the same");
+	reserve_refused(&a, EEXIST, want, "a regular file");
 
 	if (geteuid() != 0) {
-		skip(2, "needs root to make a socket another user owns");
+		skip(3, "needs root to make a socket another user owns");
 		return;
 	}
-	addr_of(&a, "rtheirs.sock", false);
-	make_stale(&a);
-	if (chown(a.path, 65534, 65534) < 0)
-		bail_out("chown: %s", strerror(errno));
-	errno = 0;
-	ok(tally_net_unix_reserve(NULL, &a, 0600, (gid_t)-1, &u, why,
-				  sizeof(why)) == -1 &&
-		   errno == EPERM,
-	   "another user's stale socket: EPERM");
+	make_theirs(&a, "rtheirs.sock");
 	snprintf(want, sizeof(want),
 		 "%s is a socket of another user (uid 65534): not taking it "
 		 "over",
 		 a.path);
-	is(why, want, "the reason names its owner");
+	reserve_refused(&a, EPERM, want, "another user's stale socket");
 	unlink(a.path);
 }
 

@@ -81,7 +81,7 @@ struct zmq_trace_bound {
 	struct tally_net_addr addr; /* as tally_net_zmq_parse() read it */
 	struct tally_net_unix un;   /* ipc: the socket file and its lock */
 	int listen_fd;		    /* ipc: the socket libzmq accepts on */
-	uint64_t refused; /* connections refused, counted so far */
+	uint64_t refused;	    /* connections refused, counted so far */
 };
 
 #define ZMQ_TRACE_MAX_BOUND 2
@@ -103,7 +103,7 @@ struct zmq_trace {
 	struct tally_instance *inst;
 	struct zmq_trace_bound bound[ZMQ_TRACE_MAX_BOUND];
 	unsigned nbound;
-	gid_t gid; /* of group, or (gid_t)-1 */
+	gid_t gid;		/* of group, or (gid_t)-1 */
 	int64_t refused_logged; /* CLOCK_MONOTONIC ns of the last such log */
 
 	void *zctx;
@@ -316,8 +316,7 @@ static bool zmq_trace_message(struct zmq_trace *zt, const void *data,
  *
  * Return: the number of frames read.
  */
-static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max,
-				bool flush)
+static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max, bool flush)
 {
 	int64_t now = tally_monotonic_ns(), real = tally_now_ns();
 	unsigned n = 0, msgs = 0, closes = 0;
@@ -624,10 +623,10 @@ static int zmq_trace_bind(struct zmq_trace *zt, struct zmq_trace_bound *b)
 	int fd = -1, err;
 
 	if (zmq_trace_is_ipc(&b->addr)) {
-		if (tally_net_unix_reserve(zt->inst, &b->addr,
-					   tally_net_unix_mode(zt->group != NULL),
-					   zt->gid, &b->un, why,
-					   sizeof(why)) < 0)
+		if (tally_net_unix_reserve(
+			    zt->inst, &b->addr,
+			    tally_net_unix_mode(zt->group != NULL), zt->gid,
+			    &b->un, why, sizeof(why)) < 0)
 			goto out_log;
 		fd = b->un.fd;
 		if (zmq_setsockopt(zt->zsock, ZMQ_USE_FD, &fd, sizeof(fd)) < 0)
@@ -709,10 +708,9 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 	if (zmq_getsockopt(zt->zsock, ZMQ_FD, &zfd, &len) < 0)
 		goto out_zmq;
 
-	zt->drain = tally_net_drain_new(inst, base, zfd,
-					(unsigned)zt->max_messages_per_wakeup,
-					zt->min_drain_interval,
-					&zmq_trace_drain_ops, zt);
+	zt->drain = tally_net_drain_new(
+		inst, base, zfd, (unsigned)zt->max_messages_per_wakeup,
+		zt->min_drain_interval, &zmq_trace_drain_ops, zt);
 	if (!zt->drain) {
 		tally_log(inst, LOG_ERR, "drain scheduler: %s",
 			  strerror(errno));

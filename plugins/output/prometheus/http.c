@@ -22,9 +22,10 @@ int prom_parse_listen(const char *spec, struct prom_listen *out)
 {
 	struct prom_listen l;
 
-	if (!spec || tally_net_addr_parse("listen", spec,
-					  TALLY_NET_LISTEN | TALLY_NET_AS_SYSTEM,
-					  &l.addr, NULL, 0) < 0) {
+	if (!spec ||
+	    tally_net_addr_parse("listen", spec,
+				 TALLY_NET_LISTEN | TALLY_NET_AS_SYSTEM,
+				 &l.addr, NULL, 0) < 0) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -1,1 +1,21 @@
-# plugins/output/file.mk: rules for this part of the tree (included from Makefile.am)
+# plugins/output/file.mk: the file output (JSON lines, Chrome trace JSON,
+# CSV), its unit and integration tests (included from Makefile.am)
+
+pkgplugin_LTLIBRARIES += plugins/output/file.la
+plugins_output_file_la_SOURCES = \
+	plugins/output/file/file.c \
+	plugins/output/file/render.c \
+	plugins/output/file/render.h
+# own flags: the plugin and the unit test build render.c each their way
+plugins_output_file_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
+plugins_output_file_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_output_file_la_LIBADD = core/libtally.la $(LIBEVENT_LIBS) -lm
+
+# Unit test: the renderers (pure code), byte for byte.
+check_PROGRAMS += t/unit/file-render.t
+t_unit_file_render_t_SOURCES = t/unit/file-render.c \
+	plugins/output/file/render.c plugins/output/file/render.h
+t_unit_file_render_t_LDADD = t/unit/libtap.la core/libtally.la -lm
+TESTS += t/unit/file-render.t
+
+EXTRA_DIST += doc/plugins/file.md

@@ -19,3 +19,8 @@ t_unit_file_render_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 TESTS += t/unit/file-render.t
 
 EXTRA_DIST += doc/plugins/file.md
+
+# Integration: the chrome format end to end (tallyd --user -- CMD, four
+# traced ranks, procfs counters, SIGTERM, SIGHUP, a crash, rotation).
+TESTS += t/t2101-file-chrome.t
+EXTRA_DIST += t/t2101-file-chrome.t t/t21-chrome-check.py

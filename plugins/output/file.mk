@@ -24,3 +24,6 @@ EXTRA_DIST += doc/plugins/file.md
 # traced ranks, procfs counters, SIGTERM, SIGHUP, a crash, rotation).
 TESTS += t/t2101-file-chrome.t
 EXTRA_DIST += t/t2101-file-chrome.t t/t21-chrome-check.py
+# Integration: JSON lines and CSV, and files that cannot be written.
+TESTS += t/t2102-file-errors.t
+EXTRA_DIST += t/t2102-file-errors.t

@@ -64,6 +64,27 @@ static pthread_mutex_t freelist_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tally_batch *freelist;
 static size_t freelist_len;
 
+const char *tally_span_flag_name(uint32_t bit)
+{
+	switch (bit) {
+	case TALLY_SPAN_ABANDONED:
+		return "abandoned";
+	case TALLY_SPAN_ORPHAN_END:
+		return "orphan_end";
+	case TALLY_SPAN_EVICTED:
+		return "evicted";
+	case TALLY_SPAN_FRAGMENT:
+		return "fragment";
+	case TALLY_SPAN_RESUMED:
+		return "resumed";
+	case TALLY_SPAN_LAST:
+		return "last";
+	case TALLY_SPAN_LOST_END:
+		return "lost_end";
+	}
+	return NULL;
+}
+
 int64_t tally_now_ns(void)
 {
 	struct timespec ts;

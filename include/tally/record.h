@@ -201,6 +201,18 @@ enum tally_span_phase {
 #define TALLY_SPAN_LAST		0x20u /* fragment end: the span ends here */
 #define TALLY_SPAN_LOST_END	0x40u /* end synthesized: its real end was lost */
 
+/**
+ * tally_span_flag_name() - the name outputs write for one TALLY_SPAN_* flag
+ * @bit: a single flag bit
+ *
+ * The flag's name without its prefix, lower case: "abandoned",
+ * "orphan_end", "evicted", "fragment", "resumed", "last", "lost_end", so
+ * that every output names flags alike. Walk a span's flags from bit 0 up
+ * for a stable order.
+ * Return: a static string, or NULL when @bit is not one known flag. Pure.
+ */
+const char *tally_span_flag_name(uint32_t bit);
+
 /** enum tally_attr_type - the type of a typed span attribute */
 enum tally_attr_type {
 	TALLY_ATTR_T_INT = 1, /* int64_t @i */

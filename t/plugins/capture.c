@@ -195,18 +195,6 @@ static int capture_metric(struct capture *c, const struct tally_metric *m)
 
 static int capture_span(struct capture *c, const struct tally_span *s)
 {
-	static const struct {
-		uint32_t bit;
-		const char *name;
-	} flags[] = {
-		{ TALLY_SPAN_ABANDONED, "abandoned" },
-		{ TALLY_SPAN_ORPHAN_END, "orphan_end" },
-		{ TALLY_SPAN_EVICTED, "evicted" },
-		{ TALLY_SPAN_FRAGMENT, "fragment" },
-		{ TALLY_SPAN_RESUMED, "resumed" },
-		{ TALLY_SPAN_LAST, "last" },
-		{ TALLY_SPAN_LOST_END, "lost_end" },
-	};
 	const char *sep = "";
 
 	fprintf(c->f,
@@ -219,9 +207,11 @@ static int capture_span(struct capture *c, const struct tally_span *s)
 		s->src.rank);
 	if (!s->flags)
 		fputc('0', c->f);
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		if (s->flags & flags[i].bit) {
-			fprintf(c->f, "%s%s", sep, flags[i].name);
+	for (uint32_t bit = 1; bit; bit <<= 1) {
+		const char *name = tally_span_flag_name(bit);
+
+		if ((s->flags & bit) && name) {
+			fprintf(c->f, "%s%s", sep, name);
 			sep = "|";
 		}
 	}

@@ -300,6 +300,20 @@ static void test_borrow(void)
 	tally_labels_unref(ls);
 }
 
+/* Every output names the span flags the same way. */
+static void test_flag_names(void)
+{
+	static const char *const want[] = { "abandoned", "orphan_end",
+					    "evicted", "fragment", "resumed",
+					    "last", "lost_end" };
+
+	for (unsigned i = 0; i < 7; i++)
+		is(tally_span_flag_name(1u << i), want[i], "flag 0x%x: %s",
+		   1u << i, want[i]);
+	ok(tally_span_flag_name(0x80) == NULL, "an unknown bit: NULL");
+	ok(tally_span_flag_name(0x3) == NULL, "two bits: NULL");
+}
+
 int main(void)
 {
 	struct tally_bucket bk[] = { { 0.1, 2 }, { 1, 5 } };
@@ -312,6 +326,7 @@ int main(void)
 	char name[64];
 
 	plan(NO_PLAN);
+	test_flag_names();
 
 	b = tally_batch_new();
 	ok(b != NULL, "new batch");

@@ -361,20 +361,6 @@ static void put_values(struct out *o, const struct tally_span *sp, bool lead)
 	}
 }
 
-static const struct {
-	uint32_t flag;
-	const char *name;
-} span_flags[] = {
-	{ TALLY_SPAN_ABANDONED, "abandoned" },
-	{ TALLY_SPAN_ORPHAN_END, "orphan_end" },
-	{ TALLY_SPAN_EVICTED, "evicted" },
-	{ TALLY_SPAN_FRAGMENT, "fragment" },
-	{ TALLY_SPAN_RESUMED, "resumed" },
-	{ TALLY_SPAN_LAST, "last" },
-	{ TALLY_SPAN_LOST_END, "lost_end" },
-};
-
-#define NFLAGS (sizeof(span_flags) / sizeof(span_flags[0]))
 
 static const char *const kind_names[] = {
 	[TALLY_COUNTER] = "counter", [TALLY_GAUGE] = "gauge",
@@ -470,11 +456,13 @@ static void jsonl_span(struct out *o, const struct tally_record *rec,
 		PUTS(o, ",\"begin_ns\":");
 		put_i64(o, sp->begin_ns);
 	}
-	for (size_t i = 0; i < NFLAGS; i++) {
-		if (!(sp->flags & span_flags[i].flag))
+	for (uint32_t bit = 1; bit; bit <<= 1) {
+		const char *name = tally_span_flag_name(bit);
+
+		if (!(sp->flags & bit) || !name)
 			continue;
 		put_str(o, first ? ",\"flags\":[\"" : ",\"");
-		put_str(o, span_flags[i].name);
+		put_str(o, name);
 		PUTS(o, "\"");
 		first = false;
 	}
@@ -797,11 +785,13 @@ static void chrome_x(struct file_render *r, struct out *o, const char *name,
 	put_u64(o, depth);
 	PUTS(o, ",\"rank\":");
 	put_i64(o, rank);
-	for (size_t i = 0; i < NFLAGS; i++) {
-		if (!(flags & span_flags[i].flag))
+	for (uint32_t bit = 1; bit; bit <<= 1) {
+		const char *fl = tally_span_flag_name(bit);
+
+		if (!(flags & bit) || !fl)
 			continue;
 		PUTS(o, ",\"");
-		put_str(o, span_flags[i].name);
+		put_str(o, fl);
 		PUTS(o, "\":true");
 	}
 	if (open)

@@ -70,10 +70,18 @@ struct out {
 	bool oom;
 };
 
-static void put(struct out *o, const char *s, size_t n)
+/* The hot path: most puts fit, and their memcpy of a constant size is
+ * inlined; only growing the buffer is a call. */
+static inline void put(struct out *o, const char *s, size_t n)
 {
-	if (fbuf_add(o->b, s, n) < 0)
+	struct fbuf *b = o->b;
+
+	if (b->cap - b->len < n && fbuf_reserve(b, n) < 0) {
 		o->oom = true;
+		return;
+	}
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
 }
 
 #define PUTS(o, lit) put((o), "" lit, sizeof(lit) - 1)
@@ -85,13 +93,39 @@ static void put_str(struct out *o, const char *s)
 
 static void put_u64(struct out *o, uint64_t v)
 {
+	static const char pairs[] = "00010203040506070809"
+				    "10111213141516171819"
+				    "20212223242526272829"
+				    "30313233343536373839"
+				    "40414243444546474849"
+				    "50515253545556575859"
+				    "60616263646566676869"
+				    "70717273747576777879"
+				    "80818283848586878889"
+				    "90919293949596979899";
 	char tmp[24];
 	size_t i = sizeof(tmp);
 
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
+	if (v < 10) {
+		char c = (char)('0' + v);
+
+		put(o, &c, 1);
+		return;
+	}
+	/* two digits a division: ids and pids are short */
+	while (v >= 100) {
+		unsigned d = (unsigned)(v % 100) * 2;
+
+		v /= 100;
+		tmp[--i] = pairs[d + 1];
+		tmp[--i] = pairs[d];
+	}
+	if (v >= 10) {
+		tmp[--i] = pairs[v * 2 + 1];
+		tmp[--i] = pairs[v * 2];
+	} else {
+		tmp[--i] = (char)('0' + v);
+	}
 	put(o, tmp + i, sizeof(tmp) - i);
 }
 
@@ -127,8 +161,18 @@ static void put_fixed(struct out *o, int64_t ns, uint64_t unit, int digits)
 /* a JSON string's inside */
 static void put_esc(struct out *o, const char *s)
 {
-	size_t n = strlen(s);
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
 
+	/* names and ids are mostly plain ASCII: copied as they are */
+	while (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+		p++;
+	n = (size_t)(p - (const unsigned char *)s);
+	if (!*p) {
+		put(o, s, n);
+		return;
+	}
+	n += strlen((const char *)p);
 	if (fbuf_reserve(o->b, TALLY_JSON_ESCAPED_MAX(n)) < 0) {
 		o->oom = true;
 		return;
@@ -213,6 +257,8 @@ struct file_render {
 	uint32_t next_cpid;	/* the next Chrome pid made up */
 	struct tally_htable procs, cpids, threads, spans;
 	struct tally_list proc_list, thread_list, span_list;
+	struct fproc *lastp;	/* the process and thread looked up last: */
+	struct fthread *lastt;	/* most ends come from where the last did */
 	size_t nprocs, nthreads, nspans;
 	struct fbuf tmp;
 	struct file_render_stats st;
@@ -258,6 +304,8 @@ static void span_free(struct file_render *r, struct fspan *s)
 
 static void proc_free(struct file_render *r, struct fproc *p)
 {
+	if (r->lastp == p)
+		r->lastp = NULL;
 	tally_htable_remove(&r->procs, &p->by_key);
 	tally_htable_remove(&r->cpids, &p->by_cpid);
 	tally_list_del(&p->link);
@@ -267,6 +315,8 @@ static void proc_free(struct file_render *r, struct fproc *p)
 
 static void thread_free(struct file_render *r, struct fthread *t)
 {
+	if (r->lastt == t)
+		r->lastt = NULL;
 	tally_htable_remove(&r->threads, &t->node);
 	tally_list_del(&t->link);
 	free(t);
@@ -456,10 +506,10 @@ static void jsonl_span(struct out *o, const struct tally_record *rec,
 		PUTS(o, ",\"begin_ns\":");
 		put_i64(o, sp->begin_ns);
 	}
-	for (uint32_t bit = 1; bit; bit <<= 1) {
-		const char *name = tally_span_flag_name(bit);
+	for (uint32_t f = sp->flags; f; f &= f - 1) {
+		const char *name = tally_span_flag_name(f & -f);
 
-		if (!(sp->flags & bit) || !name)
+		if (!name)
 			continue;
 		put_str(o, first ? ",\"flags\":[\"" : ",\"");
 		put_str(o, name);
@@ -588,10 +638,12 @@ static void csv_metric(struct file_render *r, struct out *o,
 
 /* ------------------------------------------------------------- Chrome */
 
+/* Hashed on the pid alone (a pid seldom repeats across hosts); the
+ * host is compared on lookup. */
 static uint64_t proc_hash(const char *host, uint32_t pid)
 {
-	return tally_hash_bytes(tally_hash_str(TALLY_HASH_SEED, host), &pid,
-				sizeof(pid));
+	(void)host;
+	return tally_hash_mix(pid);
 }
 
 static struct fproc *cpid_owner(struct file_render *r, uint32_t cpid)
@@ -670,15 +722,19 @@ static uint32_t chrome_pid(struct file_render *r, struct out *o,
 	struct fthread *t = NULL;
 	size_t hl;
 
-	tally_htable_for_each_hash(&r->procs, h, n)
-	{
-		struct fproc *q = tally_container_of(n, struct fproc, by_key);
+	if (r->lastp && r->lastp->pid == pid && !strcmp(r->lastp->host, host))
+		p = r->lastp;
+	else
+		tally_htable_for_each_hash(&r->procs, h, n)
+		{
+			struct fproc *q =
+				tally_container_of(n, struct fproc, by_key);
 
-		if (q->pid == pid && !strcmp(q->host, host)) {
-			p = q;
-			break;
+			if (q->pid == pid && !strcmp(q->host, host)) {
+				p = q;
+				break;
+			}
 		}
-	}
 	if (!p) {
 		if (r->nprocs >= r->o.max_processes) {
 			r->st.unnamed++;
@@ -710,6 +766,7 @@ static uint32_t chrome_pid(struct file_render *r, struct out *o,
 		tally_list_add_first(&r->proc_list, &p->link);
 		r->nprocs++;
 	}
+	r->lastp = p;
 	if (p->rank < 0 && rank >= 0) {
 		p->rank = rank;
 		p->gen = 0; /* name it again, with its rank */
@@ -719,15 +776,19 @@ static uint32_t chrome_pid(struct file_render *r, struct out *o,
 		chrome_name_proc(o, p);
 	}
 	th = tally_hash_mix(((uint64_t)p->cpid << 32) | tid);
-	tally_htable_for_each_hash(&r->threads, th, n)
-	{
-		struct fthread *q = tally_container_of(n, struct fthread, node);
+	if (r->lastt && r->lastt->cpid == p->cpid && r->lastt->tid == tid)
+		t = r->lastt;
+	else
+		tally_htable_for_each_hash(&r->threads, th, n)
+		{
+			struct fthread *q =
+				tally_container_of(n, struct fthread, node);
 
-		if (q->cpid == p->cpid && q->tid == tid) {
-			t = q;
-			break;
+			if (q->cpid == p->cpid && q->tid == tid) {
+				t = q;
+				break;
+			}
 		}
-	}
 	if (!t) {
 		if (r->nthreads >= r->o.max_processes) {
 			r->st.unnamed++;
@@ -747,6 +808,7 @@ static uint32_t chrome_pid(struct file_render *r, struct out *o,
 		tally_list_add_first(&r->thread_list, &t->link);
 		r->nthreads++;
 	}
+	r->lastt = t;
 	if (t->gen != r->gen) {
 		t->gen = r->gen;
 		chrome_name_thread(o, t);
@@ -785,10 +847,10 @@ static void chrome_x(struct file_render *r, struct out *o, const char *name,
 	put_u64(o, depth);
 	PUTS(o, ",\"rank\":");
 	put_i64(o, rank);
-	for (uint32_t bit = 1; bit; bit <<= 1) {
-		const char *fl = tally_span_flag_name(bit);
+	for (uint32_t f = flags; f; f &= f - 1) {
+		const char *fl = tally_span_flag_name(f & -f);
 
-		if (!(flags & bit) || !fl)
+		if (!fl)
 			continue;
 		PUTS(o, ",\"");
 		put_str(o, fl);
@@ -807,13 +869,12 @@ static void chrome_x(struct file_render *r, struct out *o, const char *name,
 	PUTS(o, "}},\n");
 }
 
+/* Hashed on the numbers (pid, span id); host and trace are compared on
+ * lookup. */
 static uint64_t span_hash(const struct tally_span *sp)
 {
-	uint64_t h = tally_hash_str(TALLY_HASH_SEED, sp->src.host);
-
-	h = tally_hash_str(h, sp->trace);
-	h = tally_hash_bytes(h, &sp->src.pid, sizeof(sp->src.pid));
-	return tally_hash_bytes(h, &sp->span_id, sizeof(sp->span_id));
+	return tally_hash_mix(sp->span_id * 0x9e3779b97f4a7c15ULL ^
+			      sp->src.pid);
 }
 
 static struct fspan *span_find(struct file_render *r,

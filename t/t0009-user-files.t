@@ -46,6 +46,27 @@ test_expect_success 'the command ends: the final page is in ./tally-PID, and the
 	grep "stopped: the command exited with status 0; the job.s final files (metrics page, ...) are in $dir$" p.err
 '
 
+# A flat and a full view of one trace are two prometheus outputs: each
+# keeps its final page (one metrics.prom overwrote the other).
+test_expect_success 'two prometheus outputs: metrics-INSTANCE.prom each, an explicit final_page as set' '
+	cat >two.conf <<-EOF &&
+	inputs = { a = { plugin = "counter"; interval = 0.05; }; };
+	outputs = {
+		p1 = { plugin = "prometheus"; listen = "127.0.0.1:0"; };
+		p2 = { plugin = "prometheus"; listen = "127.0.0.1:0"; };
+		p3 = { plugin = "prometheus"; listen = "127.0.0.1:0";
+		       final_page = "mine.prom"; };
+	};
+	pipelines = { p = { from = ["a"]; to = ["p1", "p2", "p3"]; }; };
+	EOF
+	tallyd --user -c two.conf -- sh -c "echo \$PPID >tpid2" 2>two.err &&
+	dir=$PWD/tally-$(cat tpid2) &&
+	ls "$dir" >files &&
+	printf "%s\n" metrics-p1.prom metrics-p2.prom mine.prom >expect &&
+	test_cmp expect files &&
+	grep "prometheus\[p1\]: final metrics page written to $dir/metrics-p1.prom$" two.err
+'
+
 prereq_cmd promtool PROMTOOL
 test_expect_success PROMTOOL 'the final page is promtool-clean' '
 	sed "s/plugin = \"counter\";/&  name = \"job_steps\";/" p.conf >pt.conf &&

@@ -442,6 +442,14 @@ static int prometheus_bind(struct prometheus *p, const char *spec)
 	return 0;
 }
 
+/*
+ * Instances running with final_page unset: with two or more, each writes
+ * metrics-INSTANCE.prom instead of metrics.prom, so that no page
+ * overwrites another's (a flat and a full view of one trace). Loop thread
+ * only, like init, fini and end.
+ */
+static unsigned prom_default_pages;
+
 static int prometheus_init(struct tally_instance *inst, void *state)
 {
 	struct prometheus *p = state;
@@ -514,6 +522,8 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 	p->sweep = event_new(base, -1, EV_PERSIST, prometheus_sweep, p);
 	if (!p->sweep || event_add(p->sweep, &tv) < 0)
 		goto out_nomem;
+	if (!p->final_page)
+		prom_default_pages++;
 	return 0;
 
 out_nomem:
@@ -557,12 +567,22 @@ static int prometheus_end(struct tally_instance *inst, void *state,
 {
 	struct prometheus *p = state;
 	struct evbuffer *text = NULL;
+	char name[300];
+	const char *file = p->final_page;
 	char *path;
 	int ret = -1;
 
-	if (!p->final_page || !*p->final_page)
+	if (!file) {
+		file = "metrics.prom";
+		if (prom_default_pages > 1) {
+			snprintf(name, sizeof(name), "metrics-%s.prom",
+				 tally_instance_name(inst));
+			file = name;
+		}
+	}
+	if (!*file)
 		return 0;
-	path = tally_output_path(inst, p->final_page);
+	path = tally_output_path(inst, file);
 	if (!path)
 		return -1;
 	text = evbuffer_new();
@@ -602,6 +622,8 @@ static void prometheus_fini(struct tally_instance *inst, void *state)
 	prom_pages_free(p->pages);
 	prom_store_free(p->store);
 	free(p->cidrs);
+	if (!p->final_page)
+		prom_default_pages--;
 }
 
 static const char *const prometheus_span_choices[] = { "tally", "omnistat",
@@ -677,11 +699,12 @@ static const struct tally_option prometheus_options[] = {
 			 "10", 0.1, 3600,
 			 "seconds a request may take to arrive, from its first "
 			 "byte; a slower one has its connection closed"),
-	TALLY_OPT_STRING("final_page", struct prometheus, final_page,
-			 "metrics.prom",
+	TALLY_OPT_STRING("final_page", struct prometheus, final_page, NULL,
 			 "file the page is written to when a wrapped command "
 			 "ends (tallyd --user -- CMD) and on SIGUSR1; "
-			 "relative: in the output directory; \"\": never"),
+			 "relative: in the output directory; \"\": never; "
+			 "default: metrics.prom, or metrics-INSTANCE.prom "
+			 "when several prometheus outputs leave it unset"),
 	TALLY_OPT_END
 };
 

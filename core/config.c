@@ -643,8 +643,10 @@ static void conf_pipe_forms(struct tally_conf *c,
 				continue;
 			CONF_ERR(c, p->file, p->line,
 				 "pipelines.%s: input '%s' may send %s, which "
-				 "output '%s' (%s) does not take: add an "
-				 "aggregate filter to the pipeline's "
+				 "output '%s' (%s) does not take: have the "
+				 "input leave them out (statsd: types = "
+				 "[\"c\", \"g\"]) or put a filter that "
+				 "turns them into totals in the pipeline's "
 				 "'through'",
 				 p->name, p->from[i]->name,
 				 tally_forms_text(bad, text, sizeof(text)),

@@ -53,8 +53,9 @@ static void outq_push_accepted(struct tally_instance *o, struct tally_batch *b)
 	tally_count_drop(o, "needs_aggregate", dropped);
 	tally_log(o, LOG_WARNING,
 		  "%zu samples of %s were deltas, observations or set members, "
-		  "which this output does not take: put an aggregate filter in "
-		  "front of it",
+		  "which this output does not take: have the input leave them "
+		  "out or put a filter that turns them into totals in front "
+		  "of it",
 		  dropped, tally_batch_source(b));
 	sel = tally_batch_select(b, keep);
 	free(keep);

@@ -98,7 +98,7 @@ static void listener_oversize(struct tally_net_listener *l)
 	l->st.oversize++;
 	tally_count_drop(l->inst, "oversize", 1);
 	tally_log(l->inst, LOG_WARNING,
-		  "dropped an item longer than %zu bytes (max_item)",
+		  "dropped an item longer than %zu bytes",
 		  l->o.max_item);
 }
 

@@ -48,7 +48,7 @@ test_expect_success '--check-config: observations into prometheus need aggregate
 	EOF
 	test_must_fail tallyd --check-config -c noagg.conf 2>err &&
 	cat >err.expect <<-\EOF &&
-	noagg.conf:5: error: pipelines.p: input '"'"'o'"'"' may send observations (timer values), which output '"'"'prom'"'"' (prometheus) does not take: add an aggregate filter to the pipeline'"'"'s '"'"'through'"'"'
+	noagg.conf:5: error: pipelines.p: input '"'"'o'"'"' may send observations (timer values), which output '"'"'prom'"'"' (prometheus) does not take: have the input leave them out (statsd: types = ["c", "g"]) or put a filter that turns them into totals in the pipeline'"'"'s '"'"'through'"'"'
 	EOF
 	grep "pipelines.p" err >err.got &&
 	test_cmp err.expect err.got
@@ -109,7 +109,7 @@ test_expect_success 'forms an output does not take are dropped and counted' '
 	wait_for "curl -sf http://127.0.0.1:$port/metrics >m &&
 		grep -q \"reason=.needs_aggregate.} [1-9]\" m" &&
 	! grep "^test_counter_value" m &&
-	grep "prometheus\[prom\]: 3 samples of o were deltas, observations or set members, which this output does not take: put an aggregate filter in front of it" tallyd.log &&
+	grep "prometheus\[prom\]: 3 samples of o were deltas, observations or set members, which this output does not take: have the input leave them out or put a filter that turns them into totals in front of it" tallyd.log &&
 	stop_tallyd
 '
 

@@ -399,7 +399,7 @@ static int statsd_start(struct tally_instance *inst, void *state,
 
 	for (size_t i = 0; i < s->listen.n; i++) {
 		struct tally_net_addr a;
-		char err[TALLY_NET_ERRLEN], what[320], where[32];
+		char err[TALLY_NET_ERRLEN], what[320], where[128];
 		struct tally_net_listener_stats st;
 		unsigned port;
 
@@ -419,7 +419,9 @@ static int statsd_start(struct tally_instance *inst, void *state,
 		port = tally_net_listener_port(s->l[s->nl - 1]);
 		where[0] = '\0';
 		if (port && port != a.port) /* port 0, or the port rule */
-			snprintf(where, sizeof(where), " (bound port %u)",
+			snprintf(where, sizeof(where),
+				 " as configured, bound to port %u (the kernel "
+				 "chose it: see the run directory's listen file)",
 				 port);
 		tally_log(inst, LOG_INFO,
 			  "receiving statsd over %s on %s%s, receive buffer "

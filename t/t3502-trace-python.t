@@ -251,6 +251,29 @@ test_expect_success 'without pyzmq: imports, warns once, counts events as droppe
 '
 
 
+# A typo in TALLY_TRACE_ENDPOINT raised ZMQError out of the first call.
+long=$(printf "%0200d" 0)
+for ep in nonsense udp://h:1 ipc:// tcp://h tcp://127.0.0.1:99999 \
+	inproc://x "ipc:///$long"; do
+	test_expect_success "a malformed endpoint ($(echo "$ep" | cut -c1-24)): no exception, one warning, events dropped" '
+		cat >badep.py <<-\EOF &&
+		import tally_trace
+		with tally_trace.span("a"):
+		    tally_trace.begin("b")
+		t = tally_trace.Tracer()
+		t.begin("c")
+		print(tally_trace.default_tracer().stats()["dropped"],
+		      t.close()["dropped"])
+		EOF
+		TALLY_TRACE_ENDPOINT="$ep" "$PYTHON3" badep.py >out 2>err &&
+		cat out err | tally_diag &&
+		echo "3 1" >expect &&
+		test_cmp expect out &&
+		test $(grep -c "RuntimeWarning: tally_trace: endpoint .* tracing is off, events are counted as dropped" err) = 1 &&
+		grep -F "$(echo "$ep" | cut -c1-24)" err
+	'
+done
+
 test_expect_success 'close sends a CLOSE with what was queued, returns the final counts' '
 	cat >close.py <<-\EOF &&
 	import sys, tally_trace

@@ -45,7 +45,10 @@ first use and closed at interpreter exit.
 Without pyzmq the module still imports and every call works: the first
 Tracer warns once (RuntimeWarning) and its events are counted as dropped,
 as the C library does with no collector, so a missing package never costs
-the application its run.
+the application its run. A malformed endpoint (TALLY_TRACE_ENDPOINT=garbage,
+tcp://host:99999) does the same, with one warning naming it, where the C
+library's tally_trace_open() fails with EINVAL and its calls on no tracer
+do nothing.
 """
 
 import atexit
@@ -239,14 +242,25 @@ class Tracer:
         self._closed = False
         self._final = None
         _warn_no_zmq()
+        # validate the endpoint now, as the C library does; a bad one
+        # (a typo in TALLY_TRACE_ENDPOINT) turns tracing off, with one
+        # warning, and never costs the program its run
+        self._bad = _check_endpoint(self.endpoint) if zmq is not None \
+            else None
         self._reset()
-        # validate the endpoint now, as the C library does
         if self._ctx is not None:
             probe = self._ctx.socket(zmq.PUSH)
             try:
                 probe.connect(self.endpoint)
+            except zmq.ZMQError as e:
+                self._bad = str(e)
             finally:
                 probe.close(0)
+            if self._bad:
+                self._ctx.term()
+                self._ctx = None
+        if self._bad:
+            _warn_bad_endpoint(self.endpoint, self._bad)
         # a weak reference: a closed, dropped tracer must not stay alive
         ref = weakref.ref(self)
         os.register_at_fork(
@@ -254,7 +268,8 @@ class Tracer:
 
     def _reset(self):
         self._pid = os.getpid()
-        self._ctx = zmq.Context() if zmq is not None else None
+        self._ctx = (zmq.Context() if zmq is not None and not self._bad
+                     else None)
         self._local = threading.local()
         self._conns = []
         self._gone = [0, 0, 0]
@@ -524,6 +539,40 @@ def _warn_no_zmq():
                       "events are counted as dropped (Debian: install "
                       "python3-zmq)" % _ZMQ_MISSING, RuntimeWarning,
                       stacklevel=3)
+
+
+def _check_endpoint(ep):
+    """What is wrong with endpoint ep for a collector to be there, or None.
+    libzmq takes some that no collector can be at (a tcp port above 65535
+    wraps around, inproc:// is this process's own): the C library's
+    checks."""
+    if isinstance(ep, bytes):
+        ep = ep.decode("utf-8", "replace")
+    if not isinstance(ep, str):
+        return "not a string"
+    if ep.startswith("ipc://"):
+        return None if len(ep) > 6 else "no path"
+    if not ep.startswith("tcp://"):
+        return ("protocol not supported (ipc:// or tcp://)" if "://" in ep
+                else "not an endpoint (ipc:///path or tcp://host:port)")
+    host, sep, port = ep[6:].rpartition(":")
+    if not sep or not host or not (port.isascii() and port.isdigit()) or \
+            len(port) > 5 or not 1 <= int(port) <= 65535:
+        return "use tcp://host:port, port 1 to 65535"
+    return None
+
+
+_warned_endpoints = set()
+
+
+def _warn_bad_endpoint(ep, why):
+    """A malformed endpoint: say so once per process and endpoint."""
+    if ep in _warned_endpoints:
+        return
+    _warned_endpoints.add(ep)
+    warnings.warn("tally_trace: endpoint %r (TALLY_TRACE_ENDPOINT?): %s: "
+                  "tracing is off, events are counted as dropped"
+                  % (ep, why), RuntimeWarning, stacklevel=3)
 
 
 _default = None

@@ -9,9 +9,12 @@ dist_tallyconf_DATA = \
 	conf.d/60-statsd.conf
 
 # The built-in configuration of a user collector that finds none
-# (tallyd --user, tallyd(8)) is this conf.d, compiled into tallyd.
-core/builtin-conf.h: $(top_srcdir)/core/builtin-conf.sh $(dist_tallyconf_DATA)
+# (tallyd --user, tallyd(8)) is this conf.d, compiled into tallyd, where
+# conf.d/user has a user collector's version of a file.
+builtin_user_conf = conf.d/user/20-traces.conf
+core/builtin-conf.h: $(top_srcdir)/core/builtin-conf.sh $(dist_tallyconf_DATA) \
+		     $(builtin_user_conf)
 	$(AM_V_GEN)$(MKDIR_P) core && $(SHELL) $^ >$@.tmp && mv $@.tmp $@
 core/tallyd-tallyd.$(OBJEXT): core/builtin-conf.h
 CLEANFILES += core/builtin-conf.h
-EXTRA_DIST += core/builtin-conf.sh
+EXTRA_DIST += core/builtin-conf.sh $(builtin_user_conf)

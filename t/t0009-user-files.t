@@ -246,6 +246,8 @@ test_expect_success NOINSTALL 'no configuration anywhere: the built-in one, the 
 	" 2>builtin.err &&
 	grep "running the built-in configuration (the shipped conf.d), written to $RT/tally/conf.d" builtin.err &&
 	for f in "$top_srcdir"/conf.d/*.conf; do
+		u=$top_srcdir/conf.d/user/$(basename "$f") &&
+		if test -e "$u"; then f=$u; fi &&
 		test_cmp "$f" "$RT/tally/conf.d/$(basename "$f")" || return 1
 	done &&
 	test $(ls "$RT/tally/conf.d" | wc -l) = $(ls "$top_srcdir"/conf.d/*.conf | wc -l) &&
@@ -267,6 +269,21 @@ test_expect_success NOINSTALL 'RUNDIR/conf.d is written once: a user'"'"'s edits
 	! ls "$RT/tally" | grep "conf.d.tmp" &&
 	rm "$RT/tally/conf.d/zz-mine.conf" &&
 	sed -i "/^# my edit\$/d" "$RT/tally/conf.d/$first"
+'
+
+# Omnistat's tracer sends to this fixed path: the built-in configuration
+# takes it when it is free, and leaves it alone (one line) when not (a
+# collector elsewhere on this machine may hold it: either is checked).
+test_expect_success NOINSTALL 'the built-in configuration takes Omnistat'"'"'s path when it is free' '
+	o=/tmp/omnistat_trace &&
+	HOME=$PWD/home tallyd --user -- sh -c "ls -ln $o >omni.ls || :" \
+		2>omni.err &&
+	if grep "zmq_trace\[traces\]: listening on ipc://$o$" omni.err; then
+		test "$(cut -c1-10 omni.ls)" = "srw-------" &&
+		test "$(awk "{print \$3}" omni.ls)" = "$(id -u)"
+	else
+		grep "zmq_trace\[traces\]: omnistat_endpoint ipc://$o: .*; receiving on ipc://.* only" omni.err
+	fi
 '
 
 test_expect_success NOINSTALL '--check-config --user without a configuration checks the built-in one' '

@@ -413,6 +413,7 @@ struct tally_core {
 	pid_t child;		/* --user -- CMD: the command, or 0 */
 	bool child_exited;	/* ... and it has exited */
 	int child_status;	/* its exit status, as a shell reports it */
+	size_t end_failures;	/* outputs whose final files failed */
 	struct event *deadline;
 };
 
@@ -586,5 +587,11 @@ void tally_mode_forget(struct tally_instance *inst);
 void tally_mode_cleanup(void);
 /* whether tally_output_path() created or used the output directory */
 bool tally_output_dir_used(void);
+/*
+ * --check-config: whether global.output_dir could be created (or is a
+ * directory tallyd can write to), without creating anything. 0, or -1
+ * with errno and what is wrong in @why.
+ */
+int tally_output_dir_check(char *why, size_t size);
 
 #endif /* TALLY_CORE_INTERNAL_H */

@@ -263,6 +263,42 @@ bool tally_output_dir_used(void)
 	return mode_outdir_used;
 }
 
+int tally_output_dir_check(char *why, size_t size)
+{
+	const char *dir = tally_output_dir();
+	char tmp[PATH_MAX];
+	struct stat st;
+
+	if (mode_outdir_long) {
+		snprintf(why, size, "path too long");
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/* the deepest part that exists must be a directory we can write */
+	snprintf(tmp, sizeof(tmp), "%s", dir);
+	while (stat(tmp, &st) < 0) {
+		char *slash = strrchr(tmp, '/');
+
+		if (errno != ENOENT && errno != ENOTDIR) {
+			snprintf(why, size, "%s: %s", tmp, strerror(errno));
+			return -1;
+		}
+		if (slash == tmp)
+			slash++;
+		*slash = '\0';
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, size, "%s is not a directory", tmp);
+		errno = ENOTDIR;
+		return -1;
+	}
+	if (access(tmp, W_OK | X_OK) < 0) {
+		snprintf(why, size, "%s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Publications */
 
 static struct pub *pub_add(struct tally_instance *inst, enum pub_kind kind,

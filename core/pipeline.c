@@ -130,12 +130,15 @@ static void core_outputs_end(struct tally_core *core, enum tally_end why)
 
 		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->initialized &&
 		    o->plugin->output->end &&
-		    o->plugin->output->end(o, o->state, why) < 0)
+		    o->plugin->output->end(o, o->state, why) < 0) {
 			tally_log(o, LOG_WARNING, "%s failed: %s",
 				  why == TALLY_END_COMMAND
 					  ? "writing the final files"
 					  : "SIGUSR1: writing the files",
 				  strerror(errno));
+			/* the exit message must not say they are there */
+			core->end_failures += why == TALLY_END_COMMAND;
+		}
 	}
 }
 

@@ -476,6 +476,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tallyd: %s: %s\n", config, strerror(errno));
 		goto out;
 	}
+	if (check && conf->output_dir && !conf->errors) {
+		char why[PATH_MAX + 64] = "out of memory";
+
+		/* start-up would only find out when the job ends */
+		if (tally_mode_configure(conf) < 0 ||
+		    tally_output_dir_check(why, sizeof(why)) < 0) {
+			fprintf(stderr,
+				"%s: error: global.output_dir %s cannot be "
+				"created: %s\n",
+				config, tally_output_dir(), why);
+			conf->errors++;
+		}
+	}
 	if (check || conf->errors) {
 		fprintf(stderr, "%s: %u error%s, %u warning%s\n", config,
 			conf->errors, conf->errors == 1 ? "" : "s",
@@ -553,7 +566,15 @@ int main(int argc, char **argv)
 		ret = tallyd_wait_command(pid);
 		goto out;
 	}
-	if (command && tally_output_dir_used())
+	if (command && core->end_failures)
+		tally_log(NULL, LOG_ERR,
+			  "stopped: the command exited with status %d; %zu "
+			  "output%s could not write the job's final files "
+			  "into %s (see above)",
+			  core->child_status, core->end_failures,
+			  core->end_failures == 1 ? "" : "s",
+			  tally_output_dir());
+	else if (command && tally_output_dir_used())
 		tally_log(NULL, LOG_NOTICE,
 			  "stopped: the command exited with status %d; the "
 			  "job's final files (metrics page, ...) are in %s",

@@ -106,6 +106,27 @@ test_expect_success 'an output directory that cannot be made costs the command n
 	grep "prometheus\[prom\]: cannot create the output directory /proc/no/such" ro.err
 '
 
+test_expect_success 'a final page that cannot be written: the exit message says so, not where the files are' '
+	page_conf fail.conf "output_dir = \"failout\";" &&
+	mkdir -p failout/metrics.prom &&
+	test_expect_code 5 tallyd --user -c fail.conf -- sh -c "exit 5" \
+		2>fail.err &&
+	grep "prometheus\[prom\]: cannot write $PWD/failout/metrics.prom: Is a directory" fail.err &&
+	grep "stopped: the command exited with status 5; 1 output could not write the job.s final files into $PWD/failout (see above)" fail.err &&
+	! grep "final files (metrics page, ...) are in" fail.err
+'
+
+test_expect_success '--check-config: an output_dir that cannot be created is an error' '
+	: >afile &&
+	page_conf odf.conf "output_dir = \"afile/sub/dir\";" &&
+	test_expect_code 1 tallyd --user --check-config -c odf.conf 2>odf.err &&
+	grep "odf.conf: error: global.output_dir $PWD/afile/sub/dir cannot be created: $PWD/afile is not a directory" odf.err &&
+	grep "odf.conf: 1 error, 0 warnings" odf.err &&
+	page_conf odok.conf "output_dir = \"new/sub/dir\";" &&
+	tallyd --user --check-config -c odok.conf &&
+	! test -e new
+'
+
 test_expect_success 'every output gets the end of the command, after the last records' '
 	cat >end.conf <<-EOF &&
 	inputs = { a = { plugin = "counter"; interval = 0.05; }; };

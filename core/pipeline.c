@@ -241,6 +241,21 @@ void tally_core_stop(struct tally_core *core)
 
 	if (core->stopping)
 		return;
+	/*
+	 * The wrapped command ended: its final files must hold the figures
+	 * of its end, not those of the last tick (up to an interval old),
+	 * self-metrics included. One more read of every periodic input, in
+	 * configuration order (the shipped self input comes last), except
+	 * blocking ones: a stuck read must not hold up the job's end.
+	 */
+	for (size_t i = 0; core->child_exited && i < core->ninsts; i++) {
+		struct tally_instance *in = core->insts[i];
+
+		if (in->plugin->kind == TALLY_KIND_INPUT && in->timer &&
+		    in->plugin->input->read &&
+		    !(in->plugin->input->flags & TALLY_INPUT_BLOCKING))
+			tally_input_read_now(in); /* on this thread: not blocking */
+	}
 	core->stopping = true;
 	/* inputs first: what they still emit goes through the filters */
 	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_FILTER; kind++) {

@@ -571,6 +571,23 @@ int tally_mode_configure(const struct tally_conf *conf);
 size_t tally_jobid_path(const char *id, char *buf, size_t size);
 /* create the runtime directory (mode 0700 in user mode); 0 or -1, logged */
 int tally_runtime_dir_create(void);
+/*
+ * tallyd --user -- CMD outside a batch job: the runtime directory becomes
+ * RUNDIR/cmd-PID (tallyd's pid), this collector's alone and removed at
+ * exit, so that two commands of one user never share sockets. A job's,
+ * or TALLY_RUNTIME_DIR, stays as it is. Call after tally_mode_setup().
+ */
+void tally_mode_wrap(void);
+/* where the built-in configuration is written: RUNDIR, or cmd-PID's parent */
+const char *tally_mode_conf_dir(void);
+/*
+ * User mode: hold RUNDIR/tallyd.lock (flock, with the pid in it) while
+ * running, so that a second collector of the same directory (the same
+ * job) says so and stops instead of taking the first one's sockets. 0,
+ * or -1 with errno = EBUSY (held by the pid logged) or why the lock file
+ * could not be opened (logged). System mode: 0, nothing done.
+ */
+int tally_runtime_dir_lock(void);
 /* the wrapped command's trace id: the job id, else "tallyd-PID" */
 const char *tally_mode_trace_id(char *buf, size_t size);
 /*
@@ -583,7 +600,7 @@ char **tally_mode_env(void);
 void tally_mode_env_free(char **env);
 /* an instance is freed: forget what it published (listen file, env) */
 void tally_mode_forget(struct tally_instance *inst);
-/* at exit: remove RUNDIR/listen */
+/* at exit: remove RUNDIR/listen, drop the lock; cmd-PID goes whole */
 void tally_mode_cleanup(void);
 /* whether tally_output_path() created or used the output directory */
 bool tally_output_dir_used(void);

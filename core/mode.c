@@ -13,11 +13,14 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,6 +37,11 @@ extern char **environ;
 
 static bool mode_user;
 static char mode_rundir[PATH_MAX] = "/run/tally";
+/* the built-in configuration's directory: RUNDIR, or cmd-PID's parent */
+static char mode_confdir[PATH_MAX] = "/run/tally";
+static bool mode_rundir_env;	/* TALLY_RUNTIME_DIR: taken as is */
+static bool mode_rundir_own;	/* cmd-PID: nobody else's, removed at exit */
+static int mode_lock_fd = -1;	/* RUNDIR/tallyd.lock, held while running */
 static const char *mode_jobid;
 static char mode_jobid_path[TALLY_JOBID_PATH_MAX + 1]; /* for paths */
 /* where tallyd was started: relative output paths are taken from there */
@@ -160,8 +168,11 @@ int tally_mode_setup(bool user)
 		}
 	}
 	/* tests and unusual sites can put it anywhere */
-	if (env && *env)
+	mode_rundir_env = env && *env;
+	if (mode_rundir_env)
 		snprintf(mode_rundir, sizeof(mode_rundir), "%s", env);
+	mode_rundir_own = false;
+	snprintf(mode_confdir, sizeof(mode_confdir), "%s", mode_rundir);
 	/* before a detach moves to /: a deleted one leaves the runtime dir */
 	if (!getcwd(mode_startdir, sizeof(mode_startdir)))
 		snprintf(mode_startdir, sizeof(mode_startdir), "%s",
@@ -182,6 +193,75 @@ int tally_mode_configure(const struct tally_conf *conf)
 	mode_output_dir = od;
 	mode_ports_configured = conf->user_ports_configured;
 	return 0;
+}
+
+void tally_mode_wrap(void)
+{
+	size_t len = strlen(mode_rundir);
+
+	/*
+	 * Outside a batch job, two commands of one user would share one
+	 * directory: the second collector's socket and listen file would
+	 * replace the first's, and its command's traces would go to the
+	 * first collector. Each wrapped command gets a directory of its own.
+	 */
+	if (!mode_user || mode_jobid || mode_rundir_env || mode_rundir_own)
+		return;
+	snprintf(mode_rundir + len, sizeof(mode_rundir) - len, "/cmd-%ld",
+		 (long)getpid());
+	mode_rundir_own = true;
+}
+
+const char *tally_mode_conf_dir(void)
+{
+	return mode_confdir;
+}
+
+int tally_runtime_dir_lock(void)
+{
+	char path[PATH_MAX], pid[24] = "";
+	ssize_t n;
+	int fd, e;
+
+	if (!mode_user || mode_lock_fd >= 0)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/tallyd.lock", mode_rundir) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		goto out_log;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		goto out_log;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		e = errno;
+		n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+		close(fd);
+		errno = e;
+		if (e != EWOULDBLOCK)
+			goto out_log;
+		tally_log(NULL, LOG_ERR,
+			  "another collector%s%s (tallyd pid %s) runs in %s: "
+			  "a second one would take over its sockets and "
+			  "listen file, so this one does not start (its "
+			  "applications trace to that one; "
+			  "TALLY_RUNTIME_DIR=DIR runs a collector elsewhere)",
+			  mode_jobid ? " of job " : "",
+			  mode_jobid ? mode_jobid : "", *pid ? pid : "?",
+			  mode_rundir);
+		errno = EBUSY;
+		return -1;
+	}
+	if (ftruncate(fd, 0) == 0)
+		dprintf(fd, "%ld\n", (long)getpid());
+	mode_lock_fd = fd;
+	return 0;
+out_log:
+	e = errno;
+	tally_log(NULL, LOG_ERR, "cannot lock %s: %s", path, strerror(e));
+	errno = e;
+	return -1;
 }
 
 /* Create the runtime dir when something needs it (not for --check-config). */
@@ -464,6 +544,21 @@ void tally_mode_forget(struct tally_instance *inst)
 	}
 }
 
+/* Remove cmd-PID: the files this collector left (lock files), then it. */
+static void rundir_remove(void)
+{
+	DIR *d = opendir(mode_rundir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		if (e->d_type != DT_DIR)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	if (d)
+		closedir(d);
+	rmdir(mode_rundir);
+}
+
 void tally_mode_cleanup(void)
 {
 	char path[PATH_MAX];
@@ -472,6 +567,16 @@ void tally_mode_cleanup(void)
 				       mode_rundir) < (int)sizeof(path))
 		unlink(path);
 	listen_written = false;
+	/*
+	 * A shared directory's lock files stay: removing one while another
+	 * collector opens it would let a third one lock a new file. cmd-PID
+	 * is this collector's alone, and goes whole.
+	 */
+	if (mode_rundir_own)
+		rundir_remove();
+	if (mode_lock_fd >= 0)
+		close(mode_lock_fd);
+	mode_lock_fd = -1;
 	free(mode_output_dir);
 	mode_output_dir = NULL;
 }

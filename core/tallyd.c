@@ -266,7 +266,7 @@ static const char *user_config(char *buf, size_t len)
 		return TALLY_SYSCONFDIR "/user.conf";
 	if (access(TALLY_SYSCONFDIR "/conf.d", F_OK) == 0)
 		return TALLY_SYSCONFDIR "/conf.d";
-	snprintf(buf, len, "%s/conf.d", tally_runtime_dir());
+	snprintf(buf, len, "%s/conf.d", tally_mode_conf_dir());
 	if (tally_runtime_dir_create() < 0)
 		return NULL;
 	written = builtin_conf_write(buf);
@@ -439,6 +439,8 @@ int main(int argc, char **argv)
 	if (env)
 		tally_loader_add_path(ld, env);
 	tally_mode_setup(user);
+	if (command)
+		tally_mode_wrap();
 
 	if (list) {
 		ret = tally_loader_list(ld, stdout) < 0 ? 1 : 0;
@@ -518,7 +520,8 @@ int main(int argc, char **argv)
 		tally_log(NULL, LOG_ERR, "cannot detach: %s", strerror(errno));
 		goto out;
 	}
-	if (!once && tally_runtime_dir_create() < 0)
+	if (!once && (tally_runtime_dir_create() < 0 ||
+		      tally_runtime_dir_lock() < 0))
 		goto out;
 	if (tally_mode_configure(conf) < 0)
 		goto out;

@@ -28,10 +28,12 @@ test_expect_success 'setup' '
 test_expect_success 'the command gets the endpoint bound, over an inherited one; tallyd exits with its status' '
 	TALLY_TRACE_ENDPOINT=ipc:///elsewhere/trace.sock \
 	test_expect_code 3 tallyd --user -c u.conf -- \
-		sh -c "echo \$TALLY_TRACE_ENDPOINT >ep; sleep 1; exit 3" &&
-	echo "ipc://$RT/tally/trace.sock" >ep.expect &&
+		sh -c "echo \$TALLY_TRACE_ENDPOINT >ep; echo \$PPID >tp;
+			sleep 1; exit 3" &&
+	echo "ipc://$RT/tally/cmd-$(cat tp)/trace.sock" >ep.expect &&
 	test_cmp ep.expect ep &&
-	test "$(stat -c %a "$RT/tally")" = 700
+	test "$(stat -c %a "$RT/tally")" = 700 &&
+	! test -e "$RT/tally/cmd-$(cat tp)"
 '
 
 test_expect_success 'records collected while the command ran are flushed' '
@@ -96,7 +98,8 @@ import os, tally_trace
 t = tally_trace.Tracer()
 print(t.trace_id, os.environ[\\\"TALLY_TRACE_ENDPOINT\\\"])
 t.close()
-\" >py.out && echo tallyd-\$PPID ipc://$RT/tally/trace.sock >py.expect
+\" >py.out &&
+		echo tallyd-\$PPID ipc://$RT/tally/cmd-\$PPID/trace.sock >py.expect
 	" &&
 	test_cmp py.expect py.out
 '
@@ -108,6 +111,87 @@ test_expect_success 'in a job the trace id is the job id; a trace id the user se
 	TALLY_TRACE_ID=mine tallyd --user -c u.conf -- \
 		sh -c "echo \$TALLY_TRACE_ID >tid" &&
 	echo mine >tid.expect && test_cmp tid.expect tid
+'
+
+# Two commands of one user outside a batch job shared one runtime dir:
+# the second collector could not bind the socket, and its command's traces
+# went to the first one.
+test_expect_success 'two commands outside a job: a runtime dir each, each traces to its own collector' '
+	for i in 1 2; do
+		cat >two$i.conf <<-EOF || return 1
+		inputs = { tr = { plugin = "zmq_trace"; }; };
+		outputs = {
+			prom = { plugin = "prometheus"; listen = "127.0.0.1:0"; };
+			o = { plugin = "capture"; path = "two$i.out"; };
+		};
+		pipelines = { p = { from = ["tr"]; to = ["o", "prom"]; }; };
+		EOF
+	done &&
+	rm -f up.* sent.* &&
+	for i in 1 2; do
+		"$TALLYD" --user -c two$i.conf -- sh -c "
+			echo \$TALLY_TRACE_ENDPOINT >ep.$i; echo \$PPID >tp.$i
+			cp \"$RT/tally/cmd-\$PPID/listen\" listen.$i
+			touch up.$i; n=0
+			until test -e up.1 && test -e up.2; do
+				n=\$((n + 1)); test \$n -lt 400 || exit 1; sleep 0.05
+			done
+			\"$TRACE_EMIT\" - - begin:r$i endid:r$i >emit.$i
+			touch sent.$i; n=0
+			until test -e sent.1 && test -e sent.2; do
+				n=\$((n + 1)); test \$n -lt 400 || exit 1; sleep 0.05
+			done" 2>two.$i.err &
+		eval "pid$i=\$!"
+	done &&
+	wait $pid1 && wait $pid2 &&
+	for i in 1 2; do
+		echo "ipc://$RT/tally/cmd-$(cat tp.$i)/trace.sock" >ep.expect &&
+		test_cmp ep.expect ep.$i &&
+		grep "^prom 127.0.0.1:" listen.$i &&
+		test "$(grep -c "^span .* name=r$i " two$i.out)" = 2 &&
+		! grep "left out" two.$i.err &&
+		! test -e "$RT/tally/cmd-$(cat tp.$i)" || return 1
+	done &&
+	! test_cmp listen.1 listen.2 &&
+	! grep "name=r2 " two1.out &&
+	! grep "name=r1 " two2.out
+'
+
+test_expect_success 'a second collector of the same job says so and runs its command without one; the first keeps its files' '
+	rm -f up.1 &&
+	{ SLURM_JOB_ID=dup "$TALLYD" --user -c two1.conf -- sh -c "
+		echo \$PPID >tp.1; touch up.1; n=0
+		while test -e up.1; do
+			n=\$((n + 1)); test \$n -lt 400 || exit 1; sleep 0.05
+		done" 2>dup.1.err & } &&
+	pid1=$! &&
+	wait_for "test -e up.1" &&
+	cp "$RT/tally/job-dup/listen" listen.1 &&
+	SLURM_JOB_ID=dup test_expect_code 4 tallyd --user -c two2.conf -- \
+		sh -c "exit 4" 2>dup.2.err &&
+	grep "tallyd: error: another collector of job dup (tallyd pid $(cat tp.1)) runs in $RT/tally/job-dup: a second one would take over its sockets and listen file, so this one does not start" dup.2.err &&
+	grep "running sh without it" dup.2.err &&
+	test_cmp listen.1 "$RT/tally/job-dup/listen" &&
+	test -S "$RT/tally/job-dup/trace.sock" &&
+	"$TRACE_EMIT" "ipc://$RT/tally/job-dup/trace.sock" t begin:late endid:late &&
+	rm up.1 &&
+	wait $pid1 &&
+	test "$(grep -c "^span .* name=late " two1.out)" = 2
+'
+
+# A unix socket path has at most 107 bytes: a long XDG_RUNTIME_DIR made
+# the default trace endpoint, and with it the whole configuration, fail.
+test_expect_success 'a runtime dir too long for a socket: the trace input is left out with one reason, the rest runs' '
+	long=$PWD/$(printf "%0100d" 0) &&
+	mkdir -p "$long" &&
+	XDG_RUNTIME_DIR=$long tallyd --user --check-config -c u.conf &&
+	XDG_RUNTIME_DIR=$long test_expect_code 5 tallyd --user -c u.conf -- \
+		sh -c "sleep 0.2; exit 5" 2>long.err &&
+	grep "^u.conf:3: error: zmq_trace\[tr\]: endpoint ipc://$long/tally/cmd-[0-9]*/trace.sock: the runtime directory.s socket path is [0-9]* bytes, a unix socket allows at most 107 (is XDG_RUNTIME_DIR long?): no trace input; set endpoint, or TALLY_RUNTIME_DIR to a shorter directory" long.err &&
+	grep "zmq_trace\[tr\] left out: the command runs without it" long.err &&
+	grep "warning: 1 instance of the collector did not start" long.err &&
+	test $(grep -c "socket path is" long.err) = 1 &&
+	grep "^gauge test_counter_value{i=\"0\"} 1$" u.out
 '
 
 test_expect_success 'SIGTERM goes to the command; tallyd exits with its status' '

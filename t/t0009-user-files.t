@@ -270,7 +270,7 @@ test_expect_success 'global.user_ports = "configured" binds the configured port'
 	port=$(free_port) &&
 	page_conf cfg.conf "user_ports = \"configured\";" &&
 	sed -i "s/9464/$port/" cfg.conf &&
-	tallyd --user -c cfg.conf -- sh -c "cp \"$RT/tally/listen\" listen.cfg" &&
+	tallyd --user -c cfg.conf -- sh -c "cp \"$RT/tally/cmd-\$PPID/listen\" listen.cfg" &&
 	echo "prom 127.0.0.1:$port" >expect &&
 	test_cmp expect listen.cfg
 '
@@ -283,7 +283,7 @@ test -n "$sysconfdir" && ! test -e "$sysconfdir/user.conf" &&
 
 test_expect_success NOINSTALL 'no configuration anywhere: the built-in one, the shipped conf.d, written to RUNDIR/conf.d' '
 	HOME=$PWD/home tallyd --user -- sh -c "
-		addr=\$(sed -n \"s/^prom //p\" \"$RT/tally/listen\") &&
+		addr=\$(sed -n \"s/^prom //p\" \"$RT/tally/cmd-\$PPID/listen\") &&
 		curl -sf http://\$addr/metrics >builtin.page
 	" 2>builtin.err &&
 	grep "running the built-in configuration (the shipped conf.d), written to $RT/tally/conf.d" builtin.err &&

@@ -7,9 +7,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -216,6 +219,73 @@ static void command_env(void)
 	tally_mode_cleanup();
 }
 
+/* cmd-PID outside a job; a job's directory is locked against a second */
+static void rundirs(const char *tmp)
+{
+	char want[PATH_MAX], lock[PATH_MAX], pid[32];
+	struct stat st;
+	int fd;
+
+	unsetenv("SLURM_JOB_ID");
+	unsetenv("TALLY_RUNTIME_DIR");
+	setenv("XDG_RUNTIME_DIR", tmp, 1);
+
+	tally_mode_setup(true);
+	tally_mode_wrap();
+	snprintf(want, sizeof(want), "%s/tally/cmd-%ld", tmp, (long)getpid());
+	is(tally_runtime_dir(), want, "a command outside a job: cmd-PID");
+	snprintf(want, sizeof(want), "%s/tally", tmp);
+	is(tally_mode_conf_dir(), want, "the built-in conf.d: its parent");
+	ok(tally_runtime_dir_create() == 0 && tally_runtime_dir_lock() == 0,
+	   "created and locked");
+	tally_mode_cleanup();
+	ok(stat(tally_runtime_dir(), &st) < 0 && errno == ENOENT,
+	   "cmd-PID is removed at exit, with its lock file");
+
+	setenv("SLURM_JOB_ID", "j1", 1);
+	tally_mode_setup(true);
+	tally_mode_wrap();
+	snprintf(want, sizeof(want), "%s/tally/job-j1", tmp);
+	is(tally_runtime_dir(), want, "in a job: job-ID, wrapped or not");
+	ok(tally_runtime_dir_create() == 0 && tally_runtime_dir_lock() == 0,
+	   "the first collector of the job locks it");
+	snprintf(lock, sizeof(lock), "%s/tallyd.lock", want);
+	fd = open(lock, O_RDONLY);
+	ok(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0 &&
+		   errno == EWOULDBLOCK,
+	   "tallyd.lock is held");
+	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	{
+		char got[32] = "";
+
+		ok(fd >= 0 && read(fd, got, sizeof(got) - 1) > 0 &&
+			   !strcmp(got, pid),
+		   "and names the holder's pid");
+	}
+	if (fd >= 0)
+		close(fd);
+	/* a lock is per open file: this test holding it is another collector */
+	tally_mode_cleanup();
+	tally_mode_setup(true);
+	fd = open(lock, O_RDONLY);
+	ok(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0,
+	   "released at exit; the file stays (shared directory)");
+	ok(tally_runtime_dir_lock() < 0 && errno == EBUSY,
+	   "a second collector of the job: EBUSY");
+	if (fd >= 0)
+		close(fd);
+	ok(tally_runtime_dir_lock() == 0, "free again: locked");
+	tally_mode_cleanup();
+
+	setenv("TALLY_RUNTIME_DIR", tmp, 1);
+	unsetenv("SLURM_JOB_ID");
+	tally_mode_setup(true);
+	tally_mode_wrap();
+	is(tally_runtime_dir(), tmp, "TALLY_RUNTIME_DIR is taken as is");
+	unsetenv("TALLY_RUNTIME_DIR");
+	tally_mode_cleanup();
+}
+
 int main(void)
 {
 	const char *tmp = tap_tmpdir("tally-mode");
@@ -227,5 +297,6 @@ int main(void)
 	jobid_paths(tmp);
 	port_rule();
 	command_env();
+	rundirs(tmp);
 	done_testing();
 }

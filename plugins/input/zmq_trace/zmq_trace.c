@@ -424,6 +424,31 @@ static const char *zmq_trace_ep_name(const struct zmq_trace *zt, char *buf,
 	return buf;
 }
 
+/*
+ * Whether the default endpoint, RUNDIR/trace.sock, is too long for a unix
+ * socket (a long XDG_RUNTIME_DIR): not a configuration error, so
+ * --check-config passes, but init fails with this one line, and
+ * tallyd --user -- CMD runs the command with the rest of the collector.
+ */
+static bool zmq_trace_default_too_long(struct zmq_trace *zt,
+				       struct tally_instance *inst)
+{
+	size_t len = strlen(tally_runtime_dir()) + sizeof("/trace.sock") - 1;
+	size_t max = TALLY_NET_PATH_MAX;
+
+	if (zt->endpoint || len <= max)
+		return false;
+	if (inst)
+		tally_log(inst, LOG_ERR,
+			  "endpoint ipc://%s/trace.sock: the runtime "
+			  "directory's socket path is %zu bytes, a unix "
+			  "socket allows at most %zu (is XDG_RUNTIME_DIR "
+			  "long?): no trace input; set endpoint, or "
+			  "TALLY_RUNTIME_DIR to a shorter directory",
+			  tally_runtime_dir(), len, max);
+	return true;
+}
+
 /* omnistat_endpoint: an ipc endpoint like the main one (parsed too). */
 static int zmq_trace_parse_omnistat(struct tally_instance *inst, const char *ep,
 				    struct tally_net_addr *out)
@@ -453,7 +478,8 @@ static int zmq_trace_check(struct tally_instance *inst, void *state)
 	struct tally_net_addr ep;
 	int ret = 0;
 
-	if (zmq_trace_parse_ep(inst, zmq_trace_ep_name(zt, buf, sizeof(buf)),
+	if (!zmq_trace_default_too_long(zt, NULL) &&
+	    zmq_trace_parse_ep(inst, zmq_trace_ep_name(zt, buf, sizeof(buf)),
 			       &ep) < 0)
 		ret = -1;
 	if (zt->omnistat_endpoint &&
@@ -509,6 +535,10 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 
 	zt->inst = inst;
 	zt->gid = (gid_t)-1;
+	if (zmq_trace_default_too_long(zt, inst)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
 	/* zmq_trace_check() has run: these fail only when it did not */
 	if (zmq_trace_parse_ep(inst, name, &ep) < 0)
 		return -1;

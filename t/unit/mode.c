@@ -222,7 +222,7 @@ static void command_env(void)
 /* cmd-PID outside a job; a job's directory is locked against a second */
 static void rundirs(const char *tmp)
 {
-	char want[PATH_MAX], lock[PATH_MAX], pid[32];
+	char want[PATH_MAX], lock[PATH_MAX + 16], pid[32];
 	struct stat st;
 	int fd;
 

@@ -413,6 +413,8 @@ struct tally_core {
 	pid_t child;		/* --user -- CMD: the command, or 0 */
 	bool child_exited;	/* ... and it has exited */
 	int child_status;	/* its exit status, as a shell reports it */
+	int child_sig;		/* the signal that ended it, or 0 */
+	int child_tty;		/* the terminal handed to its group, or -1 */
 	size_t end_failures;	/* outputs whose final files failed */
 	struct event *deadline;
 };
@@ -598,6 +600,18 @@ const char *tally_mode_trace_id(char *buf, size_t size);
  */
 char **tally_mode_env(void);
 void tally_mode_env_free(char **env);
+/*
+ * The wrapped command's process group and terminal: the command runs in a
+ * process group of its own (signals tallyd passes on reach the processes
+ * it started), made the terminal's foreground group when tallyd's was, as
+ * a shell does for a job (the terminal's Ctrl-C reaches it once, and it
+ * can read the terminal). tally_mode_tty(): the descriptor of the
+ * terminal whose foreground group is tallyd's (0, 1 or 2), or -1.
+ * tally_mode_tty_give(): make @pgrp that terminal's foreground group
+ * (from the background too: SIGTTOU is blocked meanwhile).
+ */
+int tally_mode_tty(void);
+void tally_mode_tty_give(int fd, pid_t pgrp);
 /* an instance is freed: forget what it published (listen file, env) */
 void tally_mode_forget(struct tally_instance *inst);
 /* at exit: remove RUNDIR/listen, drop the lock; cmd-PID goes whole */

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -579,6 +580,30 @@ void tally_mode_cleanup(void)
 	mode_lock_fd = -1;
 	free(mode_output_dir);
 	mode_output_dir = NULL;
+}
+
+/* The wrapped command's terminal */
+
+int tally_mode_tty(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (isatty(fd) && tcgetpgrp(fd) == getpgrp())
+			return fd;
+	}
+	return -1;
+}
+
+void tally_mode_tty_give(int fd, pid_t pgrp)
+{
+	sigset_t ttou, old;
+
+	if (fd < 0)
+		return;
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &ttou, &old);
+	tcsetpgrp(fd, pgrp);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 /* The wrapped command's environment */

@@ -66,6 +66,7 @@ struct tally_core *tally_core_new(struct tally_conf *conf, bool once)
 		errno = ENOMEM;
 		return NULL;
 	}
+	core->child_tty = -1;
 	core->conf = conf;
 	core->once = once;
 	core->core_inst.name = "tallyd";
@@ -289,19 +290,51 @@ static const char *core_sig_name(int sig)
 	}
 }
 
+/*
+ * The command stopped. On a terminal it was handed (Ctrl-Z), tallyd stops
+ * with it, as the shell's job it is: the terminal goes back to tallyd's
+ * group, tallyd stops, and when continued (fg or bg) it continues the
+ * command, in the foreground again if tallyd is. Else (a SIGSTOP from
+ * someone) whoever stopped it continues it.
+ */
+static void core_child_stopped(struct tally_core *core)
+{
+	int tty = core->child_tty;
+
+	if (tty < 0)
+		return;
+	tally_log(NULL, LOG_INFO, "the command stopped: stopping with it");
+	tally_mode_tty_give(tty, getpgrp());
+	raise(SIGSTOP);
+	if (tcgetpgrp(tty) == getpgrp())
+		tally_mode_tty_give(tty, core->child);
+	else
+		core->child_tty = -1; /* continued in the background */
+	kill(-core->child, SIGCONT);
+}
+
 static void core_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct tally_core *core = arg;
 	int status;
 
 	if (sig == SIGCHLD) {
-		if (!core->child || waitpid(core->child, &status, WNOHANG) <= 0)
+		if (!core->child ||
+		    waitpid(core->child, &status, WNOHANG | WUNTRACED) <= 0)
 			return;
+		if (WIFSTOPPED(status)) {
+			core_child_stopped(core);
+			return;
+		}
 		core->child = 0;
 		core->child_exited = true;
+		core->child_sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 		core->child_status = WIFEXITED(status)
 					     ? WEXITSTATUS(status)
 					     : 128 + WTERMSIG(status);
+		/* the terminal is tallyd's group's again */
+		tally_mode_tty_give(core->child_tty, getpgrp());
+		core->child_tty = -1;
 		tally_log(NULL, LOG_INFO, "command exited with status %d: "
 			  "stopping", core->child_status);
 		tally_core_stop(core);
@@ -336,7 +369,9 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 		 */
 		tally_log(NULL, LOG_INFO, "%s: passed on to the command",
 			  core_sig_name((int)sig));
-		kill(core->child, (int)sig);
+		/* its process group: what it started gets it too */
+		if (kill(-core->child, (int)sig) < 0)
+			kill(core->child, (int)sig);
 		return;
 	}
 	if (sig == SIGUSR1) {
@@ -468,6 +503,7 @@ int tally_core_start(struct tally_core *core)
 int tally_core_spawn(struct tally_core *core, char *const *argv)
 {
 	char **env = tally_mode_env();
+	int tty = tally_mode_tty();
 	pid_t pid;
 
 	if (!env)
@@ -477,7 +513,16 @@ int tally_core_spawn(struct tally_core *core, char *const *argv)
 		tally_mode_env_free(env);
 		return -1;
 	}
+	/*
+	 * A process group of its own, the terminal's foreground when tallyd's
+	 * was (tally_mode_tty()): a terminal's Ctrl-C reaches the command
+	 * once, not once from the terminal and again from tallyd, and what
+	 * tallyd passes on reaches the processes the command started. Both
+	 * sides set it, so that it is set whichever runs first.
+	 */
 	if (pid == 0) {
+		setpgid(0, 0);
+		tally_mode_tty_give(tty, getpid());
 		signal(SIGPIPE, SIG_DFL);
 		environ = env;
 		tally_fd_restore();
@@ -487,7 +532,10 @@ int tally_core_spawn(struct tally_core *core, char *const *argv)
 		_exit(127);
 	}
 	tally_mode_env_free(env);
+	setpgid(pid, pid);
+	tally_mode_tty_give(tty, pid);
 	core->child = pid;
+	core->child_tty = tty;
 	return 0;
 }
 

@@ -323,7 +323,8 @@ static volatile pid_t orphan_pid;
 
 static void pass_signal(int sig)
 {
-	if (orphan_pid > 0)
+	/* its process group, as the collector did (tally_core_spawn()) */
+	if (orphan_pid > 0 && kill(-orphan_pid, sig) < 0)
 		kill(orphan_pid, sig);
 }
 
@@ -332,7 +333,7 @@ static void pass_signal(int sig)
  * command runs: wait for the command anyway, passing signals on as
  * before, and take its status. Return: the status as a shell reports it.
  */
-static int tallyd_wait_command(pid_t pid)
+static int tallyd_wait_command(pid_t pid, int tty)
 {
 	static const int sigs[] = { SIGTERM, SIGINT,  SIGQUIT,
 				    SIGUSR1, SIGUSR2, SIGHUP };
@@ -348,6 +349,7 @@ static int tallyd_wait_command(pid_t pid)
 		if (errno != EINTR)
 			return 1;
 	}
+	tally_mode_tty_give(tty, getpgrp());
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -365,6 +367,7 @@ int main(int argc, char **argv)
 	struct tally_core *core = NULL;
 	unsigned nofile[2];
 	int opt, ret = 1, nofile_err;
+	bool interrupted = false;
 
 	/*
 	 * Any local user can connect to the system collector's trace socket:
@@ -562,11 +565,12 @@ int main(int argc, char **argv)
 		goto out;
 	if (command && core->child) {
 		pid_t pid = core->child;
+		int tty = core->child_tty;
 
 		conf = core->conf;
 		tally_core_free(core);
 		core = NULL;
-		ret = tallyd_wait_command(pid);
+		ret = tallyd_wait_command(pid, tty);
 		goto out;
 	}
 	if (command && core->end_failures)
@@ -586,6 +590,13 @@ int main(int argc, char **argv)
 		tally_log(NULL, LOG_INFO, "stopped");
 	/* the job's status is its command's, whatever became of telemetry */
 	ret = command ? core->child_status : core->failed ? 1 : 0;
+	/*
+	 * A Ctrl-C that ended the command went to its process group only:
+	 * without tallyd it would have reached tallyd's group too (a script
+	 * that ran tallyd stops there). End the same way once done.
+	 */
+	interrupted = command && core->child_sig == SIGINT &&
+		      tally_mode_tty() >= 0;
 	if (!foreground)
 		tallyd_pidfile(false);
 out:
@@ -597,5 +608,9 @@ out:
 	tally_loader_free(ld);
 	if (command && !check && !spawned && ret == 1)
 		ret = tallyd_exec_bare(command);
+	if (interrupted) {
+		signal(SIGINT, SIG_DFL);
+		kill(0, SIGINT);
+	}
 	return ret;
 }

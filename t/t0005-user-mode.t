@@ -219,6 +219,89 @@ for sig in INT QUIT USR1 USR2; do
 	'
 done
 
+# A terminal sends Ctrl-C to its whole foreground process group: tallyd
+# passed it on again, so the command got it twice. The command counts the
+# SIGINTs it gets; a SIGUSR1 it asks tallyd to pass on afterwards is a
+# barrier: tallyd handles a SIGINT before a SIGUSR1 it got at the same
+# time, and passes them on in that order.
+cat >sigcount.py <<\EOF
+import os, signal, sys, time
+n = 0
+done = False
+def on_int(s, f):
+    global n
+    n += 1
+def on_usr1(s, f):
+    global done
+    done = True
+signal.signal(signal.SIGINT, on_int)
+signal.signal(signal.SIGUSR1, on_usr1)
+open("ready", "w").close()
+deadline = time.monotonic() + 30
+while n == 0 and time.monotonic() < deadline:
+    time.sleep(0.02)
+os.kill(os.getppid(), signal.SIGUSR1)
+while not done and time.monotonic() < deadline:
+    time.sleep(0.02)
+with open("count", "w") as f:
+    f.write("%d\n" % n)
+sys.exit(3)
+EOF
+# onpty.py CMD... - run CMD on a new terminal, as its foreground job; type
+# Ctrl-C once the file "ready" exists; exit with CMD's status
+cat >onpty.py <<\EOF
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+sent = False
+deadline = time.monotonic() + 30
+out = open("pty.out", "wb")
+while True:
+    r, _, _ = select.select([fd], [], [], 0.05)
+    if r:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out.write(data)
+    if not sent and os.path.exists("ready"):
+        os.write(fd, b"\x03")
+        sent = True
+    if time.monotonic() > deadline:
+        os.kill(pid, 9)
+        break
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+EOF
+
+test_expect_success 'Ctrl-C on a terminal reaches the command once' '
+	rm -f ready count &&
+	test_expect_code 3 "$PYTHON3" onpty.py "$TALLYD" --user -c u.conf -- \
+		"$PYTHON3" sigcount.py &&
+	tally_diag <pty.out &&
+	echo 1 >expect &&
+	test_cmp expect count
+'
+
+test_expect_success 'a signal passed on reaches the processes the command started' '
+	rm -f gc.pid gc.term &&
+	cat >gc.sh <<-\EOF &&
+	trap "echo TERM >gc.term; exit 0" TERM
+	echo $$ >gc.pid
+	while :; do sleep 0.05; done
+	EOF
+	{ "$TALLYD" --user -c u.conf -- sh -c "sh gc.sh & wait" & } &&
+	tpid=$! &&
+	wait_for "test -s gc.pid" &&
+	kill -TERM $tpid &&
+	test_expect_code 143 wait $tpid &&
+	wait_for "test -s gc.term" ||
+	{ kill $(cat gc.pid) 2>/dev/null; false; }
+'
+
 test_expect_success 'a command killed by signal N: tallyd exits with 128+N' '
 	test_expect_code 138 tallyd --user -c u.conf -- sh -c "kill -USR1 \$\$" &&
 	test_expect_code 143 tallyd --user -c u.conf -- sh -c "kill -TERM \$\$"

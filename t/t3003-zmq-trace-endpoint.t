@@ -213,12 +213,13 @@ test_expect_success 'user collector: default endpoint, socket 0600 in a 0700 dir
 	rt=$SOCKDIR/xdg &&
 	XDG_RUNTIME_DIR=$rt tallyd --user -c user.conf -- sh -c "
 		stat -c %a \"$rt/tally\" >dirmode &&
-		stat -c %a \"$rt/tally/trace.sock\" >sockmode &&
+		echo \$PPID >tpid &&
+		stat -c %a \"$rt/tally/cmd-\$PPID/trace.sock\" >sockmode &&
 		\"$TRACE_EMIT\" - job7 begin:a begin:b endid:b endid:a >emit.out
 	" 2>user.log &&
 	echo 700 >expect && test_cmp expect dirmode &&
 	echo 600 >expect && test_cmp expect sockmode &&
-	grep "listening on ipc://$rt/tally/trace.sock" user.log &&
+	grep "listening on ipc://$rt/tally/cmd-$(cat tpid)/trace.sock" user.log &&
 	pid=$(sed -n "s/^sent=4 .* pid=\([0-9]*\)$/\1/p" emit.out) &&
 	s="host=$HOST pid=$pid tid=$pid rank=-1 flags=0" &&
 	cat >expect <<-EOF &&
@@ -229,7 +230,7 @@ test_expect_success 'user collector: default endpoint, socket 0600 in a 0700 dir
 	EOF
 	zt_ids <user.out >got &&
 	test_cmp expect got &&
-	! test -e "$rt/tally/trace.sock"
+	! test -e "$rt/tally/cmd-$(cat tpid)"
 '
 
 test_done

@@ -134,7 +134,10 @@ test_expect_success 'another tallyd holding it: the second one carries on withou
 	outputs = { cap = { plugin = "capture"; path = "second.out"; }; };
 	pipelines = { p = { from = ["tr"]; to = ["cap"]; }; };
 	EOF
+	# a user'"'"'s second collector of its own (one runtime dir each)
+	TALLY_RUNTIME_DIR=$PWD/second-rt && export TALLY_RUNTIME_DIR &&
 	start_tallyd --log second.log second.conf --user &&
+	unset TALLY_RUNTIME_DIR &&
 	grep "zmq_trace\[tr\]: omnistat_endpoint $OEP: in use by another tallyd ($OPATH.lock is locked): not taking it over; receiving on ipc://$SOCKDIR/second.sock only$" second.log &&
 	omnistat "$OEP" first &&
 	zt_lines first.out 2 &&

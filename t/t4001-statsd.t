@@ -307,7 +307,7 @@ time.sleep(60)" & } &&
 	test_when_finished "kill $holder" &&
 	wait_for "udp_bound $held" &&
 	XDG_RUNTIME_DIR="$SOCK/xdg" tallyd --user -c user.conf -- sh -c "
-		addr=\$(sed -n \"s/^sd //p\" \"$SOCK/xdg/tally/listen\") &&
+		addr=\$(sed -n \"s/^sd //p\" \"$SOCK/xdg/tally/cmd-\$PPID/listen\") &&
 		echo \$addr >addr &&
 		\"$PYTHON3\" \"$SEND\" udp4 \$addr u1
 	" 2>user.err &&

@@ -10,7 +10,9 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -140,4 +142,29 @@ out_close:
 	unlink(tmp);
 	errno = e;
 	return -1;
+}
+
+bool tally_pid_alive(uint32_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	/* EPERM: it exists, and belongs to someone else */
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/stat", (unsigned)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "PID (COMM) S ...": COMM may hold ')' itself, the last one ends it */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return true;
+	return p[2] != 'Z' && p[2] != 'X';
 }

@@ -14,6 +14,7 @@
 #ifndef TALLY_IO_H
 #define TALLY_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -88,6 +89,18 @@ int tally_parse_u64(const char **pp, uint64_t *v);
  * rename(2) (the temporary file is removed), or ENAMETOOLONG.
  */
 int tally_write_file(const char *path, const void *data, size_t len);
+
+/**
+ * tally_pid_alive() - whether process @pid runs on this host
+ *
+ * kill(@pid, 0): ESRCH means gone, EPERM that it exists (another user's).
+ * A process that exists is also looked up in /proc/PID/stat: a zombie
+ * ('Z', 'X') is gone too. Its parent may never reap it (a container whose
+ * init does not), and its open trace spans must still end.
+ * Blocking only on /proc; thread-safe.
+ * Return: true or false; true when /proc cannot tell (not mounted).
+ */
+bool tally_pid_alive(uint32_t pid);
 
 /** tally_readbuf_free() - release @rb's memory; @rb is reusable after */
 void tally_readbuf_free(struct tally_readbuf *rb);

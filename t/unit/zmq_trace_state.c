@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <tally/io.h>
 
 #include "tap.h"
 #include "../../plugins/input/zmq_trace/state.h"
@@ -976,9 +980,42 @@ static void test_undelivered(void)
 	zmq_trace_state_free(st);
 }
 
+/*
+ * The real check (the state's default): a child that exited and was not
+ * reaped yet is a zombie, gone for its spans; kill(pid, 0) alone said it
+ * ran (a container's init that never reaps kept regions open).
+ */
+static void test_pid_alive_zombie(void)
+{
+	int fd[2], status;
+	pid_t pid;
+	char c;
+
+	if (pipe(fd) < 0)
+		bail_out("pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid == 0) {
+		close(fd[0]);
+		_exit(0); /* closes fd[1]: the parent's read returns 0 */
+	}
+	close(fd[1]);
+	ok(pid > 0, "forked");
+	while (read(fd[0], &c, 1) > 0)
+		;
+	close(fd[0]);
+	/* exited (its pipe end closed with it) but not reaped: a zombie */
+	for (int i = 0; i < 1000 && tally_pid_alive((uint32_t)pid); i++)
+		usleep(10000);
+	ok(!tally_pid_alive((uint32_t)pid), "a zombie is not alive");
+	ok(tally_pid_alive((uint32_t)getpid()), "this process is");
+	waitpid(pid, &status, 0);
+	ok(!tally_pid_alive((uint32_t)pid), "reaped: gone");
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
+	test_pid_alive_zombie();
 	test_nesting();
 	test_keys();
 	test_omnistat();

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tally/io.h>
+
 #include "state.h"
 
 #define ZMQ_TRACE_INLINE_NAME 40
@@ -85,8 +87,7 @@ struct zmq_trace_state {
 
 static bool zmq_trace_kill_alive(uint32_t pid)
 {
-	/* EPERM means it exists but belongs to someone else. */
-	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+	return tally_pid_alive(pid);
 }
 
 /*

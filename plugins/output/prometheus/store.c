@@ -23,6 +23,7 @@
 
 #include <tally/exposition.h>
 #include <tally/hash.h>
+#include <tally/io.h>
 #include <tally/log.h>
 #include <tally/record.h>
 
@@ -1117,8 +1118,7 @@ static void open_unlink(struct prom_open ***tail, struct prom_open *op)
 
 static bool proc_kill_alive(uint32_t pid)
 {
-	/* EPERM: it exists, and belongs to someone else */
-	return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+	return tally_pid_alive(pid);
 }
 
 /* The watched process of span @sp, made if new; NULL when not watched. */

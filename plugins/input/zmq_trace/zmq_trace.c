@@ -385,6 +385,15 @@ static void zmq_trace_on_check(evutil_socket_t fd, short what, void *arg)
 {
 	struct zmq_trace *zt = arg;
 
+	/*
+	 * Read what waits first: a source whose process is gone is settled
+	 * by the check (its undelivered events counted, its spans ended),
+	 * and events of it still queued here would otherwise arrive after,
+	 * counted twice (a loop held up by a stalled output, t3022).
+	 */
+	if (zmq_trace_readable(zt))
+		zmq_trace_drain(zt, (unsigned)zt->max_messages_per_wakeup,
+				false);
 	zmq_trace_state_check(zt->state, tally_monotonic_ns(), tally_now_ns(),
 			      false, &zt->sink);
 	zmq_trace_flush(zt);

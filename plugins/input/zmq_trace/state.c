@@ -22,7 +22,6 @@
  *     parent that the depth needs anyway.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,11 +84,6 @@ struct zmq_trace_state {
 	struct zmq_trace_counters counters;
 };
 
-static bool zmq_trace_kill_alive(uint32_t pid)
-{
-	return tally_pid_alive(pid);
-}
-
 /*
  * Whether the pid of @src names one process of this host that can be
  * asked about. kill(0, sig) addresses our own process group, and a pid
@@ -117,7 +111,7 @@ zmq_trace_state_new(const struct zmq_trace_state_opts *opts)
 		return NULL;
 	st->opts = *opts;
 	if (!st->opts.pid_alive)
-		st->opts.pid_alive = zmq_trace_kill_alive;
+		st->opts.pid_alive = tally_pid_alive;
 	st->local_host = strdup(opts->local_host);
 	if (!st->local_host)
 		goto out_free;

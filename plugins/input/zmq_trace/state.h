@@ -57,7 +57,7 @@ struct zmq_trace_sink {
  *                  been silent this long too, so that its last messages,
  *                  still in flight, land first
  * @pid_alive:      liveness probe, returns false when @pid no longer
- *                  exists; NULL means kill(pid, 0) != ESRCH. Asked only
+ *                  exists; NULL means tally_pid_alive(). Asked only
  *                  about pids 1..INT32_MAX of native sources on this
  *                  host: other sources end by @abandon_ns only
  */

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1116,11 +1115,6 @@ static void open_unlink(struct prom_open ***tail, struct prom_open *op)
 	op->pprev = NULL;
 }
 
-static bool proc_kill_alive(uint32_t pid)
-{
-	return tally_pid_alive(pid);
-}
-
 /* The watched process of span @sp, made if new; NULL when not watched. */
 static struct prom_proc *proc_get(struct prom_store *s,
 				  const struct tally_span *sp, const char *host,
@@ -1396,7 +1390,7 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 	s->epoch_ns = ts_clamp(tally_now_ns());
 	s->frozen_tail = &s->frozen;
 	if (!s->o.pid_alive)
-		s->o.pid_alive = proc_kill_alive;
+		s->o.pid_alive = tally_pid_alive;
 	if (o->local_host) {
 		s->local_host = strdup(o->local_host);
 	} else {

@@ -75,7 +75,7 @@ enum prom_span_metrics {
  *                (pids 1..INT32_MAX) are watched, so that no region stays
  *                open after its process (see prom_store_render()); NULL:
  *                gethostname() (copied)
- * @pid_alive:    whether a process of this host runs; NULL: kill(pid, 0)
+ * @pid_alive:    whether a process of this host runs; NULL: tally_pid_alive()
  *                does not fail with ESRCH (tests give their own)
  */
 struct prom_store_opts {
@@ -190,7 +190,7 @@ size_t prom_store_sweep(struct prom_store *s, int64_t now_ns);
  * (a reload may have rewired it elsewhere). An end arriving later counts
  * its span to its own time instead. So a region never counts, and never
  * shows open, past its process (local processes; a scrape costs one
- * kill() per process with open spans).
+ * tally_pid_alive() per process with open spans).
  * Return: 0, or -1 with errno = ENOMEM (@out then holds a partial
  * exposition the caller must discard).
  */

@@ -152,6 +152,16 @@ static __attribute__((unused)) size_t names_bytes(struct tally_batch *b)
 #define PROCFS_ALLOC_SANITIZED 1
 #endif
 
+/* Allocations so far, by any thread: counted by the hooks below. */
+static long alloc_n;
+
+#define ALLOC_COUNT_ONE() __atomic_add_fetch(&alloc_n, 1, __ATOMIC_RELAXED)
+
+static long alloc_count(void)
+{
+	return __atomic_load_n(&alloc_n, __ATOMIC_RELAXED);
+}
+
 #ifdef PROCFS_ALLOC_SANITIZED
 /*
  * The sanitizer owns malloc: count through its allocation hook (declared
@@ -161,13 +171,11 @@ int __sanitizer_install_malloc_and_free_hooks(
 	void (*malloc_hook)(const volatile void *, size_t),
 	void (*free_hook)(const volatile void *));
 
-static long alloc_n;
-
 static void alloc_hook(const volatile void *p, size_t n)
 {
 	(void)p;
 	(void)n;
-	__atomic_add_fetch(&alloc_n, 1, __ATOMIC_RELAXED);
+	ALLOC_COUNT_ONE();
 }
 
 static void free_hook(const volatile void *p)
@@ -184,32 +192,16 @@ static int alloc_count_available(void)
 			alloc_hook, free_hook);
 	return installed;
 }
-
-/* Allocations so far, by any thread. */
-static long alloc_count(void)
-{
-	return __atomic_load_n(&alloc_n, __ATOMIC_RELAXED);
-}
 #else
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
 extern void *__libc_realloc(void *p, size_t n);
 extern void *__libc_memalign(size_t align, size_t n);
 
-static long alloc_n;
-
 static int alloc_count_available(void)
 {
 	return 1;
 }
-
-/* Allocations so far, by any thread. */
-static long alloc_count(void)
-{
-	return __atomic_load_n(&alloc_n, __ATOMIC_RELAXED);
-}
-
-#define ALLOC_COUNT_ONE() __atomic_add_fetch(&alloc_n, 1, __ATOMIC_RELAXED)
 
 void *malloc(size_t n)
 {

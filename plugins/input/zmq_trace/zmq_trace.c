@@ -57,6 +57,8 @@
 #define ZMQ_TRACE_STOP_QUIET_MS 50
 #define ZMQ_TRACE_STOP_MAX_MS	3000
 #define ZMQ_TRACE_STOP_STEP	4096
+/* drains a check may run first, to empty the socket (a bound: a flood) */
+#define ZMQ_TRACE_CHECK_DRAINS	64
 /*
  * Largest message libzmq takes from a sender. A larger one makes libzmq
  * drop that sender's connection as soon as it reads the frame's size,
@@ -391,7 +393,8 @@ static void zmq_trace_on_check(evutil_socket_t fd, short what, void *arg)
 	 * and events of it still queued here would otherwise arrive after,
 	 * counted twice (a loop held up by a stalled output, t3022).
 	 */
-	if (zmq_trace_readable(zt))
+	for (int i = 0; i < ZMQ_TRACE_CHECK_DRAINS && zmq_trace_readable(zt);
+	     i++)
 		zmq_trace_drain(zt, (unsigned)zt->max_messages_per_wakeup,
 				false);
 	zmq_trace_state_check(zt->state, tally_monotonic_ns(), tally_now_ns(),

@@ -596,6 +596,8 @@ const char *tally_forms_text(unsigned forms, char *buf, size_t size)
 		  "deltas (counter increments, gauge adjustments)" },
 		{ TALLY_FORMS_OBSERVATION, "observations (timer values)" },
 		{ TALLY_FORMS_SET_MEMBER, "set members" },
+		{ TALLY_FORMS_INTERVAL,
+		  "interval records (an aggregate filter's summaries)" },
 	};
 	size_t len = 0;
 
@@ -641,6 +643,19 @@ static void conf_pipe_forms(struct tally_conf *c,
 			bad = forms & ~op->output->accepts;
 			if (!bad)
 				continue;
+			if (bad == TALLY_FORMS_INTERVAL) {
+				CONF_ERR(c, p->file, p->line,
+					 "pipelines.%s: input '%s' through "
+					 "its filters brings %s, which output "
+					 "'%s' (%s) does not render: send "
+					 "them to an output that does (see "
+					 "tallyd --list-plugins)",
+					 p->name, p->from[i]->name,
+					 tally_forms_text(bad, text,
+							  sizeof(text)),
+					 p->to[k]->name, op->name);
+				continue;
+			}
 			CONF_ERR(c, p->file, p->line,
 				 "pipelines.%s: input '%s' may send %s, which "
 				 "output '%s' (%s) does not take: have the "

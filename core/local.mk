@@ -7,6 +7,7 @@ core_libtally_la_SOURCES = \
 	core/labels.c \
 	core/utf8.c \
 	core/record.c \
+	core/quantile.c \
 	core/log.c \
 	core/options.c \
 	core/config.c \
@@ -41,6 +42,7 @@ pkginclude_HEADERS += \
 	include/tally/plugin.h \
 	include/tally/config.h \
 	include/tally/record.h \
+	include/tally/quantile.h \
 	include/tally/labels.h \
 	include/tally/hash.h \
 	include/tally/list.h \
@@ -84,6 +86,10 @@ check_PROGRAMS += t/unit/conf-same.t
 t_unit_conf_same_t_SOURCES = t/unit/conf-same.c
 t_unit_conf_same_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBCONFIG_CFLAGS)
 t_unit_conf_same_t_LDADD = t/unit/libtap.la core/libtally.la $(LIBCONFIG_LIBS)
+check_PROGRAMS += t/unit/interval.t
+t_unit_interval_t_SOURCES = t/unit/interval.c
+t_unit_interval_t_LDADD = t/unit/libtap.la core/libtally.la -lm
+TESTS += t/unit/interval.t
 check_PROGRAMS += t/unit/hash.t t/unit/utf8.t
 t_unit_hash_t_SOURCES = t/unit/hash.c
 t_unit_hash_t_LDADD = t/unit/libtap.la core/libtally.la

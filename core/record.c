@@ -640,6 +640,135 @@ int tally_batch_add_summary(struct tally_batch *b, const char *name,
 	return 0;
 }
 
+double tally_interval_rate(const struct tally_metric *m)
+{
+	const struct tally_interval *iv = m->interval;
+
+	if (m->form != TALLY_FORM_INTERVAL || !iv || !(iv->seconds > 0))
+		return NAN;
+	return (m->type == TALLY_COUNTER ? m->value : iv->count) / iv->seconds;
+}
+
+double tally_interval_mean(const struct tally_metric *m)
+{
+	const struct tally_interval *iv = m->interval;
+
+	if (m->form != TALLY_FORM_INTERVAL || !iv || !(iv->count > 0))
+		return NAN;
+	return iv->sum / iv->count;
+}
+
+double tally_interval_quantile(const struct tally_metric *m, double q)
+{
+	const struct tally_interval *iv = m->interval;
+
+	if (m->form == TALLY_FORM_INTERVAL && iv) {
+		for (uint32_t i = 0; i < iv->nquantiles; i++) {
+			if (iv->quantiles[i].q == q)
+				return iv->quantiles[i].value;
+		}
+		if (q == 0.5)
+			return iv->median;
+	}
+	errno = ENOENT;
+	return NAN;
+}
+
+/*
+ * A copy of @iv and its arrays in @b's arena, a +Inf bucket added when the
+ * last one is finite; NULL/ENOMEM.
+ */
+static struct tally_interval *interval_copy(struct tally_batch *b,
+					    const struct tally_interval *iv)
+{
+	uint32_t nb = iv->nbuckets, nq = iv->nquantiles;
+	bool add_inf = nb && !isinf(iv->buckets[nb - 1].le);
+	struct tally_interval *copy = tally_batch_alloc(b, sizeof(*copy));
+	struct tally_bucket *bk = NULL;
+	struct tally_quantile *qs = NULL;
+
+	if (!copy)
+		return NULL;
+	*copy = *iv;
+	if (nb) {
+		bk = tally_batch_alloc(b, (nb + add_inf) * sizeof(*bk));
+		if (!bk)
+			return NULL;
+		memcpy(bk, iv->buckets, nb * sizeof(*bk));
+		if (add_inf) {
+			bk[nb].le = INFINITY;
+			bk[nb].count = (uint64_t)llround(iv->count);
+		}
+	}
+	if (nq) {
+		qs = tally_batch_alloc(b, nq * sizeof(*qs));
+		if (!qs)
+			return NULL;
+		memcpy(qs, iv->quantiles, nq * sizeof(*qs));
+	}
+	copy->buckets = bk;
+	copy->nbuckets = nb + add_inf;
+	copy->quantiles = qs;
+	return copy;
+}
+
+static bool interval_valid(const struct tally_interval *iv)
+{
+	if (!(iv->count >= 0) || isinf(iv->count) ||
+	    (iv->nbuckets && !iv->buckets) ||
+	    (iv->nquantiles && !iv->quantiles))
+		return false;
+	for (uint32_t i = 0; i < iv->nbuckets; i++) {
+		const struct tally_bucket *k = &iv->buckets[i];
+
+		if (isnan(k->le) || (i && (k->le <= k[-1].le ||
+					   k->count < k[-1].count)))
+			return false;
+	}
+	for (uint32_t i = 0; i < iv->nquantiles; i++) {
+		double q = iv->quantiles[i].q;
+
+		if (!(q >= 0 && q <= 1) ||
+		    (i && q <= iv->quantiles[i - 1].q))
+			return false;
+	}
+	return true;
+}
+
+struct tally_record *tally_batch_add_interval(struct tally_batch *b,
+					      enum tally_metric_type type,
+					      const char *name,
+					      const char *help,
+					      struct tally_labels *labels,
+					      double value,
+					      const struct tally_interval *iv,
+					      int64_t ts_ns)
+{
+	struct tally_interval *copy;
+	struct tally_record *r;
+
+	if (!ts_ns)
+		ts_ns = tally_now_ns();
+	if ((type != TALLY_COUNTER && type != TALLY_GAUGE &&
+	     type != TALLY_HISTOGRAM && type != TALLY_SUMMARY) ||
+	    !iv || iv->start_ns >= ts_ns || !interval_valid(iv)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	copy = interval_copy(b, iv);
+	if (!copy)
+		return NULL;
+	copy->seconds = (double)(ts_ns - iv->start_ns) / 1e9;
+	r = batch_add_common(b, type, name, help, labels, ts_ns);
+	if (!r)
+		return NULL;
+	r->metric.form = TALLY_FORM_INTERVAL;
+	r->metric.value = value;
+	r->metric.interval = copy;
+	b->forms |= TALLY_FORMS_INTERVAL;
+	return r;
+}
+
 const struct tally_attr *tally_span_value(const struct tally_span *sp,
 					  const char *key)
 {
@@ -823,6 +952,11 @@ struct tally_record *tally_batch_copy_record(struct tally_batch *b,
 		if (rec->metric.member) {
 			m->member = tally_batch_strdup(b, rec->metric.member);
 			if (!m->member)
+				return NULL;
+		}
+		if (rec->metric.interval) {
+			m->interval = interval_copy(b, rec->metric.interval);
+			if (!m->interval)
 				return NULL;
 		}
 		if (esize && m->n) {

@@ -55,7 +55,7 @@ test_expect_success '--describe documents options from the option table' '
 	grep "^sends: deltas (counter increments, gauge adjustments), observations (timer values), set members$" out &&
 	tallyd --describe capture >out &&
 	grep "^  path  *string (required)" out &&
-	grep "^takes: deltas (counter increments, gauge adjustments), observations (timer values), set members$" out &&
+	grep "^takes: deltas (counter increments, gauge adjustments), observations (timer values), set members, interval records (an aggregate filter.s summaries)$" out &&
 	grep "^  queue_records  *integer  .*(default: 1000000) (range 1..1073741824)$" out &&
 	grep "^  labels  *group of labels " out &&
 	tallyd --describe testfilter >out &&
@@ -73,7 +73,7 @@ test_expect_success 'plugin names cannot escape the plugin path' '
 '
 
 test_expect_success 'command line: version, help, bad option' '
-	tallyd --version >out && grep "^tallyd [0-9.]* (plugin ABI 2)$" out &&
+	tallyd --version >out && grep "^tallyd [0-9.]* (plugin ABI 3)$" out &&
 	tallyd --help >out && grep -- "--check-config" out &&
 	test_expect_code 2 tallyd --bogus 2>err &&
 	grep -- "--config=PATH" err

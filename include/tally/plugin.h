@@ -41,8 +41,9 @@ extern "C" {
  * Bumped on every incompatible change to this header, tally/record.h,
  * tally/labels.h or tally/config.h. 2: struct tally_output_ops gained
  * reopen and end, struct tally_input_ops handoff, adopt and discard.
+ * 3: struct tally_metric gained interval (TALLY_FORM_INTERVAL).
  */
-#define TALLY_PLUGIN_ABI 2
+#define TALLY_PLUGIN_ABI 3
 
 struct event_base;
 struct tally_instance;

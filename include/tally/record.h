@@ -91,12 +91,22 @@ enum tally_metric_type {
  * front of it; records of such a form that reach it all the same (an input
  * emitting a form it did not declare) are dropped by the core and counted
  * as tally_dropped_total{reason="needs_aggregate"} of the output.
+ *
+ * @TALLY_FORM_INTERVAL: what the aggregate filter makes of the forms above
+ *	(and of spans): the summary of one interval of one series, in
+ *	@interval (struct tally_interval); see tally_batch_add_interval().
+ *	An output renders it its own way (prometheus: cumulative counters
+ *	and histograms, the last interval's percentiles as a summary;
+ *	graphite: etsy-style names per flush) and declares it in @accepts
+ *	like the other forms: an output that does not is refused by
+ *	--check-config behind an aggregate filter.
  */
 enum tally_sample_form {
 	TALLY_FORM_CUMULATIVE = 0,
 	TALLY_FORM_DELTA,
 	TALLY_FORM_OBSERVATION,
 	TALLY_FORM_SET_MEMBER,
+	TALLY_FORM_INTERVAL,
 };
 
 /* Sets of forms, for the emits/absorbs/accepts fields of tally/plugin.h. */
@@ -104,6 +114,7 @@ enum tally_sample_form {
 #define TALLY_FORMS_DELTA	TALLY_FORM_BIT(TALLY_FORM_DELTA)
 #define TALLY_FORMS_OBSERVATION TALLY_FORM_BIT(TALLY_FORM_OBSERVATION)
 #define TALLY_FORMS_SET_MEMBER	TALLY_FORM_BIT(TALLY_FORM_SET_MEMBER)
+#define TALLY_FORMS_INTERVAL	TALLY_FORM_BIT(TALLY_FORM_INTERVAL)
 /* every non-cumulative form (cumulative samples are always taken) */
 #define TALLY_FORMS_STATSD \
 	(TALLY_FORMS_DELTA | TALLY_FORMS_OBSERVATION | TALLY_FORMS_SET_MEMBER)
@@ -128,6 +139,71 @@ struct tally_quantile {
 	double value;
 };
 
+/* struct tally_interval.flags */
+#define TALLY_INTERVAL_SET	0x1u /* a gauge that counts a set's members */
+#define TALLY_INTERVAL_SEEDED	0x2u /* the zero a new series starts at */
+
+/**
+ * struct tally_interval - one series over one interval (TALLY_FORM_INTERVAL)
+ * @start_ns:   CLOCK_REALTIME ns at which the interval began; the record's
+ *              ts_ns is its end (a wall-clock mark of the aggregate's
+ *              interval, or the shutdown time of a partial last one)
+ * @seconds:    the interval's length, ts_ns - start_ns in seconds, > 0
+ *              (set by tally_batch_add_interval())
+ * @count:      events in the interval, each weighted by 1 / its sample
+ *              rate (so 3 lines sampled at 0.5 count 6): counter
+ *              increments, gauge updates, set members, observations
+ * @sum:        observations (histograms, summaries): their sum, each value
+ *              weighted as its count is; 0 for other types
+ * @min:        observations: the smallest value seen (sample rates never
+ *              change values); NaN when @count is 0 or the type has none
+ * @max:        the largest value seen, as @min
+ * @median:     the 0.5 quantile of the values seen, as in @quantiles; NaN
+ *              as @min
+ * @flags:      TALLY_INTERVAL_* flags
+ * @nquantiles: number of @quantiles (0: none computed)
+ * @nbuckets:   number of @buckets (0: none kept)
+ * @quantiles:  the interval's quantiles, sorted by q, of the values seen
+ *              (definition: the aggregate filter's documentation, the
+ *              nearest rank of tally_quantile_sorted()); not mergeable:
+ *              the value of one interval only
+ * @buckets:    the interval's observations per bucket: @buckets[i].count
+ *              counts the observations <= @buckets[i].le within this
+ *              interval only (cumulative over le as in Prometheus, not
+ *              over time), weights rounded to the nearest integer; the
+ *              last le is +Inf. Mergeable: sum them over intervals and
+ *              series
+ *
+ * What the record's value says depends on its type:
+ *   TALLY_COUNTER:   @value is the sum of the interval's increments
+ *                    (weighted); tally_interval_rate() the same per second
+ *   TALLY_GAUGE:     @value is the level at the interval's end (with its
+ *                    deltas applied); with TALLY_INTERVAL_SET, the number
+ *                    of distinct members seen in the interval
+ *   TALLY_HISTOGRAM, TALLY_SUMMARY: @value is unused (0); the interval's
+ *                    observations are @count, @sum, @min, @max, @median,
+ *                    @quantiles and (histograms) @buckets
+ * The metric's own count, sum, n and buckets/quantiles are unused (0) in
+ * an interval record. A series first seen in an interval is emitted once
+ * at zero first (TALLY_INTERVAL_SEEDED, @count 0), so that a cumulative
+ * rendering starts from 0 and PromQL's increase() counts its first
+ * interval.
+ */
+struct tally_interval {
+	int64_t start_ns;
+	double seconds;
+	double count;
+	double sum;
+	double min;
+	double max;
+	double median;
+	uint32_t flags;
+	uint32_t nquantiles;
+	uint32_t nbuckets;
+	const struct tally_quantile *quantiles;
+	const struct tally_bucket *buckets;
+};
+
 /**
  * struct tally_metric - a metric sample
  * @name:    Prometheus-style name, base units, counters end in "_total"
@@ -147,6 +223,9 @@ struct tally_quantile {
  *           kept, in (0, 1]; 0 (a cumulative record) reads as 1. See
  *           tally_metric_weight().
  * @member:  set members: the member (arena string); NULL otherwise
+ * @interval: interval records (TALLY_FORM_INTERVAL): the interval's
+ *           figures, in the batch's arena (or one it borrows from); NULL
+ *           otherwise
  */
 struct tally_metric {
 	const char *name;
@@ -164,6 +243,7 @@ struct tally_metric {
 	};
 	double sample_rate;
 	const char *member;
+	const struct tally_interval *interval;
 };
 
 /**
@@ -175,6 +255,36 @@ static inline double tally_metric_weight(const struct tally_metric *m)
 {
 	return m->sample_rate > 0 ? 1.0 / m->sample_rate : 1.0;
 }
+
+/**
+ * tally_interval_rate() - an interval record's events per second
+ * @m: a metric of form TALLY_FORM_INTERVAL
+ *
+ * Counters: @m->value / seconds (statsd's ".rate"); other types: the
+ * interval's count / seconds (statsd's "count_ps").
+ * Return: the rate, or NaN when @m is not an interval record. Pure.
+ */
+double tally_interval_rate(const struct tally_metric *m);
+
+/**
+ * tally_interval_mean() - an interval record's mean observation
+ * @m: a metric of form TALLY_FORM_INTERVAL
+ *
+ * Return: sum / count, or NaN when the interval holds no observation or
+ * @m is not an interval record. Pure.
+ */
+double tally_interval_mean(const struct tally_metric *m);
+
+/**
+ * tally_interval_quantile() - one of an interval record's quantiles
+ * @m: a metric of form TALLY_FORM_INTERVAL
+ * @q: the quantile, in [0, 1], exactly as listed (0.9 for the 90th
+ *     percentile); 0.5 also finds @median when not listed
+ *
+ * Return: its value (NaN for an empty interval), or NaN with errno =
+ * ENOENT when @q was not computed. Pure.
+ */
+double tally_interval_quantile(const struct tally_metric *m, double q);
 
 /** enum tally_span_phase - which edge of a span an event marks */
 enum tally_span_phase {
@@ -552,6 +662,41 @@ int tally_batch_add_summary(struct tally_batch *b, const char *name,
 			    const char *help, struct tally_labels *labels,
 			    const struct tally_quantile *quantiles, size_t n,
 			    uint64_t count, double sum, int64_t ts_ns);
+
+/**
+ * tally_batch_add_interval() - append an interval record
+ * @b:      batch being built
+ * @type:   TALLY_COUNTER, TALLY_GAUGE, TALLY_HISTOGRAM or TALLY_SUMMARY:
+ *          what the series is (see struct tally_interval for @value)
+ * @name:   metric name as received (statsd's dotted names stay dotted:
+ *          each output makes it valid for its format), copied
+ * @help:   help text, copied; NULL for none
+ * @labels: label set; the batch takes its own reference; NULL = empty set
+ * @value:  counters: the interval's total; gauges: the level (or distinct
+ *          members); 0 for histograms and summaries
+ * @iv:     the interval's figures; copied with its quantiles and buckets
+ *          (the caller keeps ownership). @iv->buckets, if any, sorted by
+ *          le with counts not decreasing; a final +Inf bucket holding
+ *          llround(@iv->count) is added when the last le is finite.
+ *          @iv->quantiles sorted by q, each in [0, 1]
+ * @ts_ns:  the interval's end, CLOCK_REALTIME ns (0: now); @iv->start_ns
+ *          must be before it. The copy's seconds is set from the two
+ *          (@iv->seconds is not read)
+ *
+ * Appends a TALLY_FORM_INTERVAL sample.
+ * Return: the record (valid until the next append), or NULL with errno =
+ * ENOMEM, or EINVAL (bad type, empty name, NULL @iv, @iv->start_ns not
+ * before @ts_ns, a negative or non-finite count, unsorted quantiles or
+ * buckets, a quantile outside [0, 1]).
+ */
+struct tally_record *tally_batch_add_interval(struct tally_batch *b,
+					      enum tally_metric_type type,
+					      const char *name,
+					      const char *help,
+					      struct tally_labels *labels,
+					      double value,
+					      const struct tally_interval *iv,
+					      int64_t ts_ns);
 
 /**
  * tally_batch_add_span() - append a span event

@@ -12,6 +12,9 @@
  *	delta counter|gauge NAME{...} VALUE rate=R
  *	observation histogram|summary NAME{...} VALUE rate=R
  *	set gauge NAME{...} member=M
+ *	interval TYPE NAME{...} VALUE seconds=S count=C sum=S min=V max=V
+ *	     median=V[ quantiles=Q:V,...][ buckets=LE:C,...][ flags=F]
+ *	     (F: '|'-joined set, seeded)
  *	span begin|end trace=T name=N id=ID parent=P depth=D host=H pid=P
  *	     tid=T rank=R flags=F
  * (a span is one line; F is 0 or a '|'-joined list of abandoned,
@@ -25,7 +28,8 @@
  * The file is truncated at init and flushed after every batch, so a test
  * can read it while tallyd runs. stall = true makes every write fail with
  * EAGAIN, to test that a stuck output delays nothing else. The output
- * takes every sample form (deltas, observations, set members), and acts
+ * takes every sample form (deltas, observations, set members, interval
+ * records), and acts
  * as a push output for static labels: with static_labels = true, metric
  * labels are printed merged with tally_output_labels() (global.labels,
  * the output's labels, host = the host name).
@@ -127,6 +131,46 @@ static int capture_labels(struct capture *c, const struct tally_labels *ls)
 	return 0;
 }
 
+/* The rest of an interval record's line (see the top of the file). */
+static int capture_interval(FILE *f, const struct tally_metric *m)
+{
+	const struct tally_interval *iv = m->interval;
+	const struct {
+		const char *key;
+		double v;
+	} figs[] = {
+		{ " ", m->value },	  { " seconds=", iv->seconds },
+		{ " count=", iv->count }, { " sum=", iv->sum },
+		{ " min=", iv->min },	  { " max=", iv->max },
+		{ " median=", iv->median },
+	};
+
+	for (size_t i = 0; i < sizeof(figs) / sizeof(figs[0]); i++) {
+		fputs(figs[i].key, f);
+		capture_num(f, figs[i].v);
+	}
+	for (uint32_t i = 0; i < iv->nquantiles; i++) {
+		fputs(i ? "," : " quantiles=", f);
+		capture_num(f, iv->quantiles[i].q);
+		fputc(':', f);
+		capture_num(f, iv->quantiles[i].value);
+	}
+	for (uint32_t i = 0; i < iv->nbuckets; i++) {
+		fputs(i ? "," : " buckets=", f);
+		capture_num(f, iv->buckets[i].le);
+		fprintf(f, ":%" PRIu64, iv->buckets[i].count);
+	}
+	if (iv->flags)
+		fprintf(f, " flags=%s%s%s",
+			iv->flags & TALLY_INTERVAL_SET ? "set" : "",
+			(iv->flags & TALLY_INTERVAL_SET) &&
+					(iv->flags & TALLY_INTERVAL_SEEDED)
+				? "|"
+				: "",
+			iv->flags & TALLY_INTERVAL_SEEDED ? "seeded" : "");
+	return 0;
+}
+
 static int capture_metric(struct capture *c, const struct tally_metric *m)
 {
 	const char *type = m->type >= TALLY_COUNTER && m->type <= TALLY_INFO
@@ -137,11 +181,12 @@ static int capture_metric(struct capture *c, const struct tally_metric *m)
 		[TALLY_FORM_DELTA] = "delta ",
 		[TALLY_FORM_OBSERVATION] = "observation ",
 		[TALLY_FORM_SET_MEMBER] = "set ",
+		[TALLY_FORM_INTERVAL] = "interval ",
 	};
 
 	fprintf(c->f, "%s%s %s",
-		m->form > 0 && m->form <= TALLY_FORM_SET_MEMBER ? forms[m->form]
-								: "",
+		m->form > 0 && m->form <= TALLY_FORM_INTERVAL ? forms[m->form]
+							      : "",
 		type, m->name);
 	if (c->static_labels) {
 		struct tally_labels *ls = tally_labels_merge(
@@ -158,6 +203,8 @@ static int capture_metric(struct capture *c, const struct tally_metric *m)
 		fprintf(c->f, " member=%s", m->member);
 		return 0;
 	}
+	if (m->form == TALLY_FORM_INTERVAL)
+		return capture_interval(c->f, m);
 	if (m->form != TALLY_FORM_CUMULATIVE) {
 		fputc(' ', c->f);
 		capture_num(c->f, m->value);
@@ -368,7 +415,7 @@ static const struct tally_output_ops capture_ops = {
 	.fini = capture_fini,
 	.reopen = capture_reopen,
 	.end = capture_end,
-	.accepts = TALLY_FORMS_STATSD,
+	.accepts = TALLY_FORMS_STATSD | TALLY_FORMS_INTERVAL,
 	.host_label = "host",
 };
 

@@ -373,6 +373,7 @@ struct tally_instance {
 	struct tally_pipeline *pipe;
 	size_t pos;
 	bool in_op; /* in process or tick: tally_emit() is EBUSY */
+	bool last_tick; /* the tick running is the filter's last */
 
 	/* outputs */
 	struct tally_outq q;

@@ -28,6 +28,11 @@ const char *tally_instance_plugin(const struct tally_instance *inst)
 	return inst->plugin ? inst->plugin->name : "core";
 }
 
+bool tally_tick_is_last(const struct tally_instance *inst)
+{
+	return inst->last_tick;
+}
+
 double tally_instance_interval(const struct tally_instance *inst)
 {
 	return inst->interval;

@@ -232,8 +232,10 @@ void tally_inst_halt(struct tally_instance *inst)
 	}
 	/* a filter's last tick, so that aggregated data is not lost */
 	if (p->kind == TALLY_KIND_FILTER && inst->initialized &&
-	    p->filter->tick)
+	    p->filter->tick) {
+		inst->last_tick = true;
 		tally_filter_tick_once(inst);
+	}
 }
 
 void tally_core_stop(struct tally_core *core)

@@ -24,6 +24,7 @@
 #ifndef TALLY_PLUGIN_H
 #define TALLY_PLUGIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -289,6 +290,16 @@ const char *tally_instance_plugin(const struct tally_instance *inst);
  * global.interval. Outputs: global.interval.
  */
 double tally_instance_interval(const struct tally_instance *inst);
+
+/**
+ * tally_tick_is_last() - whether a filter's tick running now is its last
+ *
+ * For a filter's tick op: true in the tick the core runs when the
+ * instance stops (shutdown, --once, a reload retiring it), after which no
+ * tick follows: emit everything held back (aggregate's partial interval).
+ * Loop thread only.
+ */
+bool tally_tick_is_last(const struct tally_instance *inst);
 
 /**
  * tally_instance_base() - the event loop

@@ -715,7 +715,7 @@ static const struct tally_output_ops prometheus_ops = {
 	.fini = prometheus_fini,
 	.end = prometheus_end,
 	/* counter increments and gauge adjustments add up in the store */
-	.accepts = TALLY_FORMS_DELTA,
+	.accepts = TALLY_FORMS_DELTA | TALLY_FORMS_INTERVAL,
 };
 
 TALLY_PLUGIN_OUTPUT(prometheus,

@@ -186,6 +186,11 @@ struct prom_series {
 	struct prom_region *region;
 	double value; /* counters, gauges: what a delta adds to */
 	bool self; /* tallyd's own: counted in nself, not against max_series */
+	/* histograms, summaries of interval records: the totals so far */
+	uint64_t count;
+	double sum;
+	struct tally_bucket *cum; /* histograms: cumulative over time */
+	size_t ncum;
 };
 
 /*
@@ -240,6 +245,8 @@ struct prom_store {
 	struct prom_store_stats st;
 	struct sbuf tmp, tmp2, tmp3; /* scratch: names, label text, keys */
 	struct tally_label *lbuf;    /* a region's labels with the static */
+	struct tally_bucket *ivb;    /* an interval's cumulative buckets */
+	size_t nivb;
 };
 
 #define NS_PER_S 1000000000LL
@@ -573,6 +580,7 @@ static void series_free(struct prom_series *ser)
 	free(ser->lbl);
 	free(ser->text.p);
 	free(ser->region);
+	free(ser->cum);
 	free(ser);
 }
 
@@ -941,6 +949,101 @@ static int delta_accumulate(struct prom_store *s, const struct prom_series *ser,
 	return 0;
 }
 
+/*
+ * An interval record (the aggregate filter's) as the cumulative sample it
+ * makes of @ser (NULL: a new series, from 0) in *@acc: a counter adds the
+ * interval's total, a gauge is its level, a histogram adds the interval's
+ * bucket counts, sum and count, a summary adds sum and count and shows the
+ * interval's quantiles (they do not add up). The histogram's buckets are
+ * built in s->ivb. Return: 0, 1 if dropped (a counter cannot go down,
+ * buckets that changed bounds), -1/ENOMEM.
+ */
+static int interval_accumulate(struct prom_store *s,
+			       const struct prom_series *ser,
+			       const struct tally_metric *m,
+			       struct tally_metric *acc)
+{
+	const struct tally_interval *iv = m->interval;
+	uint64_t n = (uint64_t)llround(iv->count);
+
+	*acc = *m;
+	acc->form = TALLY_FORM_CUMULATIVE;
+	acc->interval = NULL;
+	switch (m->type) {
+	case TALLY_COUNTER:
+		if (!(m->value >= 0) || isinf(m->value)) {
+			DROP(s, bad_delta, "bad_delta");
+			return 1;
+		}
+		acc->value = (ser ? ser->value : 0) + m->value;
+		return 0;
+	case TALLY_GAUGE:
+		return 0;
+	case TALLY_SUMMARY:
+		acc->n = iv->nquantiles;
+		acc->quantiles = iv->quantiles;
+		break;
+	case TALLY_HISTOGRAM:
+		if (ser && ser->ncum != iv->nbuckets) {
+			DROP(s, bad_histogram, "bad_histogram");
+			return 1;
+		}
+		if (iv->nbuckets > s->nivb) {
+			struct tally_bucket *v =
+				realloc(s->ivb, iv->nbuckets * sizeof(*v));
+
+			if (!v) {
+				errno = ENOMEM;
+				return -1;
+			}
+			s->ivb = v;
+			s->nivb = iv->nbuckets;
+		}
+		for (size_t i = 0; i < iv->nbuckets; i++) {
+			if (ser && ser->cum[i].le != iv->buckets[i].le) {
+				DROP(s, bad_histogram, "bad_histogram");
+				return 1;
+			}
+			s->ivb[i] = iv->buckets[i];
+			s->ivb[i].count += ser ? ser->cum[i].count : 0;
+		}
+		/* the +Inf bucket is the count, whatever the rounding */
+		if (iv->nbuckets)
+			n = iv->buckets[iv->nbuckets - 1].count;
+		acc->n = iv->nbuckets;
+		acc->buckets = s->ivb;
+		break;
+	default:
+		DROP(s, bad_delta, "bad_delta");
+		return 1;
+	}
+	acc->count = (ser ? ser->count : 0) + n;
+	acc->sum = (ser ? ser->sum : 0) + iv->sum;
+	return 0;
+}
+
+/* Keep the totals of a histogram or summary made of interval records. */
+static int interval_keep(struct prom_series *ser, const struct tally_metric *m)
+{
+	ser->count = m->count;
+	ser->sum = m->sum;
+	if (m->type != TALLY_HISTOGRAM)
+		return 0;
+	if (ser->ncum != m->n) {
+		struct tally_bucket *v = realloc(ser->cum, m->n * sizeof(*v));
+
+		if (!v && m->n) {
+			errno = ENOMEM;
+			return -1;
+		}
+		ser->cum = v;
+		ser->ncum = m->n;
+	}
+	if (m->n)
+		memcpy(ser->cum, m->buckets, m->n * sizeof(*ser->cum));
+	return 0;
+}
+
 static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 			int64_t deadline)
 {
@@ -948,10 +1051,20 @@ static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 	struct prom_series *ser = raw_find(s, m->name, m->labels, rh);
 	struct tally_metric acc;
 	int rc;
+	bool interval = m->form == TALLY_FORM_INTERVAL && m->interval;
 
 	if (m->type < TALLY_COUNTER || m->type > TALLY_INFO)
 		return 0;
-	if (m->form != TALLY_FORM_CUMULATIVE) {
+	if (ser && interval && ser->fam->type != m->type) {
+		DROP(s, type_conflict, "type_conflict");
+		return 0;
+	}
+	if (interval) {
+		rc = interval_accumulate(s, ser, m, &acc);
+		if (rc)
+			return rc < 0 ? -1 : 0;
+		m = &acc;
+	} else if (m->form != TALLY_FORM_CUMULATIVE) {
 		if (delta_accumulate(s, ser, m, &acc))
 			return 0;
 		m = &acc;
@@ -971,6 +1084,8 @@ static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 	if (rc == 0) {
 		ser->deadline = deadline;
 		ser->value = m->value;
+		if (interval && interval_keep(ser, m) < 0)
+			rc = -1;
 	}
 	return rc < 0 ? -1 : 0;
 }
@@ -1487,6 +1602,7 @@ void prom_store_free(struct prom_store *s)
 	free(s->fams);
 	free(s->jobid);
 	free(s->lbuf);
+	free(s->ivb);
 	tally_labels_unref(s->o.labels);
 	free(s->tmp.p);
 	free(s->tmp2.p);

@@ -161,8 +161,14 @@ void prom_store_free(struct prom_store *s);
  * (TALLY_FORM_DELTA) are added to their series' last value: a counter
  * increment times its weight (1 / sample rate) into the cumulative
  * counter, a gauge adjustment into the gauge, a new or expired series
- * starting from 0. A negative counter delta, and any other
- * non-cumulative form, is dropped as bad_delta.
+ * starting from 0. Interval records (TALLY_FORM_INTERVAL, the aggregate
+ * filter's) accumulate likewise: a counter adds the interval's total, a
+ * gauge takes its level, a histogram adds the interval's bucket counts,
+ * sum and count, a summary adds sum and count and shows the interval's
+ * quantiles (the last interval's: quantiles do not add up). A negative
+ * counter delta or interval total, and any other non-cumulative form, is
+ * dropped as bad_delta; interval buckets whose bounds changed, as
+ * bad_histogram.
  * Return: 0, or -1 with errno = ENOMEM when at least one record was dropped
  * for lack of memory (the rest were applied).
  */

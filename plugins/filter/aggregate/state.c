@@ -1,0 +1,787 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/filter/aggregate/state.c - series, their interval figures, and
+ * the interval records made of them (see state.h)
+ *
+ * Series live in one hash table of the core (tally/hash.h), keyed by
+ * name, kind and interned label set (a pointer: equal sets are one set),
+ * and on a list in the order they were first seen, which is the order
+ * they are emitted in. Open flat calls (the first begin of a fragmented
+ * span, whose LAST end needs it) live in a bounded table (tally/lru.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tally/hash.h>
+#include <tally/list.h>
+#include <tally/lru.h>
+#include <tally/quantile.h>
+
+#include "state.h"
+
+enum agg_kind {
+	K_COUNTER,
+	K_GAUGE,
+	K_SET,
+	K_SUMMARY,
+	K_HISTOGRAM,
+};
+
+static const enum tally_metric_type kind_type[] = {
+	[K_COUNTER] = TALLY_COUNTER,	 [K_GAUGE] = TALLY_GAUGE,
+	[K_SET] = TALLY_GAUGE,		 [K_SUMMARY] = TALLY_SUMMARY,
+	[K_HISTOGRAM] = TALLY_HISTOGRAM,
+};
+
+struct agg_member {
+	struct tally_hnode h;
+	char s[];
+};
+
+struct agg_series {
+	struct tally_hnode h;
+	struct tally_list order; /* first seen first, from the list's end */
+	char *name;
+	struct tally_labels *labels;
+	enum agg_kind kind;
+	bool fresh;	   /* not emitted yet: due for its zero */
+	bool touched;	   /* a sample since the figures were last emitted */
+	int64_t start_ns;  /* what the figures cover starts here */
+	int64_t idle_ns;   /* time without a sample */
+	double value;	   /* counter: sum; gauge: level */
+	double count, sum, min, max;
+	double *v;	   /* values for quantiles (reservoir) */
+	uint32_t nv, capv;
+	uint64_t seen;	   /* values offered to the reservoir */
+	double *bk;	   /* histogram: weight per bucket, +Inf last */
+	struct tally_htable members; /* set: this interval's members */
+};
+
+/* An open flat call: the first fragment's begin, for its LAST end. */
+struct agg_open {
+	struct tally_lru_node node;
+	uint64_t span_id;
+	uint32_t pid, tid;
+	int64_t begin_ns;
+	const char *host; /* in key[] */
+	char trace[];	  /* then host */
+};
+
+struct agg_state {
+	struct agg_opts o;
+	double *quantiles, *buckets;
+	struct tally_htable table;
+	struct tally_list order;
+	struct tally_lru open;
+	int64_t start_ns; /* the current interval's */
+	uint64_t rng;	  /* reservoir sampling */
+	struct agg_counters c;
+	/* scratch for one emission */
+	struct tally_quantile *qs;
+	struct tally_bucket *cb;
+	double *tmp;
+	size_t ntmp;
+};
+
+struct agg_state *agg_state_new(const struct agg_opts *opts, int64_t now_ns)
+{
+	struct agg_state *st;
+	size_t nq = opts->nquantiles, nb = opts->nbuckets;
+
+	if (!opts->max_series || !opts->max_samples || opts->expire_ns <= 0 ||
+	    !opts->prefix) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < nq; i++) {
+		if (!(opts->quantiles[i] >= 0 && opts->quantiles[i] <= 1) ||
+		    (i && opts->quantiles[i] <= opts->quantiles[i - 1])) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < nb; i++) {
+		if (!isfinite(opts->buckets[i]) ||
+		    (i && opts->buckets[i] <= opts->buckets[i - 1])) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		goto out_nomem;
+	st->o = *opts;
+	st->quantiles = malloc((nq + 1) * sizeof(double));
+	st->buckets = malloc((nb + 1) * sizeof(double));
+	st->qs = malloc((nq + 1) * sizeof(*st->qs));
+	st->cb = malloc((nb + 1) * sizeof(*st->cb));
+	if (!st->quantiles || !st->buckets || !st->qs || !st->cb)
+		goto out_free;
+	if (nq)
+		memcpy(st->quantiles, opts->quantiles, nq * sizeof(double));
+	if (nb)
+		memcpy(st->buckets, opts->buckets, nb * sizeof(double));
+	st->o.quantiles = st->quantiles;
+	st->o.buckets = st->buckets;
+	tally_list_init(&st->order);
+	tally_lru_init(&st->open, opts->max_series);
+	st->start_ns = now_ns;
+	st->rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)now_ns;
+	return st;
+out_free:
+	free(st->quantiles);
+	free(st->buckets);
+	free(st->qs);
+	free(st->cb);
+	free(st);
+out_nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void members_clear(struct agg_series *s)
+{
+	struct tally_hnode *p, *n;
+	size_t i;
+
+	tally_htable_for_each_safe(&s->members, i, p, n)
+	{
+		tally_htable_remove(&s->members, p);
+		free(tally_container_of(p, struct agg_member, h));
+	}
+}
+
+static void series_free(struct agg_series *s)
+{
+	members_clear(s);
+	tally_htable_fini(&s->members);
+	tally_labels_unref(s->labels);
+	free(s->name);
+	free(s->v);
+	free(s->bk);
+	free(s);
+}
+
+void agg_state_free(struct agg_state *st)
+{
+	struct tally_list *p;
+	struct tally_lru_node *n;
+
+	if (!st)
+		return;
+	while ((p = tally_list_first(&st->order))) {
+		struct agg_series *s =
+			tally_container_of(p, struct agg_series, order);
+
+		tally_list_del(p);
+		series_free(s);
+	}
+	tally_htable_fini(&st->table);
+	while ((n = tally_lru_oldest(&st->open))) {
+		tally_lru_remove(&st->open, n);
+		free(tally_container_of(n, struct agg_open, node));
+	}
+	tally_lru_fini(&st->open);
+	free(st->quantiles);
+	free(st->buckets);
+	free(st->qs);
+	free(st->cb);
+	free(st->tmp);
+	free(st);
+}
+
+const struct agg_counters *agg_state_counters(const struct agg_state *st)
+{
+	return &st->c;
+}
+
+/* Figures of a new interval: nothing seen yet. */
+static void series_reset(const struct agg_state *st, struct agg_series *s,
+			 int64_t start_ns)
+{
+	s->start_ns = start_ns;
+	s->touched = false;
+	s->count = 0;
+	s->sum = 0;
+	s->min = NAN;
+	s->max = NAN;
+	s->nv = 0;
+	s->seen = 0;
+	if (s->kind == K_COUNTER)
+		s->value = 0;
+	if (s->bk)
+		memset(s->bk, 0, (st->o.nbuckets + 1) * sizeof(*s->bk));
+	if (s->kind == K_SET) {
+		members_clear(s);
+		s->value = 0;
+	}
+}
+
+static uint64_t series_hash(const char *name, enum agg_kind kind,
+			    const struct tally_labels *ls)
+{
+	uint64_t h = tally_hash_str(TALLY_HASH_SEED, name);
+
+	return tally_hash_mix(h ^ (tally_labels_hash(ls) * 31 + kind));
+}
+
+/*
+ * The series of (@name, @kind, @ls), made when new (@ls referenced).
+ * Return: the series, or NULL (table full or no memory: counted).
+ */
+static struct agg_series *series_get(struct agg_state *st, const char *name,
+				     enum agg_kind kind, struct tally_labels *ls)
+{
+	uint64_t h = series_hash(name, kind, ls);
+	struct tally_hnode *p;
+	struct agg_series *s;
+
+	tally_htable_for_each_hash(&st->table, h, p)
+	{
+		s = tally_container_of(p, struct agg_series, h);
+		if (s->kind == kind && s->labels == ls && !strcmp(s->name, name))
+			return s;
+	}
+	if (st->table.n >= st->o.max_series) {
+		st->c.series_dropped++;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || tally_htable_reserve(&st->table) < 0)
+		goto out_nomem;
+	s->name = strdup(name);
+	if (!s->name)
+		goto out_nomem;
+	if (kind == K_HISTOGRAM) {
+		s->bk = calloc(st->o.nbuckets + 1, sizeof(*s->bk));
+		if (!s->bk)
+			goto out_nomem;
+	}
+	s->kind = kind;
+	s->labels = tally_labels_ref(ls);
+	s->fresh = true;
+	series_reset(st, s, st->start_ns);
+	s->h.hash = h;
+	tally_htable_insert(&st->table, &s->h);
+	tally_list_add_first(&st->order, &s->order);
+	st->c.series++;
+	return s;
+out_nomem:
+	if (s)
+		free(s->name);
+	free(s);
+	st->c.nomem++;
+	return NULL;
+}
+
+/* xorshift64*: reservoir positions need no more than that. */
+static uint64_t agg_rand(struct agg_state *st)
+{
+	st->rng ^= st->rng >> 12;
+	st->rng ^= st->rng << 25;
+	st->rng ^= st->rng >> 27;
+	return st->rng * 0x2545f4914f6cdd1dULL;
+}
+
+/* One observation @x standing for @w events. */
+static void series_observe(struct agg_state *st, struct agg_series *s,
+			   double x, double w)
+{
+	s->touched = true;
+	s->count += w;
+	s->sum += x * w;
+	if (!(x >= s->min))
+		s->min = x;
+	if (!(x <= s->max))
+		s->max = x;
+	if (s->bk) {
+		size_t i = 0;
+
+		while (i < st->o.nbuckets && x > st->o.buckets[i])
+			i++;
+		s->bk[i] += w;
+	}
+	s->seen++;
+	if (s->nv < st->o.max_samples) {
+		if (s->nv == s->capv) {
+			uint32_t cap = s->capv ? s->capv * 2 : 16;
+			double *v;
+
+			if (cap > st->o.max_samples)
+				cap = st->o.max_samples;
+			v = realloc(s->v, cap * sizeof(*v));
+			if (!v) {
+				st->c.sampled++;
+				return;
+			}
+			s->v = v;
+			s->capv = cap;
+		}
+		s->v[s->nv++] = x;
+		return;
+	}
+	/* Algorithm R: the kept values stay a uniform sample of those seen */
+	st->c.sampled++;
+	{
+		uint64_t j = agg_rand(st) % s->seen;
+
+		if (j < s->nv)
+			s->v[j] = x;
+	}
+}
+
+static void series_add_member(struct agg_state *st, struct agg_series *s,
+			      const char *member)
+{
+	uint64_t h = tally_hash_str(TALLY_HASH_SEED, member);
+	size_t len = strlen(member) + 1;
+	struct tally_hnode *p;
+	struct agg_member *m;
+
+	s->touched = true;
+	s->count += 1;
+	tally_htable_for_each_hash(&s->members, h, p)
+	{
+		m = tally_container_of(p, struct agg_member, h);
+		if (!strcmp(m->s, member))
+			return;
+	}
+	if (s->members.n >= st->o.max_samples) {
+		st->c.set_overflow++;
+		return;
+	}
+	m = malloc(sizeof(*m) + len);
+	if (!m || tally_htable_reserve(&s->members) < 0) {
+		free(m);
+		st->c.nomem++;
+		return;
+	}
+	memcpy(m->s, member, len);
+	m->h.hash = h;
+	tally_htable_insert(&s->members, &m->h);
+	s->value = (double)s->members.n;
+}
+
+static bool key_listed(char *const *keys, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(keys[i], key))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The label set a series is keyed by: @ls less the dropped keys (and, for
+ * metrics with group_by, less every key not grouped by). Return: a new
+ * reference, or NULL/ENOMEM.
+ */
+static struct tally_labels *key_labels(const struct agg_state *st,
+				       struct tally_labels *ls, bool group)
+{
+	size_t n = tally_labels_count(ls), k = 0;
+	const struct tally_label *all = tally_labels_pairs(ls);
+	struct tally_label *keep;
+	struct tally_labels *r;
+
+	group = group && st->o.ngroup_by;
+	if (!n || (!group && !st->o.ndrop))
+		return tally_labels_ref(ls);
+	keep = malloc(n * sizeof(*keep));
+	if (!keep)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (key_listed(st->o.drop_labels, st->o.ndrop, all[i].key) ||
+		    (group &&
+		     !key_listed(st->o.group_by, st->o.ngroup_by, all[i].key)))
+			continue;
+		keep[k++] = all[i];
+	}
+	r = k == n ? tally_labels_ref(ls) : tally_labels_new(keep, k);
+	free(keep);
+	return r;
+}
+
+static bool agg_metric(struct agg_state *st, const struct tally_metric *m)
+{
+	enum agg_kind kind;
+	struct tally_labels *ls;
+	struct agg_series *s;
+	double w = tally_metric_weight(m);
+
+	switch (m->form) {
+	case TALLY_FORM_DELTA:
+		kind = m->type == TALLY_COUNTER ? K_COUNTER : K_GAUGE;
+		break;
+	case TALLY_FORM_OBSERVATION:
+		kind = m->type == TALLY_HISTOGRAM ? K_HISTOGRAM : K_SUMMARY;
+		break;
+	case TALLY_FORM_SET_MEMBER:
+		kind = K_SET;
+		break;
+	case TALLY_FORM_CUMULATIVE:
+		/* a gauge's level, which later deltas adjust (statsd "g") */
+		if (m->type != TALLY_GAUGE)
+			return false;
+		kind = K_GAUGE;
+		break;
+	default:
+		return false;
+	}
+	st->c.samples++;
+	ls = key_labels(st, m->labels, true);
+	if (!ls) {
+		st->c.nomem++;
+		return true;
+	}
+	s = series_get(st, m->name, kind, ls);
+	tally_labels_unref(ls);
+	if (!s)
+		return true;
+	s->idle_ns = 0;
+	switch (kind) {
+	case K_COUNTER:
+		s->touched = true;
+		s->value += m->value * w;
+		s->count += w;
+		break;
+	case K_GAUGE:
+		s->touched = true;
+		s->count += 1;
+		if (m->form == TALLY_FORM_DELTA)
+			s->value += m->value;
+		else
+			s->value = m->value;
+		break;
+	case K_SET:
+		series_add_member(st, s, m->member ? m->member : "");
+		break;
+	default:
+		series_observe(st, s, m->value, w);
+	}
+	return true;
+}
+
+/* A span series' labels: region, the dimensions, then its attrs. */
+static struct tally_labels *span_labels(const struct agg_state *st,
+					const struct tally_span *sp)
+{
+	struct tally_label mine[5], stack[16], *out = stack;
+	const struct tally_label *attrs = tally_labels_pairs(sp->attrs);
+	size_t na = tally_labels_count(sp->attrs), n = 0, k;
+	unsigned d = st->o.dimensions;
+	char rank[16], depth[16];
+	struct tally_labels *ls, *r;
+
+	/* key order: depth, host, rank, region, trace */
+	if (d & AGG_DIM_DEPTH) {
+		snprintf(depth, sizeof(depth), "%u", (unsigned)sp->depth);
+		mine[n++] = (struct tally_label){ "depth", depth };
+	}
+	if (d & AGG_DIM_HOST)
+		mine[n++] = (struct tally_label){ "host", sp->src.host };
+	if (d & AGG_DIM_RANK) {
+		snprintf(rank, sizeof(rank), "%d", (int)sp->src.rank);
+		mine[n++] = (struct tally_label){ "rank", rank };
+	}
+	mine[n++] = (struct tally_label){ "region", sp->name };
+	if (d & AGG_DIM_TRACE)
+		mine[n++] = (struct tally_label){ "trace", sp->trace };
+	if (n + na > sizeof(stack) / sizeof(stack[0])) {
+		out = malloc((n + na) * sizeof(*out));
+		if (!out)
+			return NULL;
+	}
+	k = tally_label_merge(mine, n, attrs, na, out);
+	ls = tally_labels_new(out, k);
+	if (out != stack)
+		free(out);
+	if (!ls)
+		return NULL;
+	r = key_labels(st, ls, false);
+	tally_labels_unref(ls);
+	return r;
+}
+
+/* Add @v to the counter PREFIX@what of a span's series. */
+static void span_count(struct agg_state *st, struct tally_labels *ls,
+		       const char *what, double v)
+{
+	char name[256];
+	struct agg_series *s;
+
+	if ((size_t)snprintf(name, sizeof(name), "%s%s", st->o.prefix, what) >=
+	    sizeof(name)) {
+		st->c.nomem++;
+		return;
+	}
+	s = series_get(st, name, K_COUNTER, ls);
+	if (!s)
+		return;
+	s->idle_ns = 0;
+	s->touched = true;
+	s->value += v;
+	s->count += 1;
+}
+
+static uint64_t open_hash(const struct tally_span *sp)
+{
+	uint64_t h = tally_hash_str(TALLY_HASH_SEED, sp->trace);
+
+	h = tally_hash_str(h, sp->src.host);
+	h = tally_hash_bytes(h, &sp->src.pid, sizeof(sp->src.pid));
+	h = tally_hash_bytes(h, &sp->src.tid, sizeof(sp->src.tid));
+	return tally_hash_bytes(h, &sp->span_id, sizeof(sp->span_id));
+}
+
+static bool open_eq(const struct tally_lru_node *n, const void *key)
+{
+	const struct agg_open *o = tally_container_of(n, struct agg_open, node);
+	const struct tally_span *sp = key;
+
+	return o->span_id == sp->span_id && o->pid == sp->src.pid &&
+	       o->tid == sp->src.tid && !strcmp(o->trace, sp->trace) &&
+	       !strcmp(o->host, sp->src.host);
+}
+
+/* A flat call's first fragment begins: remember when. */
+static void open_put(struct agg_state *st, const struct tally_span *sp,
+		     int64_t ts_ns)
+{
+	size_t lt = strlen(sp->trace) + 1, lh = strlen(sp->src.host) + 1;
+	uint64_t h = open_hash(sp);
+	struct tally_lru_node *n = tally_lru_find(&st->open, h, open_eq, sp);
+	struct agg_open *o;
+
+	if (n) {
+		tally_container_of(n, struct agg_open, node)->begin_ns = ts_ns;
+		return;
+	}
+	o = malloc(sizeof(*o) + lt + lh);
+	if (!o || tally_lru_reserve(&st->open) < 0) {
+		free(o);
+		st->c.nomem++;
+		return;
+	}
+	if (tally_lru_full(&st->open)) {
+		n = tally_lru_oldest(&st->open);
+		tally_lru_remove(&st->open, n);
+		free(tally_container_of(n, struct agg_open, node));
+		st->c.open_evicted++;
+	}
+	o->span_id = sp->span_id;
+	o->pid = sp->src.pid;
+	o->tid = sp->src.tid;
+	o->begin_ns = ts_ns;
+	memcpy(o->trace, sp->trace, lt);
+	o->host = o->trace + lt;
+	memcpy(o->trace + lt, sp->src.host, lh);
+	tally_lru_insert(&st->open, &o->node, h);
+}
+
+/* The begin of a flat call ending now, forgotten; 0 when unknown. */
+static int64_t open_take(struct agg_state *st, const struct tally_span *sp)
+{
+	struct tally_lru_node *n =
+		tally_lru_find(&st->open, open_hash(sp), open_eq, sp);
+	struct agg_open *o;
+	int64_t begin;
+
+	if (!n)
+		return 0;
+	o = tally_container_of(n, struct agg_open, node);
+	begin = o->begin_ns;
+	tally_lru_remove(&st->open, n);
+	free(o);
+	return begin;
+}
+
+static void agg_span(struct agg_state *st, const struct tally_span *sp,
+		     int64_t ts_ns)
+{
+	bool frag = sp->flags & TALLY_SPAN_FRAGMENT;
+	struct tally_labels *ls;
+	struct agg_series *s;
+	int64_t begin;
+	char name[256];
+
+	if (sp->phase == TALLY_SPAN_BEGIN) {
+		if (frag && !(sp->flags & TALLY_SPAN_RESUMED))
+			open_put(st, sp, ts_ns);
+		return;
+	}
+	if (sp->phase != TALLY_SPAN_END ||
+	    (frag && !(sp->flags & TALLY_SPAN_LAST)))
+		return;
+	st->c.span_ends++;
+	ls = span_labels(st, sp);
+	if (!ls) {
+		st->c.nomem++;
+		return;
+	}
+	span_count(st, ls, "calls_total", 1);
+	begin = frag ? open_take(st, sp) : sp->begin_ns;
+	snprintf(name, sizeof(name), "%sduration_seconds", st->o.prefix);
+	if (begin > 0 && ts_ns >= begin) {
+		s = series_get(st, name, K_HISTOGRAM, ls);
+		if (s) {
+			s->idle_ns = 0;
+			series_observe(st, s, (double)(ts_ns - begin) / 1e9,
+				       1);
+		}
+	} else {
+		st->c.no_begin++;
+	}
+	for (uint32_t i = 0; i < sp->nvalues; i++) {
+		const struct tally_attr *v = &sp->values[i];
+		char what[200];
+
+		if (v->type != TALLY_ATTR_T_INT && v->type != TALLY_ATTR_T_DOUBLE)
+			continue;
+		if ((size_t)snprintf(what, sizeof(what), "%s_total", v->key) >=
+		    sizeof(what)) {
+			st->c.nomem++;
+			continue;
+		}
+		span_count(st, ls, what,
+			   v->type == TALLY_ATTR_T_INT ? (double)v->i : v->d);
+	}
+	tally_labels_unref(ls);
+}
+
+bool agg_state_record(struct agg_state *st, const struct tally_record *rec)
+{
+	if (rec->kind == TALLY_REC_METRIC)
+		return agg_metric(st, &rec->metric);
+	if (rec->kind == TALLY_REC_SPAN) {
+		agg_span(st, &rec->span, rec->ts_ns);
+		return true;
+	}
+	return false;
+}
+
+/* Quantiles of @s's values into st->qs; the median. */
+static double series_quantiles(struct agg_state *st, struct agg_series *s)
+{
+	double half = 0.5;
+	struct tally_quantile med;
+
+	if (s->nv > st->ntmp) {
+		double *t = realloc(st->tmp, s->nv * sizeof(*t));
+
+		if (!t)
+			return NAN;
+		st->tmp = t;
+		st->ntmp = s->nv;
+	}
+	if (s->nv)
+		memcpy(st->tmp, s->v, s->nv * sizeof(*st->tmp));
+	tally_quantiles(st->tmp, s->nv, st->o.quantiles, st->o.nquantiles,
+			st->qs);
+	tally_quantiles(st->tmp, s->nv, &half, 1, &med);
+	return med.value;
+}
+
+/* Append @s's record (a zero when @zero) for [@start_ns, @end_ns). */
+static int series_emit(struct agg_state *st, struct agg_series *s,
+		       struct tally_batch *out, int64_t start_ns,
+		       int64_t end_ns, bool zero)
+{
+	struct tally_interval iv = {
+		.start_ns = start_ns,
+		.min = NAN,
+		.max = NAN,
+		.median = NAN,
+	};
+	double value = 0;
+	double acc = 0;
+
+	if (zero) {
+		iv.flags |= TALLY_INTERVAL_SEEDED;
+	} else {
+		iv.count = s->count;
+		iv.sum = s->sum;
+		iv.min = s->min;
+		iv.max = s->max;
+		if (s->kind != K_SUMMARY && s->kind != K_HISTOGRAM)
+			value = s->value;
+	}
+	if (s->kind == K_SET)
+		iv.flags |= TALLY_INTERVAL_SET;
+	if (s->kind == K_SUMMARY || s->kind == K_HISTOGRAM) {
+		if (zero) {
+			for (size_t i = 0; i < st->o.nquantiles; i++)
+				st->qs[i] = (struct tally_quantile){
+					st->o.quantiles[i], NAN
+				};
+		} else {
+			iv.median = series_quantiles(st, s);
+		}
+		iv.nquantiles = (uint32_t)st->o.nquantiles;
+		iv.quantiles = st->qs;
+	}
+	if (s->kind == K_HISTOGRAM) {
+		for (size_t i = 0; i <= st->o.nbuckets; i++) {
+			acc += zero ? 0 : s->bk[i];
+			st->cb[i].le = i < st->o.nbuckets ? st->o.buckets[i]
+							  : INFINITY;
+			st->cb[i].count = (uint64_t)llround(acc);
+		}
+		iv.nbuckets = (uint32_t)st->o.nbuckets + 1;
+		iv.buckets = st->cb;
+	}
+	if (!tally_batch_add_interval(out, kind_type[s->kind], s->name, NULL,
+				      s->labels, value, &iv, end_ns)) {
+		st->c.nomem++;
+		return -1;
+	}
+	return 0;
+}
+
+size_t agg_state_tick(struct agg_state *st, struct tally_batch *out,
+		      int64_t end_ns, bool final)
+{
+	int64_t len = end_ns - st->start_ns;
+	struct tally_list *p, *prev;
+	size_t n = 0;
+
+	if (len <= 0)
+		return 0;
+	for (p = tally_list_last(&st->order); p; p = prev) {
+		struct agg_series *s =
+			tally_container_of(p, struct agg_series, order);
+		bool seed = st->o.zero_seed && s->fresh && s->kind != K_GAUGE &&
+			    s->kind != K_SET;
+
+		prev = tally_list_prev(&st->order, p);
+		if (!s->touched) {
+			s->idle_ns += len;
+			if (s->idle_ns >= st->o.expire_ns) {
+				tally_htable_remove(&st->table, &s->h);
+				tally_list_del(p);
+				series_free(s);
+				st->c.series_expired++;
+				st->c.series--;
+				continue;
+			}
+		}
+		if (seed) {
+			/* its zero now, its figures with the next interval's */
+			n += series_emit(st, s, out, st->start_ns, end_ns,
+					 true) == 0;
+			s->fresh = false;
+			if (!final)
+				continue;
+		}
+		s->fresh = false;
+		n += series_emit(st, s, out, s->start_ns, end_ns, false) == 0;
+		series_reset(st, s, end_ns);
+	}
+	st->start_ns = end_ns;
+	return n;
+}

@@ -23,7 +23,7 @@ t_unit_zmq_trace_decode_t_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DTOP_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_zmq_trace_decode_t_LDADD = t/unit/libtap.la
 t_unit_zmq_trace_state_t_SOURCES = t/unit/zmq_trace_state.c \
-	plugins/input/zmq_trace/state.c core/io.c
+	plugins/input/zmq_trace/state.c core/io.c core/hash.c
 t_unit_zmq_trace_state_t_LDADD = t/unit/libtap.la
 TESTS += t/unit/zmq_trace_decode.t t/unit/zmq_trace_state.t
 
@@ -32,7 +32,8 @@ FUZZ_TARGETS += contrib/fuzz/zmq_trace_decode_fuzz
 ZMQ_TRACE_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/zmq_trace_decode_fuzz.c \
 	$(top_srcdir)/plugins/input/zmq_trace/decode.c \
 	$(top_srcdir)/plugins/input/zmq_trace/state.c \
-	$(top_srcdir)/core/utf8.c $(top_srcdir)/core/io.c
+	$(top_srcdir)/core/utf8.c $(top_srcdir)/core/io.c \
+	$(top_srcdir)/core/hash.c
 contrib/fuzz/zmq_trace_decode_fuzz: $(ZMQ_TRACE_FUZZ_SRC)
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(ZMQ_TRACE_FUZZ_SRC)

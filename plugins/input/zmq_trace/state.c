@@ -3,14 +3,12 @@
  * plugins/input/zmq_trace/state.c - open spans of every (trace, source)
  *
  * Layout, chosen for the hot path (millions of events per second):
- *   - sources live in a chained hash table keyed by (format, pid, trace,
- *     host); the last source used is cached, since consecutive messages
- *     usually come from the same process;
- *   - they are also on a list in order of activity, most recent first, so
- *     that a full table makes room in O(1) by forgetting the least recently
- *     active source: a flood of forged sources then cannot lock real
- *     tracers out (the cached source is always the list's head, so the
- *     hot path does not touch the list);
+ *   - sources live in the core's bounded table in order of activity
+ *     (tally/lru.h), keyed by (format, pid, trace, host). The most
+ *     recently active source is checked first, since consecutive messages
+ *     usually come from the same process; a full table makes room in O(1)
+ *     by forgetting the least recently active source, so a flood of forged
+ *     sources cannot lock real tracers out;
  *   - a source's open spans sit in a ring in begin order. Well-nested ends
  *     close the newest span, found by scanning from the top in O(1); the
  *     oldest is evicted in O(1) when the source is full. Names up to
@@ -25,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <tally/hash.h>
 #include <tally/io.h>
+#include <tally/lru.h>
 
 #include "state.h"
 
@@ -43,9 +43,7 @@ struct zmq_trace_open {
 };
 
 struct zmq_trace_source {
-	struct zmq_trace_source *next;		/* hash chain */
-	struct zmq_trace_source *newer, *older; /* activity list */
-	uint64_t hash;
+	struct tally_lru_node node; /* in zmq_trace_state.sources */
 	enum zmq_trace_format format;
 	uint32_t pid;
 	int32_t rank;
@@ -75,12 +73,8 @@ struct zmq_trace_source {
 struct zmq_trace_state {
 	struct zmq_trace_state_opts opts;
 	char *local_host;
-	struct zmq_trace_source **buckets;
-	uint32_t nbuckets; /* power of two */
-	uint32_t nsources;
+	struct tally_lru sources; /* struct zmq_trace_source, max_sources */
 	uint64_t nopen;
-	struct zmq_trace_source *last;		      /* NULL, or lru_head */
-	struct zmq_trace_source *lru_head, *lru_tail; /* newest, oldest */
 	struct zmq_trace_counters counters;
 };
 
@@ -116,14 +110,9 @@ zmq_trace_state_new(const struct zmq_trace_state_opts *opts)
 	if (!st->local_host)
 		goto out_free;
 	st->opts.local_host = st->local_host;
-	st->nbuckets = 64;
-	st->buckets = calloc(st->nbuckets, sizeof(*st->buckets));
-	if (!st->buckets)
-		goto out_host;
+	tally_lru_init(&st->sources, opts->max_sources);
 	return st;
 
-out_host:
-	free(st->local_host);
 out_free:
 	free(st);
 	errno = ENOMEM;
@@ -149,19 +138,22 @@ static void zmq_trace_source_free(struct zmq_trace_source *src)
 	free(src);
 }
 
+static struct zmq_trace_source *zmq_trace_source_of(struct tally_lru_node *n)
+{
+	return n ? tally_container_of(n, struct zmq_trace_source, node) : NULL;
+}
+
 void zmq_trace_state_free(struct zmq_trace_state *st)
 {
+	struct tally_lru_node *n;
+
 	if (!st)
 		return;
-	for (uint32_t b = 0; b < st->nbuckets; b++) {
-		struct zmq_trace_source *src = st->buckets[b], *next;
-
-		for (; src; src = next) {
-			next = src->next;
-			zmq_trace_source_free(src);
-		}
+	while ((n = tally_lru_oldest(&st->sources))) {
+		tally_lru_remove(&st->sources, n);
+		zmq_trace_source_free(zmq_trace_source_of(n));
 	}
-	free(st->buckets);
+	tally_lru_fini(&st->sources);
 	free(st->local_host);
 	free(st);
 }
@@ -174,7 +166,7 @@ zmq_trace_state_counters(const struct zmq_trace_state *st)
 
 uint32_t zmq_trace_state_sources(const struct zmq_trace_state *st)
 {
-	return st->nsources;
+	return (uint32_t)tally_lru_count(&st->sources);
 }
 
 uint64_t zmq_trace_state_open_spans(const struct zmq_trace_state *st)
@@ -182,90 +174,39 @@ uint64_t zmq_trace_state_open_spans(const struct zmq_trace_state *st)
 	return st->nopen;
 }
 
-/* FNV-1a, 64 bit: keys are short strings, quality is ample for chaining. */
-static uint64_t zmq_trace_fnv(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *s = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static uint64_t zmq_trace_key_hash(enum zmq_trace_format format, uint32_t pid,
 				   const char *trace, size_t tl,
 				   const char *host, size_t hl)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
 	uint8_t sep = 0xff; /* never in UTF-8: "ab"+"c" != "a"+"bc" */
 	uint32_t f = (uint32_t)format;
+	uint64_t h = TALLY_HASH_SEED;
 
-	h = zmq_trace_fnv(h, &f, sizeof(f));
-	h = zmq_trace_fnv(h, &pid, sizeof(pid));
-	h = zmq_trace_fnv(h, trace, tl);
-	h = zmq_trace_fnv(h, &sep, 1);
-	return zmq_trace_fnv(h, host, hl);
+	h = tally_hash_bytes(h, &f, sizeof(f));
+	h = tally_hash_bytes(h, &pid, sizeof(pid));
+	h = tally_hash_bytes(h, trace, tl);
+	h = tally_hash_bytes(h, &sep, 1);
+	return tally_hash_bytes(h, host, hl);
 }
 
-static bool zmq_trace_key_eq(const struct zmq_trace_source *src,
-			     const struct zmq_trace_event *ev, const char *host,
-			     size_t hl)
+/* A source's key as an event names it. */
+struct zmq_trace_key {
+	const struct zmq_trace_event *ev;
+	const char *host;
+	size_t hl;
+};
+
+static inline bool zmq_trace_key_eq(const struct tally_lru_node *n,
+				    const void *key)
 {
-	return src->pid == ev->pid && src->format == ev->format &&
-	       src->trace_len == ev->trace_len && src->host_len == hl &&
-	       !memcmp(src->trace, ev->trace, ev->trace_len) &&
-	       !memcmp(src->host, host, hl);
-}
+	const struct zmq_trace_source *src =
+		tally_container_of(n, struct zmq_trace_source, node);
+	const struct zmq_trace_key *k = key;
 
-static int zmq_trace_grow_table(struct zmq_trace_state *st)
-{
-	uint32_t n = st->nbuckets * 2;
-	struct zmq_trace_source **b = calloc(n, sizeof(*b));
-
-	if (!b)
-		return -1;
-	for (uint32_t i = 0; i < st->nbuckets; i++) {
-		struct zmq_trace_source *src = st->buckets[i], *next;
-
-		for (; src; src = next) {
-			next = src->next;
-			src->next = b[src->hash & (n - 1)];
-			b[src->hash & (n - 1)] = src;
-		}
-	}
-	free(st->buckets);
-	st->buckets = b;
-	st->nbuckets = n;
-	return 0;
-}
-
-/* Take @src off the activity list. */
-static void zmq_trace_lru_remove(struct zmq_trace_state *st,
-				 struct zmq_trace_source *src)
-{
-	if (src->newer)
-		src->newer->older = src->older;
-	else
-		st->lru_head = src->older;
-	if (src->older)
-		src->older->newer = src->newer;
-	else
-		st->lru_tail = src->newer;
-	src->newer = src->older = NULL;
-}
-
-/* Put @src, not on the activity list, at its head (most recent). */
-static void zmq_trace_lru_push(struct zmq_trace_state *st,
-			       struct zmq_trace_source *src)
-{
-	src->older = st->lru_head;
-	if (st->lru_head)
-		st->lru_head->newer = src;
-	else
-		st->lru_tail = src;
-	st->lru_head = src;
+	return src->pid == k->ev->pid && src->format == k->ev->format &&
+	       src->trace_len == k->ev->trace_len && src->host_len == k->hl &&
+	       !memcmp(src->trace, k->ev->trace, k->ev->trace_len) &&
+	       !memcmp(src->host, k->host, k->hl);
 }
 
 /*
@@ -278,31 +219,26 @@ zmq_trace_source_get(struct zmq_trace_state *st,
 		     const struct zmq_trace_event *ev, const char *host,
 		     size_t hl)
 {
-	struct zmq_trace_source *src = st->last;
+	const struct zmq_trace_key key = { ev, host, hl };
+	struct tally_lru_node *n = tally_lru_newest(&st->sources);
+	struct zmq_trace_source *src;
 	uint64_t h;
-	uint32_t b;
 
-	if (src && zmq_trace_key_eq(src, ev, host, hl))
-		return src;
+	if (n && zmq_trace_key_eq(n, &key))
+		return zmq_trace_source_of(n);
 
 	h = zmq_trace_key_hash(ev->format, ev->pid, ev->trace, ev->trace_len,
 			       host, hl);
-	b = (uint32_t)h & (st->nbuckets - 1);
-	for (src = st->buckets[b]; src; src = src->next) {
-		if (src->hash == h && zmq_trace_key_eq(src, ev, host, hl)) {
-			zmq_trace_lru_remove(st, src);
-			zmq_trace_lru_push(st, src);
-			return st->last = src;
-		}
-	}
+	n = tally_lru_find(&st->sources, h, zmq_trace_key_eq, &key);
+	if (n)
+		return zmq_trace_source_of(n);
 
-	if (st->nsources >= st->opts.max_sources) {
+	if (tally_lru_full(&st->sources)) {
 		errno = EMLINK;
 		return NULL;
 	}
-	/* A failed grow only costs longer chains: carry on. */
-	if (st->nsources >= st->nbuckets)
-		(void)zmq_trace_grow_table(st);
+	if (tally_lru_reserve(&st->sources) < 0)
+		return NULL;
 	src = calloc(1, sizeof(*src) + ev->trace_len + 1 + hl + 1);
 	if (!src)
 		return NULL;
@@ -312,16 +248,11 @@ zmq_trace_source_get(struct zmq_trace_state *st,
 	src->host = src->strs + ev->trace_len + 1;
 	src->trace_len = ev->trace_len;
 	src->host_len = (uint16_t)hl;
-	src->hash = h;
 	src->format = ev->format;
 	src->pid = ev->pid;
 	src->local = !strcmp(host, st->local_host);
-	b = (uint32_t)h & (st->nbuckets - 1);
-	src->next = st->buckets[b];
-	st->buckets[b] = src;
-	st->nsources++;
-	zmq_trace_lru_push(st, src);
-	return st->last = src;
+	(void)tally_lru_insert(&st->sources, &src->node, h); /* reserved */
+	return src;
 }
 
 /*
@@ -344,17 +275,11 @@ static void zmq_trace_settle(struct zmq_trace_state *st,
 }
 
 static void zmq_trace_source_unlink(struct zmq_trace_state *st,
-				    struct zmq_trace_source **pp)
+				    struct zmq_trace_source *src)
 {
-	struct zmq_trace_source *src = *pp;
-
 	zmq_trace_settle(st, src);
-	*pp = src->next;
-	if (st->last == src)
-		st->last = NULL;
-	zmq_trace_lru_remove(st, src);
+	tally_lru_remove(&st->sources, &src->node);
 	st->nopen -= src->count;
-	st->nsources--;
 	zmq_trace_source_free(src);
 }
 
@@ -703,15 +628,13 @@ static uint64_t zmq_trace_abandon(struct zmq_trace_state *st,
 static void zmq_trace_evict_source(struct zmq_trace_state *st,
 				   const struct zmq_trace_sink *sink)
 {
-	struct zmq_trace_source *src = st->lru_tail, **pp;
+	struct zmq_trace_source *src =
+		zmq_trace_source_of(tally_lru_oldest(&st->sources));
 
-	pp = &st->buckets[src->hash & (st->nbuckets - 1)];
-	while (*pp != src)
-		pp = &(*pp)->next;
 	st->counters.evicted += zmq_trace_close_all(st, src, src->last_ts,
 						    TALLY_SPAN_EVICTED, sink);
 	st->counters.source_limit++;
-	zmq_trace_source_unlink(st, pp);
+	zmq_trace_source_unlink(st, src);
 }
 
 int zmq_trace_state_apply(struct zmq_trace_state *st,
@@ -759,50 +682,44 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			       int64_t real_ns, bool final,
 			       const struct zmq_trace_sink *sink)
 {
+	struct tally_lru_node *n = tally_lru_oldest(&st->sources), *newer;
 	uint64_t closed = 0;
 
-	for (uint32_t b = 0; b < st->nbuckets; b++) {
-		struct zmq_trace_source **pp = &st->buckets[b];
+	for (; n; n = newer) {
+		struct zmq_trace_source *src = zmq_trace_source_of(n);
+		int64_t silent = now_ns - src->last_seen;
+		bool gone = false;
 
-		while (*pp) {
-			struct zmq_trace_source *src = *pp;
-			int64_t silent = now_ns - src->last_seen;
-			bool gone = false;
-
-			/* the socket is drained: what did not come, will not */
-			if (final)
-				zmq_trace_settle(st, src);
-			/* A remote pid, or Omnistat's none, means nothing
-			 * here. */
-			if (zmq_trace_pid_checkable(src) &&
-			    (final || silent >= st->opts.gone_grace_ns)) {
-				gone = !st->opts.pid_alive(src->pid);
-				if (!gone)
-					src->alive_ns = real_ns;
-			}
-
-			if (gone) {
-				/*
-				 * It ended between the last time it was known
-				 * running and now: end its spans at the former,
-				 * so that they never outlast the process.
-				 */
-				closed += zmq_trace_abandon(
-					st, src,
-					src->alive_ns > src->last_ts
-						? src->alive_ns
-						: src->last_ts,
-					sink);
-			} else if (src->count && st->opts.abandon_ns &&
-				   silent >= st->opts.abandon_ns) {
-				closed += zmq_trace_abandon(st, src,
-							    src->last_ts, sink);
-			} else if (src->count || silent < st->opts.idle_ns) {
-				pp = &src->next;
-				continue;
-			}
-			zmq_trace_source_unlink(st, pp);
+		newer = tally_lru_newer(&st->sources, n);
+		/* the socket is drained: what did not come, will not */
+		if (final)
+			zmq_trace_settle(st, src);
+		/* A remote pid, or Omnistat's none, means nothing here. */
+		if (zmq_trace_pid_checkable(src) &&
+		    (final || silent >= st->opts.gone_grace_ns)) {
+			gone = !st->opts.pid_alive(src->pid);
+			if (!gone)
+				src->alive_ns = real_ns;
 		}
+
+		if (gone) {
+			/*
+			 * It ended between the last time it was known running
+			 * and now: end its spans at the former, so that they
+			 * never outlast the process.
+			 */
+			closed += zmq_trace_abandon(st, src,
+						    src->alive_ns > src->last_ts
+							    ? src->alive_ns
+							    : src->last_ts,
+						    sink);
+		} else if (src->count && st->opts.abandon_ns &&
+			   silent >= st->opts.abandon_ns) {
+			closed += zmq_trace_abandon(st, src, src->last_ts, sink);
+		} else if (src->count || silent < st->opts.idle_ns) {
+			continue;
+		}
+		zmq_trace_source_unlink(st, src);
 	}
 	return closed;
 }
@@ -820,10 +737,13 @@ int zmq_trace_state_retune(struct zmq_trace_state *st,
 	st->opts.abandon_ns = opts->abandon_ns;
 	st->opts.idle_ns = opts->idle_ns;
 	st->opts.gone_grace_ns = opts->gone_grace_ns;
-	while (st->nsources > st->opts.max_sources)
+	st->sources.max = opts->max_sources;
+	while (tally_lru_count(&st->sources) > st->opts.max_sources)
 		zmq_trace_evict_source(st, sink);
-	for (struct zmq_trace_source *src = st->lru_head; src;
-	     src = src->older) {
+	for (struct tally_lru_node *n = tally_lru_oldest(&st->sources); n;
+	     n = tally_lru_newer(&st->sources, n)) {
+		struct zmq_trace_source *src = zmq_trace_source_of(n);
+
 		while (src->count > st->opts.max_open_spans) {
 			zmq_trace_emit_end(st, sink, src, zmq_trace_at(src, 0),
 					   TALLY_SPAN_EVICTED, src->last_ts);
@@ -838,15 +758,14 @@ uint64_t zmq_trace_state_abandon_all(struct zmq_trace_state *st,
 				     int64_t real_ns,
 				     const struct zmq_trace_sink *sink)
 {
+	struct tally_lru_node *n;
 	uint64_t closed = 0;
 
-	for (uint32_t b = 0; b < st->nbuckets; b++) {
-		struct zmq_trace_source **pp = &st->buckets[b];
+	while ((n = tally_lru_oldest(&st->sources))) {
+		struct zmq_trace_source *src = zmq_trace_source_of(n);
 
-		while (*pp) {
-			closed += zmq_trace_abandon(st, *pp, real_ns, sink);
-			zmq_trace_source_unlink(st, pp);
-		}
+		closed += zmq_trace_abandon(st, src, real_ns, sink);
+		zmq_trace_source_unlink(st, src);
 	}
 	return closed;
 }

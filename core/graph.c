@@ -46,9 +46,13 @@ struct handover {
 	size_t n;
 };
 
-/* What a retired input handed over (its handoff op), for its successor. */
+/*
+ * What a retired input or filter handed over (its handoff op), for its
+ * successor: the instance of the same label ("plugin[name]", a filter's
+ * "plugin[name@pipeline]") and plugin.
+ */
 struct handoff {
-	char *name;
+	char *label;
 	const struct tally_plugin *plugin;
 	void *p;
 };
@@ -339,7 +343,7 @@ static void handover_give(struct tally_core *core, struct handovers *h,
 	}
 }
 
-/* Whether @g makes an input that would take over from input @in. */
+/* Whether @g makes an instance that would take over from @in. */
 static bool graph_has_successor(const struct graph *g,
 				const struct tally_instance *in)
 {
@@ -347,72 +351,92 @@ static bool graph_has_successor(const struct graph *g,
 		const struct tally_instance *n = g->insts[i];
 
 		if (!n->kept_as && n->plugin == in->plugin &&
-		    !strcmp(n->name, in->name))
+		    !strcmp(n->label, in->label))
 			return true;
 	}
 	return false;
 }
 
+/* The handoff ops of @p (an input's or a filter's), in one shape. */
+struct handoff_ops {
+	void *(*handoff)(struct tally_instance *inst, void *state, int next);
+	int (*adopt)(struct tally_instance *inst, void *state, void *handed);
+	void (*discard)(void *handed);
+};
+
+static struct handoff_ops handoff_ops_of(const struct tally_plugin *p)
+{
+	if (p->kind == TALLY_KIND_INPUT)
+		return (struct handoff_ops){ p->input->handoff,
+					     p->input->adopt,
+					     p->input->discard };
+	if (p->kind == TALLY_KIND_FILTER)
+		return (struct handoff_ops){ p->filter->handoff,
+					     p->filter->adopt,
+					     p->filter->discard };
+	return (struct handoff_ops){ NULL, NULL, NULL };
+}
+
 /*
- * Let halted input @in hand its state over (@next: an input of its name
- * and plugin will be offered it), to be given to that successor.
+ * Let halted input or filter @in hand its state over (@next: an instance
+ * of its label and plugin will be offered it), to be given to that
+ * successor.
  */
 static void handoff_take(struct handovers *h, struct tally_instance *in,
 			 bool next)
 {
-	const struct tally_input_ops *ops = in->plugin->input;
+	struct handoff_ops ops = handoff_ops_of(in->plugin);
 	struct handoff *v;
-	char *name;
+	char *label;
 	void *p;
 
-	if (in->plugin->kind != TALLY_KIND_INPUT || !ops->handoff ||
-	    !in->initialized)
+	if (!ops.handoff || !in->initialized)
 		return;
-	p = ops->handoff(in, in->state, next);
+	p = ops.handoff(in, in->state, next);
 	if (!p)
 		return;
-	name = strdup(in->name);
-	v = name ? realloc(h->in, (h->nin + 1) * sizeof(*v)) : NULL;
+	label = strdup(in->label);
+	v = label ? realloc(h->in, (h->nin + 1) * sizeof(*v)) : NULL;
 	if (!v) {
 		tally_log(in, LOG_ERR,
 			  "reload: no memory to hand its state over");
-		free(name);
-		ops->discard(p);
+		free(label);
+		ops.discard(p);
 		return;
 	}
 	h->in = v;
-	h->in[h->nin++] = (struct handoff){ name, in->plugin, p };
+	h->in[h->nin++] = (struct handoff){ label, in->plugin, p };
 }
 
-/* Give new input @in what its predecessor handed over, if anything. */
+/* Give new instance @in what its predecessor handed over, if anything. */
 static void handoff_give(struct handovers *h, struct tally_instance *in)
 {
-	const struct tally_input_ops *ops = in->plugin->input;
+	struct handoff_ops ops = handoff_ops_of(in->plugin);
 
 	for (size_t i = 0; i < h->nin; i++) {
 		struct handoff *ho = &h->in[i];
 
-		if (ho->plugin != in->plugin || strcmp(ho->name, in->name))
+		if (ho->plugin != in->plugin || strcmp(ho->label, in->label))
 			continue;
-		if (!ops->adopt || ops->adopt(in, in->state, ho->p) < 0) {
+		if (!ops.adopt || ops.adopt(in, in->state, ho->p) < 0) {
 			tally_log(in, LOG_ERR,
 				  "reload: could not take over the state of "
 				  "the instance it replaces: %s",
-				  ops->adopt ? strerror(errno) : "no adopt op");
-			ops->discard(ho->p);
+				  ops.adopt ? strerror(errno) : "no adopt op");
+			ops.discard(ho->p);
 		}
-		free(ho->name);
+		free(ho->label);
 		h->in[i] = h->in[--h->nin];
 		return;
 	}
 }
 
-/* Free what no input took over (the reload is over). */
+/* Free what no instance took over (the reload is over). */
 static void handoff_discard(struct handovers *h)
 {
 	for (size_t i = 0; i < h->nin; i++) {
-		h->in[i].plugin->input->discard(h->in[i].p);
-		free(h->in[i].name);
+		handoff_ops_of(h->in[i].plugin).discard(h->in[i].p);
+		free(h->in[i].label);
 	}
 	free(h->in);
 	h->in = NULL;
@@ -499,6 +523,15 @@ static int graph_apply(struct tally_core *core, struct tally_conf *conf,
 			goto out_undo;
 		if (inst->plugin->kind == TALLY_KIND_INPUT)
 			handoff_give(h, inst);
+	}
+	/*
+	 * Filters only once every instance is initialized: a filter's adopt
+	 * may send records down its pipeline (flatten resumes its regions).
+	 */
+	for (size_t i = 0; i < g.ninsts; i++) {
+		if (!g.insts[i]->kept_as &&
+		    g.insts[i]->plugin->kind == TALLY_KIND_FILTER)
+			handoff_give(h, g.insts[i]);
 	}
 	/* queued before the reload, so delivered before what comes next */
 	handover_give(core, h, false);

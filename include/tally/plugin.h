@@ -43,8 +43,9 @@ extern "C" {
  * tally/labels.h or tally/config.h. 2: struct tally_output_ops gained
  * reopen and end, struct tally_input_ops handoff, adopt and discard.
  * 3: struct tally_metric gained interval (TALLY_FORM_INTERVAL).
+ * 4: struct tally_filter_ops gained handoff, adopt and discard.
  */
-#define TALLY_PLUGIN_ABI 3
+#define TALLY_PLUGIN_ABI 4
 
 struct event_base;
 struct tally_instance;
@@ -143,6 +144,18 @@ struct tally_input_ops {
  * @tick:    timed emission (aggregate): called every interval seconds and
  *           once more at shutdown; records appended to @out go downstream
  * @fini:    release everything
+ * @handoff, @adopt, @discard: as struct tally_input_ops's, for a filter
+ *           that keeps state across batches (open spans, token buckets).
+ *           A reload replaces every filter of a pipeline whose filters'
+ *           declarations changed; the successor is the new instance of
+ *           the same filter name, plugin and pipeline. @handoff runs after
+ *           the filter's last tick, while the old pipeline is still
+ *           wired: records it sends with tally_emit() go downstream of it
+ *           to the old outputs (flatten ends its open fragments there).
+ *           Filters of a pipeline are handed off in pipeline order.
+ *           @adopt runs once every instance of the new configuration is
+ *           initialized, before any starts, and may send records down the
+ *           new pipeline with tally_emit() (flatten resumes there).
  * @absorbs: the non-cumulative sample forms (TALLY_FORMS_*) the filter
  *           consumes, turning them into cumulative or interval records
  *           (aggregate: TALLY_FORMS_STATSD). Forms it does not absorb are
@@ -162,6 +175,9 @@ struct tally_filter_ops {
 	int (*tick)(struct tally_instance *inst, void *state,
 		    struct tally_batch *out);
 	void (*fini)(struct tally_instance *inst, void *state);
+	void *(*handoff)(struct tally_instance *inst, void *state, int next);
+	int (*adopt)(struct tally_instance *inst, void *state, void *handed);
+	void (*discard)(void *handed);
 	unsigned absorbs;
 	unsigned emits;
 };

@@ -79,13 +79,27 @@ static const char *flatten_str(struct flatten *f, const char *s,
 static int flatten_emit(void *ctx, const struct flatten_frag *fr)
 {
 	struct flatten *f = ctx;
-	const struct tally_span *c = &f->cur->span, *s = &fr->span;
+	const struct tally_span *c, *s = &fr->span;
 	struct tally_labels *attrs = s->attrs ? s->attrs : f->empty;
-	const char *name = flatten_str(f, s->name, c->name);
-	const char *trace = flatten_str(f, s->trace, c->trace);
-	const char *host = flatten_str(f, s->src.host, c->src.host);
+	const char *name, *trace, *host;
 	struct tally_record *r;
 
+	if (!f->cur) {
+		/* a fragment of no event (a reload): a record of its own */
+		struct tally_attr v = TALLY_ATTR_DOUBLE(
+			"self_seconds", (double)fr->self_ns / 1e9);
+		struct tally_span sp = *s;
+
+		if (fr->self_ns >= 0) {
+			sp.values = &v;
+			sp.nvalues = 1;
+		}
+		return tally_batch_add_span(f->out, &sp, fr->ts_ns);
+	}
+	c = &f->cur->span;
+	name = flatten_str(f, s->name, c->name);
+	trace = flatten_str(f, s->trace, c->trace);
+	host = flatten_str(f, s->src.host, c->src.host);
 	/* Copies first: a failure must not leave a half-made record. */
 	if (!name || !trace || !host)
 		return -1;
@@ -221,6 +235,87 @@ static int flatten_tick(struct tally_instance *inst, void *state,
 	return 0;
 }
 
+/*
+ * Run @op (suspend or resume) with a batch of its own as the sink's, and
+ * send what it made downstream.
+ */
+static int flatten_outside(struct tally_instance *inst, struct flatten *f,
+			   struct flatten_state *st,
+			   const struct flatten_opts *resume)
+{
+	const struct flatten_sink sink = { .emit = flatten_emit, .ctx = f };
+	struct flatten_state *was = f->st;
+	int ret = 0;
+
+	f->out = tally_batch_new();
+	if (!f->out) {
+		tally_count_drop(inst, "nomem", flatten_state_lanes(st));
+		return 0;
+	}
+	f->in = NULL;
+	f->cur = NULL;
+	f->st = st;
+	if (resume)
+		ret = flatten_state_resume(st, resume, &sink);
+	else
+		flatten_state_suspend(st, tally_now_ns(), &sink);
+	f->st = was;
+	if (ret == 0)
+		(void)tally_emit(inst, f->out);
+	else
+		tally_batch_unref(f->out);
+	f->out = NULL;
+	return ret;
+}
+
+/*
+ * A reload replaces this instance: end every open fragment downstream (the
+ * old pipeline's outputs must not keep a region open that nothing will
+ * end); with a successor, the open spans go on in it.
+ */
+static void *flatten_handoff(struct tally_instance *inst, void *state,
+			     int next)
+{
+	struct flatten *f = state;
+	struct flatten_state *st = f->st;
+
+	(void)flatten_outside(inst, f, st, NULL);
+	flatten_publish(inst, f);
+	if (!next)
+		return NULL;
+	f->st = NULL;
+	return st;
+}
+
+/* Take over the open spans of the instance replaced, shown our way. */
+static int flatten_adopt(struct tally_instance *inst, void *state,
+			 void *handed)
+{
+	struct flatten *f = state;
+	struct flatten_state *st = handed;
+	const struct flatten_opts o = {
+		.keep = (enum flatten_keep)f->keep,
+		.self_time = f->self_time,
+		.max_depth = (uint32_t)f->max_depth,
+		.max_lanes = (uint32_t)f->max_lanes,
+	};
+	struct flatten_counters was = *flatten_state_counters(st);
+
+	if (flatten_outside(inst, f, st, &o) < 0)
+		return -1;
+	flatten_state_free(f->st);
+	f->st = st;
+	/* its predecessor published the counts up to the handoff */
+	f->shown = was;
+	flatten_publish(inst, f);
+	return 0;
+}
+
+static void flatten_discard(void *handed)
+{
+	flatten_state_free(handed);
+}
+
 static void flatten_fini(struct tally_instance *inst, void *state)
 {
 	struct flatten *f = state;
@@ -259,6 +354,9 @@ static const struct tally_filter_ops flatten_ops = {
 	.process = flatten_process,
 	.tick = flatten_tick,
 	.fini = flatten_fini,
+	.handoff = flatten_handoff,
+	.adopt = flatten_adopt,
+	.discard = flatten_discard,
 };
 
 TALLY_PLUGIN_FILTER(flatten,

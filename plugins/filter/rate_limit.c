@@ -60,10 +60,10 @@ static int rate_limit_check(struct tally_instance *inst, void *state)
 	return 0;
 }
 
-static int rate_limit_init(struct tally_instance *inst, void *state)
+/* The state's options, from the option table. */
+static struct rl_opts rate_limit_opts(struct rate_limit *r)
 {
-	struct rate_limit *r = state;
-	struct rl_opts o = {
+	return (struct rl_opts){
 		.key = (enum rl_key)r->key,
 		.rate = r->rate,
 		.burst = r->burst,
@@ -72,6 +72,12 @@ static int rate_limit_init(struct tally_instance *inst, void *state)
 		.report = rate_limit_report,
 		.ctx = r,
 	};
+}
+
+static int rate_limit_init(struct tally_instance *inst, void *state)
+{
+	struct rate_limit *r = state;
+	struct rl_opts o = rate_limit_opts(r);
 
 	r->inst = inst;
 	r->st = rl_state_new(&o);
@@ -169,6 +175,51 @@ static int rate_limit_tick(struct tally_instance *inst, void *state,
 	return 0;
 }
 
+/*
+ * A reload replaces this instance: with a successor, the buckets and the
+ * dropped begins whose end is due go on in it, so a reload neither refills
+ * every bucket nor lets the ends of dropped begins through.
+ */
+static void *rate_limit_handoff(struct tally_instance *inst, void *state,
+				int next)
+{
+	struct rate_limit *r = state;
+	struct rl_state *st = r->st;
+	struct rl_opts o = rate_limit_opts(r);
+
+	if (!next)
+		return NULL;
+	rate_limit_publish(inst, r);
+	/* nothing may report to this instance once it is gone */
+	o.report = NULL;
+	o.ctx = NULL;
+	(void)rl_state_retune(st, &o); /* the options it runs with: valid */
+	r->st = NULL;
+	return st;
+}
+
+static int rate_limit_adopt(struct tally_instance *inst, void *state,
+			    void *handed)
+{
+	struct rate_limit *r = state;
+	struct rl_opts o = rate_limit_opts(r);
+	/* its predecessor published the counts up to the handoff */
+	struct rl_counters was = *rl_state_counters(handed);
+
+	if (rl_state_retune(handed, &o) < 0)
+		return -1;
+	rl_state_free(r->st);
+	r->st = handed;
+	r->shown = was;
+	rate_limit_publish(inst, r);
+	return 0;
+}
+
+static void rate_limit_discard(void *handed)
+{
+	rl_state_free(handed);
+}
+
 static void rate_limit_fini(struct tally_instance *inst, void *state)
 {
 	struct rate_limit *r = state;
@@ -205,6 +256,9 @@ static const struct tally_filter_ops rate_limit_ops = {
 	.process = rate_limit_process,
 	.tick = rate_limit_tick,
 	.fini = rate_limit_fini,
+	.handoff = rate_limit_handoff,
+	.adopt = rate_limit_adopt,
+	.discard = rate_limit_discard,
 };
 
 TALLY_PLUGIN_FILTER(rate_limit,

@@ -24,3 +24,6 @@ EXTRA_DIST += doc/plugins/rate_limit.md
 # Integration: zmq_trace -> rate_limit -> capture and prometheus.
 TESTS += t/t3102-rate-limit.t
 EXTRA_DIST += t/t3102-rate-limit.t
+# Both trace filters across reloads (their handoff and adopt ops).
+TESTS += t/t3103-filter-reload.t
+EXTRA_DIST += t/t3103-filter-reload.t

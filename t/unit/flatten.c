@@ -1111,6 +1111,61 @@ static void test_random(void)
 	       n);
 }
 
+/*
+ * A reload: the old instance suspends (every open fragment ends), the new
+ * one resumes with its own options (the shown span begins again at the
+ * same instant). The contract checker follows one state's options, so it
+ * is off here; the exact sequences say it all.
+ */
+static void test_suspend_resume(void)
+{
+	struct flatten_opts outer = { .keep = OUTER, .max_depth = 64,
+				      .max_lanes = 64 };
+	struct flatten_opts bad = outer;
+	struct flatten_state *st = new_state(INNER, false, 64, 64);
+
+	checking = false;
+	run_script(st, "+A1@0 +B2^1@10 2.0:+C3@5");
+	take();
+	flatten_state_suspend(st, 20, &sink);
+	is(take(), "-B2@20 2.0:-C3@20",
+	   "suspend: every lane's open fragment ends at the reload");
+	bad.max_lanes = 0;
+	cmp_ok(flatten_state_resume(st, &bad, &sink), "==", -1,
+	       "resume: bad options refused...");
+	ok(errno == EINVAL && !outlen, "...with EINVAL, nothing emitted");
+	cmp_ok(flatten_state_resume(st, &outer, &sink), "==", 0,
+	       "resume with keep = outermost");
+	is(take(), "+A1@20R 2.0:+C3@20R",
+	   "resume: the new shown span begins where the old fragment ended");
+	run_script(st, "-B2@30 -A1@40 2.0:-C3@50");
+	is(take(), "-A1@30R +B2@30R -B2@30RL* +A1@30R -A1@40RL* 2.0:-C3@50RL*",
+	   "ends after the reload close the spans open across it, once each");
+	cmp_ok(flatten_state_counters(st)->orphan_end, "==", 0,
+	       "no end is an orphan");
+	flatten_state_free(st);
+
+	/* a lane whose latest event is later than the reload's clock */
+	st = new_state(INNER, false, 64, 64);
+	run_script(st, "+A1@100");
+	take();
+	flatten_state_suspend(st, 50, &sink);
+	flatten_state_resume(st, &outer, &sink);
+	is(take(), "-A1@100 +A1@100R",
+	   "a reload never runs a lane's time line backwards");
+	outer.max_lanes = 1;
+	run_script(st, "2.0:+X7@110");
+	take();
+	flatten_state_suspend(st, 120, &sink);
+	outer.max_lanes = 1;
+	cmp_ok(flatten_state_resume(st, &outer, &sink), "==", 0,
+	       "resume with fewer lanes allowed");
+	cmp_ok(flatten_state_lanes(st), "==", 1, "  lanes beyond are forgotten");
+	flatten_state_free(st);
+	take();
+	checking = true;
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -1122,6 +1177,7 @@ int main(void)
 	test_deep();
 	test_interleaved();
 	test_random();
+	test_suspend_resume();
 	model_reset(1, INNER, false);
 	free(m.spans);
 	return done_testing();

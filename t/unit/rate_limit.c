@@ -638,6 +638,56 @@ static void test_random(void)
 	   total_passed, total_dropped);
 }
 
+/* A reload: the successor retunes the state it took over. */
+static void test_retune(void)
+{
+	struct rl_state *st = new_state(RL_KEY_PROCESS, 10, 3, 16, 64);
+	struct rl_opts o = { .key = RL_KEY_PROCESS, .rate = 20, .burst = 2,
+			     .max_keys = 16, .max_pending = 64,
+			     .report = report };
+	const struct rl_counters *k = rl_state_counters(st);
+
+	v_reset();
+	v_add(b(st, 100, 1, 0, 0)); /* 3 -> 2 tokens */
+	v_add(b(st, 200, 2, 0, 0));
+	v_add(b(st, 200, 3, 0, 0));
+	v_add(b(st, 200, 4, 0, 0));
+	v_add(b(st, 200, 5, 0, 0)); /* pid 200 empty: dropped */
+	is(verdicts, "ppppl", "before: pid 200 spent its burst of 3");
+	o.rate = 0;
+	cmp_ok(rl_state_retune(st, &o), "==", -1, "a bad rate is refused...");
+	ok(errno == EINVAL, "...with EINVAL");
+	o.rate = 20;
+	cmp_ok(rl_state_retune(st, &o), "==", 0, "retune: 20/s, burst 2");
+	v_reset();
+	v_add(e(st, 200, 5, 0));
+	v_add(b(st, 200, 6, 0, 0));
+	v_add(b(st, 200, 7, 0, 50));
+	v_add(b(st, 100, 8, 0, 50));
+	v_add(b(st, 100, 9, 0, 50));
+	v_add(b(st, 100, 10, 0, 50));
+	/*
+	 * 200: still empty (a new key would start full), one token after
+	 * 50 ms at 20/s; 100: its 2 tokens, capped to the new burst of 2,
+	 * plus nothing more (a full bucket gains nothing).
+	 */
+	is(verdicts, "elpppl", "after: the dropped begin's end is still "
+	   "dropped, and the buckets kept their tokens");
+	o.key = RL_KEY_TRACE;
+	cmp_ok(rl_state_retune(st, &o), "==", 0, "retune to another key...");
+	cmp_ok(rl_state_keys(st), "==", 0, "...forgets every bucket");
+	cmp_ok(rl_state_pending(st), "==", 2,
+	       "...and keeps the two dropped begins whose end is due");
+	o.max_keys = 1;
+	v_reset();
+	v_add(ev(st, "T1", "h", 1, 0, TALLY_SPAN_BEGIN, 20, 0, 100, "in"));
+	v_add(ev(st, "T2", "h", 1, 0, TALLY_SPAN_BEGIN, 21, 0, 100, "in"));
+	cmp_ok(rl_state_retune(st, &o), "==", 0, "retune to max_keys 1");
+	cmp_ok(rl_state_keys(st), "==", 1, "  the oldest key is forgotten");
+	cmp_ok(k->keys_evicted, "==", 1, "  and counted");
+	rl_state_free(st);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -649,5 +699,6 @@ int main(void)
 	test_odd();
 	test_records();
 	test_random();
+	test_retune();
 	return done_testing();
 }

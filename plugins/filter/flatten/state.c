@@ -630,3 +630,52 @@ uint32_t flatten_state_expire(struct flatten_state *st, int64_t before_ns)
 	}
 	return n;
 }
+
+void flatten_state_suspend(struct flatten_state *st, int64_t ts_ns,
+			   const struct flatten_sink *sink)
+{
+	struct tally_lru_node *p;
+
+	for (p = tally_lru_oldest(&st->lanes); p;
+	     p = tally_lru_newer(&st->lanes, p)) {
+		struct flatten_lane *l = flatten_lane_of_node(p);
+		struct flatten_ctx c = { st, l, NULL, sink };
+
+		if (!l->n)
+			continue;
+		/* quietly: the reload is not the stream's reordering */
+		if (ts_ns > l->last_ts)
+			l->last_ts = ts_ns;
+		flatten_frag_end(&c, &l->stack[flatten_shown(st, l->n)],
+				 l->last_ts);
+	}
+}
+
+int flatten_state_resume(struct flatten_state *st,
+			 const struct flatten_opts *opts,
+			 const struct flatten_sink *sink)
+{
+	struct tally_lru_node *p;
+
+	if (!opts->max_depth || !opts->max_lanes ||
+	    (opts->keep != FLATTEN_INNERMOST &&
+	     opts->keep != FLATTEN_OUTERMOST)) {
+		errno = EINVAL;
+		return -1;
+	}
+	st->opts = *opts;
+	st->lanes.max = opts->max_lanes;
+	for (p = tally_lru_oldest(&st->lanes); p;
+	     p = tally_lru_newer(&st->lanes, p)) {
+		struct flatten_lane *l = flatten_lane_of_node(p);
+		struct flatten_ctx c = { st, l, NULL, sink };
+
+		if (l->n)
+			flatten_frag_begin(&c,
+					   &l->stack[flatten_shown(st, l->n)],
+					   false, l->last_ts);
+	}
+	while (tally_lru_count(&st->lanes) > opts->max_lanes)
+		flatten_evict_lane(st, sink);
+	return 0;
+}

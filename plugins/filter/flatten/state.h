@@ -187,6 +187,42 @@ int flatten_state_apply(struct flatten_state *st, const struct tally_span *sp,
  */
 uint32_t flatten_state_expire(struct flatten_state *st, int64_t before_ns);
 
+/**
+ * flatten_state_suspend() - end the open fragment of every lane
+ * @st:    state
+ * @ts_ns: CLOCK_REALTIME ns; a lane whose latest event is later ends its
+ *         fragment at that event's time instead (the time line never runs
+ *         backwards)
+ * @sink:  receives one fragment end per lane with open spans (never LAST:
+ *         the spans stay open)
+ *
+ * What a reload that replaces the filter does first: downstream then holds
+ * no open fragment of this state. Apply no event until
+ * flatten_state_resume(); free the state, or resume it (in the successor).
+ */
+void flatten_state_suspend(struct flatten_state *st, int64_t ts_ns,
+			   const struct flatten_sink *sink);
+
+/**
+ * flatten_state_resume() - take @opts and show the open spans again
+ * @st:   a state flatten_state_suspend() ended the fragments of
+ * @opts: the (possibly changed) behaviour and limits: @keep decides which
+ *        open span of each lane is shown now; @max_depth applies to later
+ *        begins (spans tracked already stay); lanes beyond @max_lanes are
+ *        forgotten as when full (open spans end EVICTED); with @self_time
+ *        newly on, a span open across the call counts only the children
+ *        begun after it
+ * @sink: receives one fragment begin per lane with open spans, at the time
+ *        its fragment was suspended (RESUMED if the span was shown before),
+ *        so that the lane's fragments still add up to its wall time
+ *
+ * Return: 0, or -1 with errno = EINVAL (a limit is 0, an unknown @keep:
+ * nothing changed).
+ */
+int flatten_state_resume(struct flatten_state *st,
+			 const struct flatten_opts *opts,
+			 const struct flatten_sink *sink);
+
 /** flatten_state_counters() - the running totals (borrowed pointer) */
 const struct flatten_counters *
 flatten_state_counters(const struct flatten_state *st);

@@ -542,3 +542,48 @@ uint32_t rl_state_expire(struct rl_state *st, int64_t now_ns)
 	}
 	return count;
 }
+
+int rl_state_retune(struct rl_state *st, const struct rl_opts *opts)
+{
+	struct tally_lru_node *n;
+	int64_t cost, cap;
+
+	if (!(opts->rate > 0) || !(opts->burst >= 1) || !opts->max_keys ||
+	    !opts->max_pending || opts->key > RL_KEY_GLOBAL ||
+	    !(opts->burst / opts->rate <= RL_MAX_FILL_S)) {
+		errno = EINVAL;
+		return -1;
+	}
+	rl_state_flush(st); /* to the report callback it was made for */
+	if (opts->key != st->opts.key) {
+		/* buckets of another kind of key mean nothing now */
+		while ((n = tally_lru_oldest(&st->keys)))
+			rl_bucket_forget(st, tally_container_of(
+						     n, struct rl_bucket, node));
+	}
+	cost = llround(1e9 / opts->rate);
+	if (cost < 1)
+		cost = 1;
+	cap = llround(opts->burst * (double)cost);
+	/* every bucket keeps its tokens, up to the new size */
+	for (n = tally_lru_oldest(&st->keys); n;
+	     n = tally_lru_newer(&st->keys, n)) {
+		struct rl_bucket *b = tally_container_of(n, struct rl_bucket,
+							 node);
+		double tokens = (double)b->credit / (double)st->cost_ns;
+		double credit = tokens * (double)cost;
+
+		b->credit = credit >= (double)cap ? cap : llround(credit);
+	}
+	st->opts = *opts;
+	st->cost_ns = cost;
+	st->cap_ns = cap;
+	st->keys.max = opts->max_keys;
+	while (tally_lru_count(&st->keys) > opts->max_keys) {
+		n = tally_lru_oldest(&st->keys);
+		rl_bucket_forget(st,
+				 tally_container_of(n, struct rl_bucket, node));
+		st->counters.keys_evicted++;
+	}
+	return 0;
+}

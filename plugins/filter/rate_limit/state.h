@@ -164,6 +164,21 @@ void rl_state_flush(struct rl_state *st);
  */
 uint32_t rl_state_expire(struct rl_state *st, int64_t now_ns);
 
+/**
+ * rl_state_retune() - take new options, keeping what the state knows
+ * @st:   state
+ * @opts: as for rl_state_new(), including @report and @ctx (what a reload
+ *        gives the instance that takes the state over)
+ *
+ * What is reported so far goes to the old @report first. Each bucket keeps
+ * its tokens, up to the new @burst; a changed @key forgets every bucket
+ * (they were counted per another key); keys beyond @max_keys are forgotten
+ * oldest first (keys_evicted). The dropped begins whose end is due stay, so
+ * their ends are still dropped; @max_pending applies to later drops.
+ * Return: 0, or -1 with errno = EINVAL (as rl_state_new(); nothing changed).
+ */
+int rl_state_retune(struct rl_state *st, const struct rl_opts *opts);
+
 /** rl_state_counters() - the running totals (borrowed pointer) */
 const struct rl_counters *rl_state_counters(const struct rl_state *st);
 

@@ -73,7 +73,7 @@ test_expect_success 'plugin names cannot escape the plugin path' '
 '
 
 test_expect_success 'command line: version, help, bad option' '
-	tallyd --version >out && grep "^tallyd [0-9.]* (plugin ABI 3)$" out &&
+	tallyd --version >out && grep "^tallyd [0-9.]* (plugin ABI 4)$" out &&
 	tallyd --help >out && grep -- "--check-config" out &&
 	test_expect_code 2 tallyd --bogus 2>err &&
 	grep -- "--config=PATH" err

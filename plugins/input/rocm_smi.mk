@@ -1,0 +1,37 @@
+# plugins/input/rocm_smi.mk: the rocm_smi input, its helper process and
+# their tests (included from Makefile.am). Built only where configure found
+# librocm_smi64 (Debian: librocm-smi-dev).
+
+ROCM_SMI_TESTS = \
+	t/t1101-rocm-smi-nogpu.t \
+	t/t1102-rocm-smi-helper.t
+
+if BUILD_PLUGIN_ROCM_SMI
+pkgplugin_LTLIBRARIES += plugins/input/rocm_smi.la
+plugins_input_rocm_smi_la_SOURCES = \
+	plugins/input/rocm_smi/rocm_smi.c \
+	plugins/input/rocm_smi/proto.c \
+	plugins/input/rocm_smi/proto.h
+plugins_input_rocm_smi_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
+plugins_input_rocm_smi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_input_rocm_smi_la_LIBADD = core/libtally.la $(LIBEVENT_LIBS)
+
+# The helper runs the library; it loads it by name at run time (dlopen),
+# so it does not link against it and works with a site's newer one.
+pkglibexec_PROGRAMS += plugins/input/rocm_smi/tally-rocm-helper
+plugins_input_rocm_smi_tally_rocm_helper_SOURCES = \
+	plugins/input/rocm_smi/helper.c \
+	plugins/input/rocm_smi/proto.c \
+	plugins/input/rocm_smi/proto.h
+plugins_input_rocm_smi_tally_rocm_helper_LDADD = -ldl
+
+# Unit test: the protocol, the metric table, units and the card order.
+check_PROGRAMS += t/unit/rocm_smi.t
+t_unit_rocm_smi_t_SOURCES = t/unit/rocm_smi.c plugins/input/rocm_smi/proto.c
+t_unit_rocm_smi_t_LDADD = t/unit/libtap.la
+TESTS += t/unit/rocm_smi.t
+
+TESTS += $(ROCM_SMI_TESTS)
+endif
+EXTRA_DIST += $(ROCM_SMI_TESTS) t/lib/rocm.sh \
+	t/fixtures/sys-rocm t/fixtures/sys-rocm.md t/fixtures/mk-sys-rocm.sh

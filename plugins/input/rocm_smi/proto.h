@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/input/rocm_smi/proto.h - what the rocm_smi input and its helper
+ * process say to each other (doc/plugins/rocm_smi.md, "Helper protocol"),
+ * and the metric table both sides share
+ *
+ * Pure code: no I/O, no allocation, no library calls, so that the unit test
+ * (t/unit/rocm_smi.c) drives it alone and the helper and the plugin cannot
+ * disagree on a name, a unit or a line.
+ */
+#ifndef TALLY_ROCM_SMI_PROTO_H
+#define TALLY_ROCM_SMI_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Version in the helper's hello line; the plugin refuses another. */
+#define ROCM_PROTO_VERSION 1
+/* Longest line either side writes, '\n' included. */
+#define ROCM_PROTO_LINE_MAX 1024
+/* Labels a sample line carries besides card. */
+#define ROCM_PROTO_MAX_LABELS 4
+
+/** enum rocm_msg_type - the kinds of line (first field) */
+enum rocm_msg_type {
+	ROCM_MSG_HELLO = 1, /* "hello" VERSION PID */
+	ROCM_MSG_READY,	    /* "ready" NGPUS LIBRARY_VERSION */
+	ROCM_MSG_FAIL,	    /* "fail" REASON: no GPU, init failed */
+	ROCM_MSG_SKIP,	    /* "skip" CARD METRIC WHY: not read on CARD */
+	ROCM_MSG_SAMPLE,    /* "m" NAME CARD VALUE [KEY=VALUE...] */
+	ROCM_MSG_END,	    /* "end" FAILED: a read's last line */
+	ROCM_MSG_NOTE,	    /* "note" TEXT: for the log */
+};
+
+/**
+ * struct rocm_msg - one parsed line; strings point into the parsed buffer
+ * @type:   enum rocm_msg_type
+ * @name:   SAMPLE, SKIP: metric name; READY: library version;
+ *          FAIL: reason text; NOTE: the text
+ * @card:   SAMPLE, SKIP: card index, -1 for none ("-")
+ * @value:  SAMPLE: the value, in the metric's unit
+ * @n:      HELLO: protocol version; READY: GPUs; END: failed queries
+ * @pid:    HELLO: the helper's pid
+ * @why:    SKIP: why the metric is not read there
+ * @nlabels, @key, @val: SAMPLE: the labels besides card, in order
+ */
+struct rocm_msg {
+	enum rocm_msg_type type;
+	const char *name;
+	int card;
+	double value;
+	uint64_t n;
+	long pid;
+	const char *why;
+	unsigned nlabels;
+	const char *key[ROCM_PROTO_MAX_LABELS];
+	const char *val[ROCM_PROTO_MAX_LABELS];
+};
+
+/**
+ * rocm_proto_parse() - parse one line (without its '\n') in place
+ * @line: NUL-terminated; its tabs are overwritten with NULs
+ * @m:    filled on success
+ *
+ * Checks the shape of every field: numbers are numbers, a sample's name is
+ * one of rocm_metrics[] and its labels are the ones that metric takes.
+ * Return: 0, or -1 with errno = EINVAL (a line to drop and count).
+ */
+int rocm_proto_parse(char *line, struct rocm_msg *m);
+
+/**
+ * rocm_proto_keyword() - does @line start with a protocol keyword and a tab?
+ *
+ * The helper's stdout and stderr share its socket (the library prints
+ * there): lines that do not are the library's text, not protocol errors.
+ */
+int rocm_proto_keyword(const char *line);
+
+/**
+ * rocm_proto_clean() - make @s fit in one field: tabs, control characters
+ * and bytes >= 0x7f become '_', leading and trailing blanks go
+ * @s: modified in place
+ * Return: @s
+ */
+char *rocm_proto_clean(char *s);
+
+/** enum rocm_metric_id - every metric the helper may read */
+enum rocm_metric_id {
+	ROCM_M_NUM_GPUS,
+	ROCM_M_VERSION_INFO,
+	ROCM_M_UTILIZATION,
+	ROCM_M_VRAM_TOTAL,
+	ROCM_M_VRAM_USED,
+	ROCM_M_VRAM_BUSY,
+	ROCM_M_POWER,
+	ROCM_M_ENERGY,
+	ROCM_M_SCLK,
+	ROCM_M_MCLK,
+	ROCM_M_TEMP,
+	ROCM_M_TEMP_MEM,
+	ROCM_M_POWER_CAP,
+	ROCM_M_RAS, /* first of the RAS counts, two per block */
+	ROCM_M_COUNT = ROCM_M_RAS + 2 * 7,
+};
+
+/**
+ * struct rocm_metric - a metric as tally exports it (Omnistat's names)
+ * @name:  exported name
+ * @help:  help text, with the unit
+ * @label: the label besides card it carries ("location"), NULL for none;
+ *         rocm_version_info carries four, listed in rocm_version_labels
+ */
+struct rocm_metric {
+	const char *name;
+	const char *help;
+	const char *label;
+};
+
+extern const struct rocm_metric rocm_metrics[ROCM_M_COUNT];
+extern const char *const rocm_version_labels[4];
+
+/* The RAS blocks, in the order of their ids (ROCM_M_RAS + 2 * i, + 1 for
+ * uncorrectable), and the rsmi_gpu_block_t bit of each. */
+#define ROCM_RAS_BLOCKS 7
+extern const char *const rocm_ras_blocks[ROCM_RAS_BLOCKS];
+extern const uint64_t rocm_ras_bits[ROCM_RAS_BLOCKS];
+
+/** rocm_metric_find() - the id of an exported name, or -1 */
+int rocm_metric_find(const char *name);
+
+/*
+ * Unit conversions: the library's units to the exported ones.
+ */
+/** rocm_uw_to_w() - microwatts to watts */
+double rocm_uw_to_w(uint64_t uw);
+/** rocm_mc_to_c() - millidegrees Celsius to degrees Celsius */
+double rocm_mc_to_c(int64_t mc);
+/** rocm_hz_to_mhz() - hertz to megahertz */
+double rocm_hz_to_mhz(uint64_t hz);
+/** rocm_energy_j() - energy counter ticks of @res_uj microjoules, joules */
+double rocm_energy_j(uint64_t count, float res_uj);
+/**
+ * rocm_used_pct() - @used of @total as a percentage
+ * Return: 0, or -1 with errno = EDOM when @total is 0
+ */
+int rocm_used_pct(uint64_t used, uint64_t total, double *pct);
+
+/*
+ * Card numbers in KFD (HIP) order: the GPU nodes of
+ * /sys/class/kfd/kfd/topology/nodes/N in increasing N, node with gpu_id 0
+ * (CPUs) left out, as HIP_VISIBLE_DEVICES and Omnistat number them.
+ */
+
+/**
+ * struct rocm_kfd_node - what the order needs of one topology node
+ * @gpu_id:      the node's gpu_id file (0: a CPU)
+ * @domain:      "domain" line of its properties (PCI domain)
+ * @location_id: "location_id" line: PCI bus << 8 | device << 3 | function
+ */
+struct rocm_kfd_node {
+	uint64_t gpu_id;
+	uint32_t domain;
+	uint32_t location_id;
+};
+
+/**
+ * rocm_kfd_parse_properties() - read domain and location_id of @text
+ * @text: a properties file's content ("key value" lines)
+ * @node: its domain and location_id are set
+ * Return: 0, or -1 with errno = EINVAL when location_id is missing
+ */
+int rocm_kfd_parse_properties(const char *text, struct rocm_kfd_node *node);
+
+/**
+ * rocm_card_order() - the card number of each library device
+ * @nodes:  the topology nodes in increasing node number
+ * @nnodes: their count
+ * @bdfid:  per library device, rsmi_dev_pci_id_get()'s value (domain << 32
+ *          | bus << 8 | device << 3 | function), or its KFD gpu_id when
+ *          @by_gpu_id (rsmi_dev_guid_get() of newer libraries)
+ * @ndev:   library devices
+ * @by_gpu_id: match @bdfid against gpu_id instead of the PCI address
+ * @card:   out, per library device
+ *
+ * Return: 0 when every device matched one GPU node, each a different one;
+ * -1 with errno = ENOENT otherwise, and @card is then the library's own
+ * order (0, 1, ...), the best guess left.
+ */
+int rocm_card_order(const struct rocm_kfd_node *nodes, size_t nnodes,
+		    const uint64_t *bdfid, size_t ndev, int by_gpu_id,
+		    int *card);
+
+#endif /* TALLY_ROCM_SMI_PROTO_H */

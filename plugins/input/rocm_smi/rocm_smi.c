@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/input/rocm_smi/rocm_smi.c - AMD GPU metrics through librocm_smi64,
+ * read by a helper process so that the library never runs inside tallyd
+ *
+ * Metric names and labels are Omnistat's (rocm_*, label card in KFD/HIP
+ * order), units converted to base ones; see doc/plugins/rocm_smi.md.
+ *
+ * The library aborts its process on sysfs layouts it does not expect and
+ * can block in a call on a wedged device, so it runs in tally-rocm-helper
+ * (helper.c), which this input starts with fork + exec and talks to over a
+ * socketpair in the line protocol of proto.h. Each tick sends "read"; the
+ * answer arrives on the loop (a bufferevent) and is emitted as one batch
+ * stamped with the tick's time. The loop thread never waits for the helper.
+ *
+ * Cost model: per read, one request line, about 15 answer lines per GPU
+ * parsed in place, one interned label set per sample; the library's own
+ * cost is in the helper. tallyd keeps no state per GPU.
+ *
+ * Failure model:
+ *  - no library, no GPU, init failure: the helper says why ("fail") and
+ *    exits; logged once (again only when the reason changes), the plugin
+ *    idles and asks again every max_backoff seconds;
+ *  - a helper that dies (abort, signal, exit) or breaks the protocol:
+ *    counted as event helper_crashed; that does not answer a read within
+ *    timeout: killed, counted as helper_timeout; either way the read is
+ *    lost (dropped, reason "helper_crashed" / "helper_timeout") and a new
+ *    helper starts after 1, 2, 4 ... seconds, at most max_backoff, the
+ *    delay going back to 1 s after a read that worked;
+ *  - a malformed line is dropped and counted ("malformed");
+ *  - a metric a GPU does not have is skipped for that GPU alone (logged
+ *    once per helper at LOG_INFO); queries failing later are counted as
+ *    event query_errors and retried by the helper with a backoff.
+ * A helper killed while it sits in the kernel (a wedged device) may not be
+ * reaped at once: its pid is kept and reaped on later ticks.
+ *
+ * With --once (no event loop) the read runs the same exchange with poll()
+ * and the same deadlines, then stops the helper.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include <tally/plugin.h>
+
+#include "proto.h"
+#include "tally-dirs.h"
+
+/* A start may wait on the library's device locks (5 s each) */
+#define ROCM_START_EXTRA 10.0
+#define ROCM_MAX_ZOMBIES 16
+/* timeout = 0: half the interval, at most this (seconds) */
+#define ROCM_DEFAULT_TIMEOUT 2.0
+
+enum rocm_state {
+	ROCM_OFF,      /* no helper; a restart is scheduled */
+	ROCM_STARTING, /* helper spawned, no "ready" yet */
+	ROCM_READY,    /* waiting for the next tick */
+	ROCM_BUSY,     /* "read" sent, answer being received */
+	ROCM_FAILED,   /* helper said "fail": waiting for its exit */
+	ROCM_DISABLED, /* the helper cannot be run at all */
+};
+
+struct rocm_smi {
+	/* options (tally/config.h fills them) */
+	char *library;
+	char *helper;
+	double timeout;
+	double max_backoff;
+	bool ras;
+	bool power_cap;
+
+	struct tally_instance *inst;
+	struct event_base *base; /* NULL with --once */
+	enum rocm_state state;
+	pid_t pid;
+	int fd;
+	struct bufferevent *bev;
+	struct event *deadline;
+	struct event *restart;
+	double backoff;		   /* delay of the next restart, seconds */
+	bool want_read;		   /* a tick came while starting */
+	int64_t req_ns;		   /* CLOCK_REALTIME of the read's tick */
+	struct tally_batch *batch; /* the read being received */
+	uint64_t samples;	   /* in @batch */
+	char fail_logged[ROCM_PROTO_LINE_MAX]; /* last "fail" logged */
+	bool announced;			       /* "N GPU(s)" logged */
+	char lastlib[256];		       /* the library's last message */
+	pid_t zombies[ROCM_MAX_ZOMBIES];
+	unsigned nzombies;
+};
+
+static void rocm_schedule_restart(struct rocm_smi *r, double delay);
+
+static void rocm_reap(struct rocm_smi *r)
+{
+	for (unsigned i = 0; i < r->nzombies;) {
+		if (waitpid(r->zombies[i], NULL, WNOHANG) != 0)
+			r->zombies[i] = r->zombies[--r->nzombies];
+		else
+			i++;
+	}
+}
+
+/*
+ * Stop the helper: close its socket, kill it, reap it if it is gone.
+ * @status: its wait status when reaped, else -1.
+ */
+static void rocm_stop_helper(struct rocm_smi *r, int *status)
+{
+	int st;
+
+	if (status)
+		*status = -1;
+	if (r->bev) {
+		bufferevent_free(r->bev); /* closes r->fd */
+		r->bev = NULL;
+	} else if (r->fd >= 0) {
+		close(r->fd);
+	}
+	r->fd = -1;
+	if (r->deadline)
+		event_del(r->deadline);
+	tally_batch_unref(r->batch);
+	r->batch = NULL;
+	if (r->pid <= 0)
+		return;
+	if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
+		if (status)
+			*status = st;
+	} else {
+		kill(r->pid, SIGKILL);
+		if (waitpid(r->pid, &st, WNOHANG) != r->pid) {
+			rocm_reap(r);
+			if (r->nzombies < ROCM_MAX_ZOMBIES)
+				r->zombies[r->nzombies++] = r->pid;
+		}
+	}
+	r->pid = 0;
+}
+
+static int rocm_spawn(struct rocm_smi *r)
+{
+	char *argv[8];
+	int argc = 0, sv[2];
+	sigset_t all;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	argv[argc++] = r->helper;
+	argv[argc++] = "-l";
+	argv[argc++] = r->library;
+	if (r->ras)
+		argv[argc++] = "-r";
+	if (r->power_cap)
+		argv[argc++] = "-c";
+	argv[argc] = NULL;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* the child: async-signal-safe calls only until exec */
+		int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (sv[1] == 3)
+			fcntl(3, F_SETFD, 0);
+		else if (dup2(sv[1], 3) < 0)
+			_exit(127);
+		/* the library's own messages (its asserts) share the socket */
+		if (null < 0 || dup2(null, 0) < 0 || dup2(3, 1) < 0 ||
+		    dup2(3, 2) < 0)
+			_exit(127);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		execv(r->helper, argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	r->pid = pid;
+	r->fd = sv[0];
+	r->state = ROCM_STARTING;
+	r->lastlib[0] = '\0';
+	tally_count_event(r->inst, "helper_starts", 1);
+	return 0;
+}
+
+static void rocm_add_sample(struct rocm_smi *r, const struct rocm_msg *m)
+{
+	struct tally_label pairs[1 + ROCM_PROTO_MAX_LABELS];
+	struct tally_labels *ls;
+	char card[16];
+	size_t n = 0;
+	int id = rocm_metric_find(m->name);
+
+	if (m->card >= 0) {
+		snprintf(card, sizeof(card), "%d", m->card);
+		pairs[n++] = (struct tally_label){ "card", card };
+	}
+	for (unsigned i = 0; i < m->nlabels; i++)
+		pairs[n++] = (struct tally_label){ m->key[i], m->val[i] };
+	ls = tally_labels_new(pairs, n);
+	if (!ls) {
+		tally_count_drop(r->inst,
+				 errno == ENOMEM ? "nomem" : "malformed", 1);
+		return;
+	}
+	if (tally_batch_add_metric(r->batch, TALLY_GAUGE, m->name,
+				   rocm_metrics[id].help, ls, m->value,
+				   r->req_ns) < 0)
+		tally_count_drop(r->inst, "nomem", 1);
+	else
+		r->samples++;
+	tally_labels_unref(ls);
+}
+
+/* The helper failed us (@reason: "crashed" or "timeout"): kill, count,
+ * log, restart later. */
+static void rocm_lost(struct rocm_smi *r, const char *event, const char *drop,
+		      const char *what)
+{
+	int status;
+	char how[64] = "";
+
+	if (r->state == ROCM_BUSY)
+		tally_count_drop(r->inst, drop, 1);
+	rocm_stop_helper(r, &status);
+	if (status >= 0 && WIFSIGNALED(status))
+		snprintf(how, sizeof(how), " (killed by signal %d)",
+			 WTERMSIG(status));
+	else if (status >= 0 && WIFEXITED(status))
+		snprintf(how, sizeof(how), " (exit status %d)",
+			 WEXITSTATUS(status));
+	tally_count_event(r->inst, event, 1);
+	tally_log(r->inst, LOG_WARNING,
+		  "helper %s%s: GPU metrics missing until it is restarted in "
+		  "%.3g s%s%s",
+		  what, how, r->backoff,
+		  r->lastlib[0] ? "; the library said: " : "", r->lastlib);
+	rocm_schedule_restart(r, r->backoff);
+	r->backoff = r->backoff * 2 < r->max_backoff ? r->backoff * 2
+						     : r->max_backoff;
+}
+
+static void rocm_send_read(struct rocm_smi *r);
+
+/*
+ * One line from the helper. Return: 0, or -1 when the helper must go
+ * (protocol broken, or its "fail").
+ */
+static int rocm_line(struct rocm_smi *r, char *line)
+{
+	struct rocm_msg m;
+
+	if (!rocm_proto_keyword(line)) {
+		/* not ours: the library wrote it (stdout and stderr) */
+		snprintf(r->lastlib, sizeof(r->lastlib), "%s", line);
+		tally_log(r->inst, LOG_DEBUG, "library: %s", line);
+		return 0;
+	}
+	if (rocm_proto_parse(line, &m) < 0) {
+		tally_count_drop(r->inst, "malformed", 1);
+		return 0;
+	}
+	switch (m.type) {
+	case ROCM_MSG_HELLO:
+		if (m.n != ROCM_PROTO_VERSION) {
+			tally_log(r->inst, LOG_ERR,
+				  "helper %s speaks protocol %llu, not %d: "
+				  "install the helper of this tallyd",
+				  r->helper, (unsigned long long)m.n,
+				  ROCM_PROTO_VERSION);
+			return -1;
+		}
+		return 0;
+	case ROCM_MSG_NOTE:
+		tally_log(r->inst, LOG_INFO, "%s", m.name);
+		return 0;
+	case ROCM_MSG_SKIP:
+		tally_log(r->inst, LOG_INFO, "card %d: %s not read: %s", m.card,
+			  m.name, m.why);
+		return 0;
+	case ROCM_MSG_FAIL:
+		if (strcmp(r->fail_logged, m.name)) {
+			tally_log(
+				r->inst, LOG_WARNING,
+				"no GPU metrics: %s; trying again every %.3g s",
+				m.name, r->max_backoff);
+			snprintf(r->fail_logged, sizeof(r->fail_logged), "%s",
+				 m.name);
+		}
+		r->state = ROCM_FAILED;
+		return -1;
+	case ROCM_MSG_READY:
+		if (r->state != ROCM_STARTING)
+			break;
+		if (!r->announced || r->fail_logged[0])
+			tally_log(r->inst, LOG_INFO,
+				  "%llu GPU(s), ROCm SMI library %s",
+				  (unsigned long long)m.n, m.name);
+		r->announced = true;
+		r->fail_logged[0] = '\0';
+		r->state = ROCM_READY;
+		if (r->deadline)
+			event_del(r->deadline);
+		if (r->want_read)
+			rocm_send_read(r);
+		return 0;
+	case ROCM_MSG_SAMPLE:
+		if (r->state != ROCM_BUSY || !r->batch)
+			break;
+		rocm_add_sample(r, &m);
+		return 0;
+	case ROCM_MSG_END:
+		if (r->state != ROCM_BUSY)
+			break;
+		if (m.n)
+			tally_count_event(r->inst, "query_errors", m.n);
+		r->state = ROCM_READY;
+		r->backoff = 1.0;
+		if (r->deadline)
+			event_del(r->deadline);
+		return 0;
+	}
+	/* a line out of its place: the helper is not ours, or broken */
+	tally_count_drop(r->inst, "malformed", 1);
+	return -1;
+}
+
+/* Lines waiting in @in. Return: as rocm_line(); 1 at the end of a read. */
+static int rocm_lines(struct rocm_smi *r, struct evbuffer *in)
+{
+	char *line;
+	size_t len;
+
+	while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
+		bool busy = r->state == ROCM_BUSY;
+		int rc = rocm_line(r, line);
+
+		free(line);
+		if (rc < 0)
+			return -1;
+		if (busy && r->state == ROCM_READY)
+			return 1;
+	}
+	if (evbuffer_get_length(in) >= ROCM_PROTO_LINE_MAX) {
+		tally_count_drop(r->inst, "malformed", 1);
+		return -1;
+	}
+	return 0;
+}
+
+static void rocm_emit(struct rocm_smi *r)
+{
+	struct tally_batch *b = r->batch;
+
+	r->batch = NULL;
+	r->samples = 0;
+	tally_emit(r->inst, b);
+}
+
+static void rocm_on_read(struct bufferevent *bev, void *arg)
+{
+	struct rocm_smi *r = arg;
+	int rc = rocm_lines(r, bufferevent_get_input(bev));
+
+	if (rc == 1) {
+		rocm_emit(r);
+		if (r->want_read)
+			rocm_send_read(r);
+	} else if (rc < 0) {
+		if (r->state == ROCM_FAILED) {
+			/* its exit is not a crash: ask again much later */
+			rocm_stop_helper(r, NULL);
+			rocm_schedule_restart(r, r->max_backoff);
+		} else {
+			rocm_lost(r, "helper_crashed", "helper_crashed",
+				  "broke the protocol");
+		}
+	}
+}
+
+static void rocm_on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct rocm_smi *r = arg;
+
+	(void)bev;
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	rocm_lost(r, "helper_crashed", "helper_crashed", "died");
+}
+
+static void rocm_on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct rocm_smi *r = arg;
+
+	(void)fd;
+	(void)what;
+	rocm_lost(r, "helper_timeout", "helper_timeout",
+		  r->state == ROCM_STARTING ? "did not start in time"
+					    : "did not answer in time");
+}
+
+static void rocm_arm(struct rocm_smi *r, double seconds)
+{
+	struct timeval tv = {
+		.tv_sec = (time_t)seconds,
+		.tv_usec = (suseconds_t)((seconds - (double)(time_t)seconds) *
+					 1e6),
+	};
+
+	event_add(r->deadline, &tv);
+}
+
+static void rocm_send_read(struct rocm_smi *r)
+{
+	r->want_read = false;
+	if (!r->batch)
+		r->batch = tally_batch_new();
+	if (!r->batch) {
+		tally_count_drop(r->inst, "nomem", 1);
+		return;
+	}
+	r->samples = 0;
+	r->state = ROCM_BUSY;
+	if (r->bev) {
+		bufferevent_write(r->bev, "read\n", 5);
+		rocm_arm(r, r->timeout);
+	}
+}
+
+static void rocm_on_restart(evutil_socket_t fd, short what, void *arg)
+{
+	struct rocm_smi *r = arg;
+
+	(void)fd;
+	(void)what;
+	rocm_reap(r);
+	if (rocm_spawn(r) < 0) {
+		tally_log(r->inst, LOG_WARNING, "cannot start %s: %s",
+			  r->helper, strerror(errno));
+		rocm_schedule_restart(r, r->max_backoff);
+		return;
+	}
+	r->bev = bufferevent_socket_new(r->base, r->fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!r->bev) {
+		rocm_stop_helper(r, NULL);
+		rocm_schedule_restart(r, r->max_backoff);
+		return;
+	}
+	bufferevent_setcb(r->bev, rocm_on_read, NULL, rocm_on_event, r);
+	bufferevent_enable(r->bev, EV_READ);
+	rocm_arm(r, r->timeout + ROCM_START_EXTRA);
+}
+
+static void rocm_schedule_restart(struct rocm_smi *r, double delay)
+{
+	struct timeval tv = {
+		.tv_sec = (time_t)delay,
+		.tv_usec = (suseconds_t)((delay - (double)(time_t)delay) * 1e6),
+	};
+
+	r->state = ROCM_OFF;
+	if (r->restart)
+		event_add(r->restart, &tv);
+}
+
+static int rocm_check(struct tally_instance *inst, void *state)
+{
+	struct rocm_smi *r = state;
+
+	if (r->timeout == 0) {
+		r->timeout = tally_instance_interval(inst) / 2;
+		if (r->timeout > ROCM_DEFAULT_TIMEOUT)
+			r->timeout = ROCM_DEFAULT_TIMEOUT;
+	}
+	if (r->timeout >= tally_instance_interval(inst)) {
+		tally_log(inst, LOG_ERR,
+			  "timeout (%.3g s) must be shorter than the interval "
+			  "(%.3g s)",
+			  r->timeout, tally_instance_interval(inst));
+		return -1;
+	}
+	if (r->helper[0] != '/') {
+		tally_log(inst, LOG_ERR,
+			  "helper: an absolute path is needed, "
+			  "not \"%s\"",
+			  r->helper);
+		return -1;
+	}
+	return 0;
+}
+
+static int rocm_init(struct tally_instance *inst, void *state)
+{
+	struct rocm_smi *r = state;
+
+	r->inst = inst;
+	r->fd = -1;
+	r->backoff = 1.0;
+	if (access(r->helper, X_OK) < 0) {
+		/* an installation problem: say it, and stay out of the way */
+		tally_log(inst, LOG_ERR,
+			  "helper %s: %s: no GPU metrics (is tally installed "
+			  "whole?)",
+			  r->helper, strerror(errno));
+		r->state = ROCM_DISABLED;
+	}
+	return 0;
+}
+
+static int rocm_start(struct tally_instance *inst, void *state,
+		      struct event_base *base)
+{
+	struct rocm_smi *r = state;
+
+	(void)inst;
+	r->base = base;
+	r->deadline = evtimer_new(base, rocm_on_deadline, r);
+	r->restart = evtimer_new(base, rocm_on_restart, r);
+	if (!r->deadline || !r->restart) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (r->state != ROCM_DISABLED)
+		rocm_schedule_restart(r, 0);
+	return 0;
+}
+
+/*
+ * --once: the whole exchange here, with poll() for the deadlines (there is
+ * no loop yet, and nothing else to serve).
+ */
+static int rocm_read_sync(struct rocm_smi *r, struct tally_batch *out)
+{
+	struct evbuffer *in = evbuffer_new();
+	int64_t deadline;
+	bool sent = false;
+	const char *lost = NULL;
+
+	if (!in || rocm_spawn(r) < 0) {
+		evbuffer_free(in);
+		tally_log(r->inst, LOG_WARNING, "cannot start %s: %s",
+			  r->helper, strerror(errno));
+		return 0;
+	}
+	r->req_ns = tally_now_ns();
+	deadline = tally_monotonic_ns() +
+		   (int64_t)((r->timeout + ROCM_START_EXTRA) * 1e9);
+	for (;;) {
+		struct pollfd p = { .fd = r->fd, .events = POLLIN };
+		int64_t left = deadline - tally_monotonic_ns();
+		int rc;
+
+		if (left <= 0) {
+			lost = "helper_timeout";
+			break;
+		}
+		if (poll(&p, 1, (int)(left / 1000000 + 1)) < 0 &&
+		    errno != EINTR)
+			break;
+		if (!p.revents)
+			continue;
+		if (evbuffer_read(in, r->fd, 4096) <= 0) {
+			lost = "helper_crashed";
+			break;
+		}
+		rc = rocm_lines(r, in);
+		if (rc == 1 || rc < 0) {
+			if (rc < 0 && r->state != ROCM_FAILED)
+				lost = "helper_crashed";
+			break;
+		}
+		if (!sent && r->state == ROCM_READY) {
+			r->batch = tally_batch_ref(out);
+			r->state = ROCM_BUSY;
+			sent = true;
+			if (write(r->fd, "read\n", 5) != 5) {
+				lost = "helper_crashed";
+				break;
+			}
+			deadline = tally_monotonic_ns() +
+				   (int64_t)(r->timeout * 1e9);
+		}
+	}
+	evbuffer_free(in);
+	if (lost) {
+		tally_count_drop(r->inst, lost, 1);
+		tally_count_event(r->inst, lost, 1);
+		tally_log(r->inst, LOG_WARNING, "helper %s: no GPU metrics%s%s",
+			  strcmp(lost, "helper_timeout")
+				  ? "died"
+				  : "did not answer in time",
+			  r->lastlib[0] ? "; the library said: " : "",
+			  r->lastlib);
+	}
+	rocm_stop_helper(r, NULL);
+	r->state = ROCM_OFF;
+	return 0;
+}
+
+static int rocm_read(struct tally_instance *inst, void *state,
+		     struct tally_batch *out)
+{
+	struct rocm_smi *r = state;
+
+	(void)inst;
+	rocm_reap(r);
+	if (r->state == ROCM_DISABLED)
+		return 0;
+	if (!r->base)
+		return rocm_read_sync(r, out);
+	switch (r->state) {
+	case ROCM_READY:
+		r->req_ns = tally_now_ns();
+		rocm_send_read(r);
+		break;
+	case ROCM_STARTING:
+		r->req_ns = tally_now_ns();
+		r->want_read = true;
+		break;
+	case ROCM_BUSY:
+		/* the deadline is shorter than the interval: not reached */
+		tally_count_drop(inst, "read_overrun", 1);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void rocm_stop(struct tally_instance *inst, void *state)
+{
+	struct rocm_smi *r = state;
+
+	(void)inst;
+	if (r->restart)
+		event_del(r->restart);
+	rocm_stop_helper(r, NULL);
+	r->state = ROCM_OFF;
+}
+
+static void rocm_fini(struct tally_instance *inst, void *state)
+{
+	struct rocm_smi *r = state;
+
+	rocm_stop(inst, state);
+	rocm_reap(r);
+	if (r->deadline)
+		event_free(r->deadline);
+	if (r->restart)
+		event_free(r->restart);
+	r->deadline = r->restart = NULL;
+}
+
+static const struct tally_option rocm_options[] = {
+	TALLY_OPT_STRING("library", struct rocm_smi, library,
+			 "librocm_smi64.so.1",
+			 "ROCm SMI library the helper loads (a site's newer "
+			 "one: /opt/rocm/lib/librocm_smi64.so.1)"),
+	TALLY_OPT_STRING("helper", struct rocm_smi, helper,
+			 TALLY_LIBEXECDIR "/tally-rocm-helper",
+			 "the helper program that runs the library"),
+	TALLY_OPT_DURATION("timeout", struct rocm_smi, timeout, "0", 0, 3600,
+			   "a read not answered by then kills the helper; "
+			   "shorter than the interval (0: half of it, at most "
+			   "2 s)"),
+	TALLY_OPT_DURATION("max_backoff", struct rocm_smi, max_backoff, "60s",
+			   0.1, 86400,
+			   "longest wait before a new helper, and between "
+			   "tries without GPU"),
+	TALLY_OPT_BOOL("ras", struct rocm_smi, ras, "false",
+		       "ECC error counts per block "
+		       "(rocm_ras_<block>_{correctable,uncorrectable}_count)"),
+	TALLY_OPT_BOOL("power_cap", struct rocm_smi, power_cap, "false",
+		       "rocm_power_cap_watts"),
+	TALLY_OPT_END
+};
+
+static const struct tally_input_ops rocm_ops = {
+	.check = rocm_check,
+	.init = rocm_init,
+	.read = rocm_read,
+	.start = rocm_start,
+	.stop = rocm_stop,
+	.fini = rocm_fini,
+};
+
+TALLY_PLUGIN_INPUT(
+	rocm_smi, "AMD GPU metrics from librocm_smi64, run in a helper process",
+	struct rocm_smi, rocm_options, &rocm_ops);

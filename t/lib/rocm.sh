@@ -1,0 +1,50 @@
+# t/lib/rocm.sh - helpers of the rocm_smi tests (t11xx)
+#
+# Source after t/lib/tally.sh. The real librocm_smi64 reads fixed paths
+# (/sys/class/drm, /sys/class/kfd, /sys/class/hwmon, /dev/shm), so a test
+# that wants it to see a fixture GPU node runs tallyd in a private mount
+# namespace (unshare -m, root only) with the fixture bound over /sys:
+# prerequisite ROOTNS.
+
+ROCM_HELPER=${top_builddir:-$SHARNESS_TEST_DIRECTORY/..}/plugins/input/rocm_smi/tally-rocm-helper
+REAL_TALLYD=$TALLYD
+
+if test "$(id -u)" = 0 && unshare -m true 2>/dev/null; then
+	test_set_prereq ROOTNS
+fi
+
+# ns_tallyd SYS [SHM] - write ./ns-tallyd, a tallyd that runs in a mount
+# namespace of its own with directory SYS over /sys and, if given, SHM
+# over /dev/shm (the node's shared memory, as both collectors of a node
+# see it); the test then points TALLYD at it. The namespace holds no
+# process but tallyd and its helpers: it is gone when they are.
+ns_tallyd() {
+	cat >ns-tallyd <<-EOF &&
+	#!/bin/sh
+	exec unshare -m --propagation private sh -c '
+		mount --bind "\$0" /sys &&
+		{ test -z "\$1" || mount --bind "\$1" /dev/shm; } &&
+		shift && exec "\$@"' "$1" "${2:-}" "$REAL_TALLYD" "\$@"
+	EOF
+	chmod +x ns-tallyd
+}
+
+# event FILE EVENT [INSTANCE] - the last tally_events_total of INSTANCE
+# (default gpu) for EVENT in capture file FILE, or 0
+event() {
+	awk -v m="tally_events_total{event=\"$2\",instance=\"${3:-gpu}\"," '
+		index($2, m) == 1 { v = $3 } END { print v + 0 }' "$1"
+}
+
+# dropped FILE REASON - the last tally_dropped_total of instance gpu for
+# REASON in capture file FILE, or 0
+dropped() {
+	awk -v m="tally_dropped_total{instance=\"gpu\"," -v r="reason=\"$2\"" '
+		index($2, m) == 1 && index($2, r) { v = $3 }
+		END { print v + 0 }' "$1"
+}
+
+# count FILE PATTERN - lines of FILE that hold PATTERN (fixed string)
+count() {
+	grep -cF -- "$2" "$1" || true
+}

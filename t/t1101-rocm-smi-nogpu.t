@@ -1,0 +1,92 @@
+#!/bin/sh
+#
+# t1101-rocm-smi-nogpu.t - the rocm_smi input on a node without an AMD GPU:
+# one log line saying why, an idle input that asks again, the other inputs
+# unaffected, exit status 0 with --once. As root the library gets an empty
+# /sys of its own (a node with GPUs then runs the test too); otherwise the
+# machine itself must have no KFD.
+
+test_description='rocm_smi input: no GPU, no library, no helper'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/lib/rocm.sh"
+
+if test_have_prereq ROOTNS; then
+	mkdir empty-sys &&
+	ns_tallyd "$PWD/empty-sys" &&
+	TALLYD=$PWD/ns-tallyd
+elif test -e /sys/class/kfd; then
+	skip_all='this machine has a KFD and the test cannot hide it (not root)'
+	test_done
+fi
+
+# conf FILE GPU_SETTINGS - rocm_smi "gpu" and procfs "host" (fixture /proc)
+# into capture out.txt; self as well. HELPER: another helper path
+conf() {
+	cat >"$1" <<-EOF
+	global = { log_level = "info"; };
+	inputs = {
+	  gpu = { plugin = "rocm_smi"; helper = "${HELPER:-$ROCM_HELPER}"; interval = 1.0;
+	          $2 };
+	  host = { plugin = "procfs"; root = "$FIXTURES/proc-6.1"; interval = 1.0; };
+	  self = { plugin = "self"; interval = 1.0; };
+	};
+	outputs = { cap = { plugin = "capture"; path = "out.txt"; }; };
+	pipelines = { p = { from = ["gpu", "host", "self"]; to = ["cap"]; }; };
+	EOF
+}
+
+test_expect_success '--once: exit 0, one line saying why, host metrics there' '
+	conf once.conf "" &&
+	"$TALLYD" --once -c once.conf >log.txt 2>&1 &&
+	cat log.txt &&
+	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
+	grep "rocm_smi\[gpu\]: no GPU metrics: rsmi_init: .*trying again every 60 s" log.txt &&
+	! grep "^gauge rocm_" out.txt &&
+	grep "^gauge node_load1 " out.txt &&
+	test "$(event out.txt helper_crashed)" = 0
+'
+
+test_expect_success 'daemon: idle input asks again, logs once, host goes on' '
+	conf run.conf "max_backoff = 0.2;" &&
+	start_tallyd run.conf &&
+	wait_for "test \$(event out.txt helper_starts) -ge 4" &&
+	wait_for "test \$(count out.txt \"gauge node_load1 \") -ge 3" &&
+	stop_tallyd &&
+	cat tallyd.log &&
+	test "$(count tallyd.log "no GPU metrics")" = 1 &&
+	test "$(event out.txt helper_crashed)" = 0 &&
+	test "$(event out.txt helper_timeout)" = 0 &&
+	! grep "^gauge rocm_" out.txt
+'
+
+test_expect_success 'a library that cannot be loaded: said once, idle' '
+	conf lib.conf "library = \"$PWD/no-such-lib.so\";" &&
+	"$TALLYD" --once -c lib.conf >log.txt 2>&1 &&
+	grep "no GPU metrics: cannot load $PWD/no-such-lib.so" log.txt &&
+	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
+	grep "^gauge node_load1 " out.txt
+'
+
+test_expect_success 'a library without rsmi_init: said once, idle' '
+	conf notrsmi.conf "library = \"libz.so.1\";" &&
+	"$TALLYD" --once -c notrsmi.conf >log.txt 2>&1 &&
+	grep "no GPU metrics: libz.so.1 has no rsmi_init: not a ROCm SMI library" log.txt
+'
+
+test_expect_success 'a helper that is not installed: one error, the rest runs' '
+	HELPER=$PWD/nowhere/tally-rocm-helper conf nohelper.conf "" &&
+	"$TALLYD" --once -c nohelper.conf >log.txt 2>&1 &&
+	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
+	grep "helper $PWD/nowhere/tally-rocm-helper: No such file or directory" log.txt &&
+	grep "^gauge node_load1 " out.txt
+'
+
+test_expect_success 'timeout not shorter than the interval is refused' '
+	conf bad.conf "timeout = 1.5;" &&
+	test_must_fail "$REAL_TALLYD" --check-config -c bad.conf 2>err &&
+	grep "timeout (1.5 s) must be shorter than the interval (1 s)" err
+'
+
+test_done

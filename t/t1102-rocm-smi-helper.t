@@ -1,0 +1,176 @@
+#!/bin/sh
+#
+# t1102-rocm-smi-helper.t - the rocm_smi input with the real librocm_smi64
+# reading a fixture two-GPU node (t/fixtures/sys-rocm, see sys-rocm.md)
+# bound over /sys in a private mount namespace: exact values, names,
+# labels and the per-device skip; a fixture that makes the library abort,
+# a helper that hangs (test hook), and a system and a user collector
+# reading the same GPUs at once. Root only (CI runs the suite as root).
+
+test_description='rocm_smi input: real library on a fixture node, isolation'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/lib/rocm.sh"
+
+if ! test_have_prereq ROOTNS; then
+	skip_all='needs root and unshare -m to bind a fixture over /sys'
+	test_done
+fi
+
+# A copy the tests may break and mend; a node's /dev/shm of its own.
+cp -a "$FIXTURES/sys-rocm" sys &&
+mkdir shm &&
+ns_tallyd "$PWD/sys" "$PWD/shm" &&
+TALLYD=$PWD/ns-tallyd || exit 1
+
+# conf FILE OUT GPU_SETTINGS [OUTPUTS] - rocm_smi "gpu", procfs "host" on a
+# fixture /proc and self, every interval 1 s, into capture OUT
+conf() {
+	cat >"$1" <<-EOF
+	global = { log_level = "info"; };
+	inputs = {
+	  gpu = { plugin = "rocm_smi"; helper = "$ROCM_HELPER"; interval = 1.0;
+	          $3 };
+	  host = { plugin = "procfs"; root = "$FIXTURES/proc-6.1"; interval = 1.0; };
+	  self = { plugin = "self"; interval = 1.0; };
+	};
+	outputs = { cap = { plugin = "capture"; path = "$2"; }; $4 };
+	pipelines = { p = { from = ["gpu", "host", "self"]; to = ["cap"$5]; }; };
+	EOF
+}
+
+# Library order is DRM order (card0 at bus 03, card1 at bus 83); the KFD
+# topology lists bus 83 first, so HIP, Omnistat and tally call it card 0.
+cat >expected <<'EXP'
+gauge rocm_average_socket_power_watts{card="1"} 87
+gauge rocm_energy_joules{card="1"} 1002.7008125
+gauge rocm_mclk_clock_mhz{card="0"} 1600
+gauge rocm_mclk_clock_mhz{card="1"} 1600
+gauge rocm_num_gpus 2
+gauge rocm_sclk_clock_mhz{card="0"} 800
+gauge rocm_sclk_clock_mhz{card="1"} 800
+gauge rocm_temperature_celsius{card="0",location="edge"} 61
+gauge rocm_temperature_celsius{card="1",location="edge"} 45
+gauge rocm_temperature_celsius{card="1",location="junction"} 52
+gauge rocm_utilization_percentage{card="0"} 91
+gauge rocm_utilization_percentage{card="1"} 37
+gauge rocm_version_info{card="0",driver_ver="6.7.0",serial="PCB054321-0002",type="Instinct MI210",vbios="113-D67301-064"} 1
+gauge rocm_version_info{card="1",driver_ver="6.7.0",serial="PCB054321-0001",type="Instinct MI210",vbios="113-D67301-063"} 1
+gauge rocm_vram_busy_percentage{card="0"} 45
+gauge rocm_vram_busy_percentage{card="1"} 12
+gauge rocm_vram_total_bytes{card="0"} 68702699520
+gauge rocm_vram_total_bytes{card="1"} 68702699520
+gauge rocm_vram_used_percentage{card="0"} 50
+gauge rocm_vram_used_percentage{card="1"} 10
+EXP
+
+test_expect_success 'fixture node: exact values, names and labels' '
+	conf once.conf once.txt "" &&
+	"$TALLYD" --once -c once.conf >log.txt 2>&1 &&
+	grep "^gauge rocm_" once.txt | sort >got &&
+	test_cmp expected got
+'
+
+test_expect_success 'power and energy skipped for the card without them only' '
+	grep "rocm_smi\[gpu\]: card 0: rocm_average_socket_power_watts not read: RSMI_STATUS_NOT_SUPPORTED" log.txt &&
+	grep "rocm_smi\[gpu\]: card 0: rocm_energy_joules not read: RSMI_STATUS_NOT_SUPPORTED" log.txt &&
+	! grep "card 1: rocm_average_socket_power_watts not read" log.txt &&
+	grep "rocm_smi\[gpu\]: 2 GPU(s), ROCm SMI library" log.txt
+'
+
+cat >expected-opt <<'EXP'
+gauge rocm_power_cap_watts{card="0"} 300
+gauge rocm_power_cap_watts{card="1"} 300
+gauge rocm_ras_gfx_correctable_count{card="1"} 3
+gauge rocm_ras_gfx_uncorrectable_count{card="1"} 0
+gauge rocm_ras_umc_correctable_count{card="1"} 17
+gauge rocm_ras_umc_uncorrectable_count{card="1"} 2
+EXP
+
+test_expect_success 'options: power cap, RAS counts of the blocks with ECC on' '
+	conf opt.conf opt.txt "power_cap = true; ras = true;" &&
+	"$TALLYD" --once -c opt.conf >opt.log 2>&1 &&
+	grep "^gauge rocm_\(ras\|power_cap\)" opt.txt | sort >got &&
+	test_cmp expected-opt got &&
+	grep "card 0: rocm_ras_umc_correctable_count not read: no RAS counts: ECC state RSMI_STATUS_NOT_SUPPORTED" opt.log &&
+	! grep "card 1: rocm_ras" opt.log
+'
+
+test_expect_success 'the library writes its locks in a /dev/shm of its own' '
+	: a stale lock of another user: the library cannot open it &&
+	echo stale >shm/rocm_smi_card0 &&
+	chown nobody shm/rocm_smi_card0 && chmod 600 shm/rocm_smi_card0 &&
+	"$TALLYD" --once -c once.conf >log.txt 2>&1 &&
+	grep "^gauge rocm_" once.txt | sort >got &&
+	test_cmp expected got &&
+	test "$(ls shm)" = rocm_smi_card0 &&
+	test "$(cat shm/rocm_smi_card0)" = stale
+'
+
+test_expect_success 'a system and a user collector read the GPUs at once' '
+	conf sys.conf sys.txt "" &&
+	conf user.conf user.txt "" &&
+	TALLY_RUNTIME_DIR=$PWD/sysrun start_tallyd --log sys.log sys.conf &&
+	sys_pid=$TALLYD_PID &&
+	start_tallyd --log user.log user.conf --user &&
+	wait_for "test \$(count sys.txt \"gauge rocm_num_gpus 2\") -ge 3 &&
+		  test \$(count user.txt \"gauge rocm_num_gpus 2\") -ge 3" 20 &&
+	stop_tallyd &&
+	stop_tallyd $sys_pid &&
+	test "$(event sys.txt helper_crashed)" = 0 &&
+	test "$(event user.txt helper_crashed)" = 0 &&
+	test "$(event sys.txt helper_timeout)" = 0 &&
+	test "$(event user.txt helper_timeout)" = 0 &&
+	test "$(event sys.txt helper_starts)" = 1 &&
+	test "$(event user.txt helper_starts)" = 1
+'
+
+test_expect_success 'a card that is not a symlink: the library aborts, tallyd not' '
+	: an AMD device whose card is a directory, not a symlink &&
+	mv sys/class/drm/card1 card1.link &&
+	mkdir sys/class/drm/card1 &&
+	ln -s ../../../devices/pci0000:00/0000:00:02.0/0000:83:00.0 \
+		sys/class/drm/card1/device &&
+	conf abort.conf abort.txt "max_backoff = 0.5;" &&
+	start_tallyd --log abort.log abort.conf &&
+	wait_for "test \$(event abort.txt helper_crashed) -ge 3" 20 &&
+	grep "rocm_smi\[gpu\]: helper died.*the library said: .*Assertion" abort.log &&
+	! grep "^gauge rocm_" abort.txt &&
+	n=$(count abort.txt "gauge node_load1 ") &&
+	wait_for "test \$(count abort.txt \"gauge node_load1 \") -gt $n"
+'
+
+test_expect_success 'the GPU metrics come back once the node is mended' '
+	rm -rf sys/class/drm/card1 &&
+	mv card1.link sys/class/drm/card1 &&
+	wait_for "grep -q \"^gauge rocm_num_gpus 2\" abort.txt" 20 &&
+	wait_for "grep -q \"^gauge rocm_temperature_celsius{card=\\\"1\\\",location=\\\"junction\\\"} 52\" abort.txt" &&
+	kill -0 $TALLYD_PID &&
+	stop_tallyd
+'
+
+test_expect_success 'a helper that hangs is killed at the deadline; scrapes stay fast' '
+	port=$(free_port) &&
+	conf hang.conf hang.txt "timeout = 0.5; max_backoff = 0.5;" \
+		"prom = { plugin = \"prometheus\"; listen = \"127.0.0.1:$port\"; };" \
+		", \"prom\"" &&
+	TALLY_TEST_ROCM_HELPER=hang_if:$PWD/hang start_tallyd --log hang.log \
+		--wait "port_listening $port" hang.conf &&
+	wait_for "grep -q \"^gauge rocm_num_gpus 2\" hang.txt" &&
+	touch hang &&
+	: every scrape while reads hang answers within 1 s &&
+	wait_for "{ curl -sf --max-time 1 http://127.0.0.1:$port/metrics >scrape ||
+		    echo failed >>scrape-failed; } &&
+		  test \$(event hang.txt helper_timeout) -ge 3" 30 &&
+	test ! -e scrape-failed &&
+	grep "^node_load1 " scrape &&
+	grep "rocm_smi\[gpu\]: helper did not answer in time" hang.log &&
+	test "$(dropped hang.txt helper_timeout)" -ge 3 &&
+	n=$(count hang.txt "gauge rocm_num_gpus 2") &&
+	rm hang &&
+	wait_for "test \$(count hang.txt \"gauge rocm_num_gpus 2\") -gt $n" 20 &&
+	stop_tallyd
+'
+
+test_done

@@ -5,6 +5,7 @@ dist_tallyconf_DATA = \
 	conf.d/10-host.conf \
 	conf.d/20-traces.conf \
 	conf.d/30-self.conf \
+	conf.d/40-gpu.conf \
 	conf.d/50-prometheus.conf \
 	conf.d/60-statsd.conf
 

@@ -21,24 +21,8 @@ elif test -e /sys/class/kfd; then
 	test_done
 fi
 
-# conf FILE GPU_SETTINGS - rocm_smi "gpu" and procfs "host" (fixture /proc)
-# into capture out.txt; self as well. HELPER: another helper path
-conf() {
-	cat >"$1" <<-EOF
-	global = { log_level = "info"; };
-	inputs = {
-	  gpu = { plugin = "rocm_smi"; helper = "${HELPER:-$ROCM_HELPER}"; interval = 1.0;
-	          $2 };
-	  host = { plugin = "procfs"; root = "$FIXTURES/proc-6.1"; interval = 1.0; };
-	  self = { plugin = "self"; interval = 1.0; };
-	};
-	outputs = { cap = { plugin = "capture"; path = "out.txt"; }; };
-	pipelines = { p = { from = ["gpu", "host", "self"]; to = ["cap"]; }; };
-	EOF
-}
-
 test_expect_success '--once: exit 0, one line saying why, host metrics there' '
-	conf once.conf "" &&
+	rocm_conf once.conf out.txt "" &&
 	"$TALLYD" --once -c once.conf >log.txt 2>&1 &&
 	cat log.txt &&
 	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
@@ -49,7 +33,7 @@ test_expect_success '--once: exit 0, one line saying why, host metrics there' '
 '
 
 test_expect_success 'daemon: idle input asks again, logs once, host goes on' '
-	conf run.conf "max_backoff = 0.2;" &&
+	rocm_conf run.conf out.txt "max_backoff = 0.2;" &&
 	start_tallyd run.conf &&
 	wait_for "test \$(event out.txt helper_starts) -ge 4" &&
 	wait_for "test \$(count out.txt \"gauge node_load1 \") -ge 3" &&
@@ -62,7 +46,7 @@ test_expect_success 'daemon: idle input asks again, logs once, host goes on' '
 '
 
 test_expect_success 'a library that cannot be loaded: said once, idle' '
-	conf lib.conf "library = \"$PWD/no-such-lib.so\";" &&
+	rocm_conf lib.conf out.txt "library = \"$PWD/no-such-lib.so\";" &&
 	"$TALLYD" --once -c lib.conf >log.txt 2>&1 &&
 	grep "no GPU metrics: cannot load $PWD/no-such-lib.so" log.txt &&
 	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
@@ -70,13 +54,13 @@ test_expect_success 'a library that cannot be loaded: said once, idle' '
 '
 
 test_expect_success 'a library without rsmi_init: said once, idle' '
-	conf notrsmi.conf "library = \"libz.so.1\";" &&
+	rocm_conf notrsmi.conf out.txt "library = \"libz.so.1\";" &&
 	"$TALLYD" --once -c notrsmi.conf >log.txt 2>&1 &&
 	grep "no GPU metrics: libz.so.1 has no rsmi_init: not a ROCm SMI library" log.txt
 '
 
 test_expect_success 'a helper that is not installed: one error, the rest runs' '
-	HELPER=$PWD/nowhere/tally-rocm-helper conf nohelper.conf "" &&
+	(HELPER=$PWD/nowhere/tally-rocm-helper && rocm_conf nohelper.conf out.txt "") &&
 	"$TALLYD" --once -c nohelper.conf >log.txt 2>&1 &&
 	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
 	grep "helper $PWD/nowhere/tally-rocm-helper: No such file or directory" log.txt &&
@@ -84,7 +68,7 @@ test_expect_success 'a helper that is not installed: one error, the rest runs' '
 '
 
 test_expect_success 'timeout not shorter than the interval is refused' '
-	conf bad.conf "timeout = 1.5;" &&
+	rocm_conf bad.conf out.txt "timeout = 1.5;" &&
 	test_must_fail "$REAL_TALLYD" --check-config -c bad.conf 2>err &&
 	grep "timeout (1.5 s) must be shorter than the interval (1 s)" err
 '

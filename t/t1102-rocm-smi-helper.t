@@ -24,22 +24,6 @@ mkdir shm &&
 ns_tallyd "$PWD/sys" "$PWD/shm" &&
 TALLYD=$PWD/ns-tallyd || exit 1
 
-# conf FILE OUT GPU_SETTINGS [OUTPUTS] - rocm_smi "gpu", procfs "host" on a
-# fixture /proc and self, every interval 1 s, into capture OUT
-conf() {
-	cat >"$1" <<-EOF
-	global = { log_level = "info"; };
-	inputs = {
-	  gpu = { plugin = "rocm_smi"; helper = "$ROCM_HELPER"; interval = 1.0;
-	          $3 };
-	  host = { plugin = "procfs"; root = "$FIXTURES/proc-6.1"; interval = 1.0; };
-	  self = { plugin = "self"; interval = 1.0; };
-	};
-	outputs = { cap = { plugin = "capture"; path = "$2"; }; $4 };
-	pipelines = { p = { from = ["gpu", "host", "self"]; to = ["cap"$5]; }; };
-	EOF
-}
-
 # Library order is DRM order (card0 at bus 03, card1 at bus 83); the KFD
 # topology lists bus 83 first, so HIP, Omnistat and tally call it card 0.
 cat >expected <<'EXP'
@@ -66,7 +50,7 @@ gauge rocm_vram_used_percentage{card="1"} 10
 EXP
 
 test_expect_success 'fixture node: exact values, names and labels' '
-	conf once.conf once.txt "" &&
+	rocm_conf once.conf once.txt "" &&
 	"$TALLYD" --once -c once.conf >log.txt 2>&1 &&
 	grep "^gauge rocm_" once.txt | sort >got &&
 	test_cmp expected got
@@ -89,7 +73,7 @@ gauge rocm_ras_umc_uncorrectable_count{card="1"} 2
 EXP
 
 test_expect_success 'options: power cap, RAS counts of the blocks with ECC on' '
-	conf opt.conf opt.txt "power_cap = true; ras = true;" &&
+	rocm_conf opt.conf opt.txt "power_cap = true; ras = true;" &&
 	"$TALLYD" --once -c opt.conf >opt.log 2>&1 &&
 	grep "^gauge rocm_\(ras\|power_cap\)" opt.txt | sort >got &&
 	test_cmp expected-opt got &&
@@ -109,8 +93,8 @@ test_expect_success 'the library writes its locks in a /dev/shm of its own' '
 '
 
 test_expect_success 'a system and a user collector read the GPUs at once' '
-	conf sys.conf sys.txt "" &&
-	conf user.conf user.txt "" &&
+	rocm_conf sys.conf sys.txt "" &&
+	rocm_conf user.conf user.txt "" &&
 	TALLY_RUNTIME_DIR=$PWD/sysrun start_tallyd --log sys.log sys.conf &&
 	sys_pid=$TALLYD_PID &&
 	start_tallyd --log user.log user.conf --user &&
@@ -132,7 +116,7 @@ test_expect_success 'a card that is not a symlink: the library aborts, tallyd no
 	mkdir sys/class/drm/card1 &&
 	ln -s ../../../devices/pci0000:00/0000:00:02.0/0000:83:00.0 \
 		sys/class/drm/card1/device &&
-	conf abort.conf abort.txt "max_backoff = 0.5;" &&
+	rocm_conf abort.conf abort.txt "max_backoff = 0.5;" &&
 	start_tallyd --log abort.log abort.conf &&
 	wait_for "test \$(event abort.txt helper_crashed) -ge 3" 20 &&
 	grep "rocm_smi\[gpu\]: helper died.*the library said: .*Assertion" abort.log &&
@@ -152,7 +136,7 @@ test_expect_success 'the GPU metrics come back once the node is mended' '
 
 test_expect_success 'a helper that hangs is killed at the deadline; scrapes stay fast' '
 	port=$(free_port) &&
-	conf hang.conf hang.txt "timeout = 0.5; max_backoff = 0.5;" \
+	rocm_conf hang.conf hang.txt "timeout = 0.5; max_backoff = 0.5;" \
 		"prom = { plugin = \"prometheus\"; listen = \"127.0.0.1:$port\"; };" \
 		", \"prom\"" &&
 	TALLY_TEST_ROCM_HELPER=hang_if:$PWD/hang start_tallyd --log hang.log \

@@ -48,3 +48,22 @@ dropped() {
 count() {
 	grep -cF -- "$2" "$1" || true
 }
+
+# rocm_conf FILE OUT GPU_SETTINGS [OUTPUTS] [TO] - a configuration: input
+# "gpu" (rocm_smi with GPU_SETTINGS, the build tree's helper or $HELPER),
+# "host" (procfs on a fixture /proc) and "self", every interval 1 s, into
+# capture OUT; OUTPUTS adds outputs, TO (', "name"') adds them to the
+# pipeline
+rocm_conf() {
+	cat >"$1" <<-EOF
+	global = { log_level = "info"; };
+	inputs = {
+	  gpu = { plugin = "rocm_smi"; helper = "${HELPER:-$ROCM_HELPER}";
+	          interval = 1.0; $3 };
+	  host = { plugin = "procfs"; root = "$FIXTURES/proc-6.1"; interval = 1.0; };
+	  self = { plugin = "self"; interval = 1.0; };
+	};
+	outputs = { cap = { plugin = "capture"; path = "$2"; }; ${4:-} };
+	pipelines = { p = { from = ["gpu", "host", "self"]; to = ["cap"${5:-}]; }; };
+	EOF
+}

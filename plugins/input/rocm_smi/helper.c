@@ -191,17 +191,26 @@ static const char *status_str(rsmi_status_t s)
 	return buf;
 }
 
+/* One line: @prefix, a tab unless @prefix is empty, the text made fit. */
+static void vline(const char *prefix, const char *fmt, va_list ap)
+{
+	char text[ROCM_PROTO_LINE_MAX - 8];
+
+	vsnprintf(text, sizeof(text), fmt, ap);
+	if (*prefix)
+		fprintf(out, "%s\t%s\n", prefix, rocm_proto_clean(text));
+	else
+		fprintf(out, "%s\n", text);
+}
+
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
-	char line[ROCM_PROTO_LINE_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	vline("", fmt, ap);
 	va_end(ap);
-	fputs(line, out);
-	fputc('\n', out);
 }
 
 static void flush_or_die(void)
@@ -211,15 +220,14 @@ static void flush_or_die(void)
 }
 
 /* Fail the start: one line the plugin logs, then exit 0 (not a crash). */
-static void __attribute__((noreturn)) fail(const char *fmt, ...)
+static void __attribute__((noreturn, format(printf, 1, 2)))
+fail(const char *fmt, ...)
 {
-	char why[ROCM_PROTO_LINE_MAX - 8];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	vline("fail", fmt, ap);
 	va_end(ap);
-	say("fail\t%s", rocm_proto_clean(why));
 	fflush(out);
 	_exit(0);
 }
@@ -227,13 +235,11 @@ static void __attribute__((noreturn)) fail(const char *fmt, ...)
 static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...)
 {
-	char text[ROCM_PROTO_LINE_MAX - 8];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	vline("note", fmt, ap);
 	va_end(ap);
-	say("note\t%s", rocm_proto_clean(text));
 }
 
 static int write_file(const char *path, const char *text)

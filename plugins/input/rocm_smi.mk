@@ -32,6 +32,13 @@ t_unit_rocm_smi_t_LDADD = t/unit/libtap.la
 TESTS += t/unit/rocm_smi.t
 
 TESTS += $(ROCM_SMI_TESTS)
+
+# A library with a few of librocm_smi64's functions only (t1102).
+check_LTLIBRARIES += t/rsmi_shim.la
+t_rsmi_shim_la_SOURCES = t/rsmi-shim.c
+t_rsmi_shim_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
+	-export-symbols-regex '^rsmi_' $(SAN_LDFLAGS)
+t_rsmi_shim_la_LIBADD = -ldl
 endif
 EXTRA_DIST += $(ROCM_SMI_TESTS) t/lib/rocm.sh \
 	t/fixtures/sys-rocm t/fixtures/sys-rocm.md t/fixtures/mk-sys-rocm.sh

@@ -7,6 +7,8 @@
 # prerequisite ROOTNS.
 
 ROCM_HELPER=${top_builddir:-$SHARNESS_TEST_DIRECTORY/..}/plugins/input/rocm_smi/tally-rocm-helper
+# A library with a few of the real one's functions (t/rsmi-shim.c)
+ROCM_SHIM=${top_builddir:-$SHARNESS_TEST_DIRECTORY/..}/t/.libs/rsmi_shim.so
 REAL_TALLYD=$TALLYD
 
 if test "$(id -u)" = 0 && unshare -m true 2>/dev/null; then

@@ -174,6 +174,25 @@ static bool freq_v6;
 static char driver_ver[128];
 static FILE *out;
 static uint64_t nreads;
+static const char *library = "librocm_smi64.so.1";
+
+/* ask()'s status when the library lacks the metric's function */
+#define HELPER_NO_FUNCTION ((rsmi_status_t)0x7ffffff0)
+
+/* The function each metric needs, for the line saying it is missing. */
+static const char *const metric_fn[ROCM_M_COUNT] = {
+	[ROCM_M_UTILIZATION] = "rsmi_dev_busy_percent_get",
+	[ROCM_M_VRAM_TOTAL] = "rsmi_dev_memory_total_get",
+	[ROCM_M_VRAM_USED] = "rsmi_dev_memory_usage_get",
+	[ROCM_M_VRAM_BUSY] = "rsmi_dev_memory_busy_percent_get",
+	[ROCM_M_POWER] = "rsmi_dev_power_ave_get",
+	[ROCM_M_ENERGY] = "rsmi_dev_energy_count_get",
+	[ROCM_M_SCLK] = "rsmi_dev_gpu_clk_freq_get",
+	[ROCM_M_MCLK] = "rsmi_dev_gpu_clk_freq_get",
+	[ROCM_M_TEMP] = "rsmi_dev_temp_metric_get",
+	[ROCM_M_TEMP_MEM] = "rsmi_dev_temp_metric_get",
+	[ROCM_M_POWER_CAP] = "rsmi_dev_power_cap_get",
+};
 
 static const char *status_str(rsmi_status_t s)
 {
@@ -181,8 +200,9 @@ static const char *status_str(rsmi_status_t s)
 	static char buf[128];
 
 	if (lib.status_string && lib.status_string(s, &str) == 0 && str) {
-		/* the first sentence: "RSMI_STATUS_NOT_SUPPORTED: This ..." */
-		size_t n = strcspn(str, ".\n");
+		/* the code: "RSMI_STATUS_NOT_SUPPORTED: This function ..." */
+		size_t n = strncmp(str, "RSMI_", 5) ? strcspn(str, ".\n")
+						    : strcspn(str, ":.\n");
 
 		snprintf(buf, sizeof(buf), "%.*s", (int)n, str);
 		return rocm_proto_clean(buf);
@@ -421,7 +441,7 @@ static rsmi_status_t ask(const struct device *d, const struct query *q,
 	int64_t i64 = 0;
 	float res = 0;
 	rsmi_error_count_t ec;
-	rsmi_status_t s = RSMI_STATUS_NOT_SUPPORTED;
+	rsmi_status_t s = HELPER_NO_FUNCTION;
 
 	switch (q->metric) {
 	case ROCM_M_UTILIZATION:
@@ -531,7 +551,14 @@ static bool probe(struct device *d, int metric, uint32_t arg, const char *loc,
 		add_query(d, metric, arg, loc);
 		return true;
 	}
-	if (!quiet)
+	if (quiet)
+		return false;
+	if (s == HELPER_NO_FUNCTION)
+		say("skip\t%d\t%s\t%s not in %s", d->card,
+		    rocm_metrics[metric].name,
+		    metric_fn[metric] ? metric_fn[metric] : "its function",
+		    library);
+	else
 		say("skip\t%d\t%s\t%s", d->card, rocm_metrics[metric].name,
 		    status_str(s));
 	return false;
@@ -588,8 +615,13 @@ static void probe_device(struct device *d, bool ras, bool power_cap)
 		probe(d, ROCM_M_POWER_CAP, 0, NULL, false);
 	if (!ras)
 		return;
-	s = lib.ecc_enabled ? lib.ecc_enabled(d->ind, &mask)
-			    : RSMI_STATUS_NOT_SUPPORTED;
+	if (!lib.ecc_enabled || !lib.ecc_count) {
+		say("skip\t%d\t%s\tno RAS counts: rsmi_dev_ecc_enabled_get or "
+		    "rsmi_dev_ecc_count_get not in %s",
+		    d->card, rocm_metrics[ROCM_M_RAS].name, library);
+		return;
+	}
+	s = lib.ecc_enabled(d->ind, &mask);
 	if (s) {
 		say("skip\t%d\t%s\tno RAS counts: ECC state %s", d->card,
 		    rocm_metrics[ROCM_M_RAS].name, status_str(s));
@@ -652,7 +684,6 @@ static void read_all(void)
 
 int main(int argc, char **argv)
 {
-	const char *library = "librocm_smi64.so.1";
 	bool ras = false, power_cap = false;
 	const char *shm_note;
 	rsmi_version_t ver = { 0 };

@@ -66,6 +66,18 @@
 /* timeout = 0: half the interval, at most this (seconds) */
 #define ROCM_DEFAULT_TIMEOUT 2.0
 
+/*
+ * Metrics a helper does not read, grouped by metric and reason, logged as
+ * one line when it is ready: one line per skip would be cut by the log's
+ * burst limit on a node of eight GPUs.
+ */
+#define ROCM_MAX_SKIPS 32
+struct rocm_skip {
+	char metric[64];
+	char why[160];
+	char cards[96]; /* "0, 3" */
+};
+
 enum rocm_state {
 	ROCM_OFF,      /* no helper; a restart is scheduled */
 	ROCM_STARTING, /* helper spawned, no "ready" yet */
@@ -97,9 +109,11 @@ struct rocm_smi {
 	int64_t req_ns;		   /* CLOCK_REALTIME of the read's tick */
 	struct tally_batch *batch; /* the read being received */
 	uint64_t samples;	   /* in @batch */
-	char fail_logged[ROCM_PROTO_LINE_MAX]; /* last "fail" logged */
-	bool announced;			       /* "N GPU(s)" logged */
-	char lastlib[256];		       /* the library's last message */
+	char fail_logged[ROCM_PROTO_LINE_MAX];	/* last "fail" logged */
+	bool announced;				/* "N GPU(s)" logged */
+	char lastlib[256];			/* the library's last message */
+	struct rocm_skip skips[ROCM_MAX_SKIPS]; /* this helper's, grouped */
+	unsigned nskips;
 	pid_t zombies[ROCM_MAX_ZOMBIES];
 	unsigned nzombies;
 };
@@ -199,6 +213,7 @@ static int rocm_spawn(struct rocm_smi *r)
 	r->fd = sv[0];
 	r->state = ROCM_STARTING;
 	r->lastlib[0] = '\0';
+	r->nskips = 0;
 	tally_count_event(r->inst, "helper_starts", 1);
 	return 0;
 }
@@ -262,6 +277,64 @@ static void rocm_lost(struct rocm_smi *r, const char *event, const char *drop,
 
 static void rocm_send_read(struct rocm_smi *r);
 
+static void rocm_skip_add(struct rocm_smi *r, const struct rocm_msg *m)
+{
+	struct rocm_skip *k = NULL;
+	size_t len;
+
+	for (unsigned i = 0; i < r->nskips && !k; i++)
+		if (!strcmp(r->skips[i].metric, m->name) &&
+		    !strcmp(r->skips[i].why, m->why))
+			k = &r->skips[i];
+	if (!k) {
+		if (r->nskips == ROCM_MAX_SKIPS)
+			return;
+		k = &r->skips[r->nskips++];
+		snprintf(k->metric, sizeof(k->metric), "%s", m->name);
+		snprintf(k->why, sizeof(k->why), "%s", m->why);
+		k->cards[0] = '\0';
+	}
+	len = strlen(k->cards);
+	snprintf(k->cards + len, sizeof(k->cards) - len, "%s%d",
+		 len ? ", " : "", m->card);
+}
+
+/* "not read: METRIC on card(s) N, M (WHY); ...", in lines that fit. */
+static void rocm_skip_log(struct rocm_smi *r)
+{
+	char line[900];
+	size_t len = 0;
+
+	for (unsigned i = 0; i <= r->nskips; i++) {
+		char one[400] = "";
+		size_t n = 0;
+
+		if (i < r->nskips)
+			n = (size_t)snprintf(
+				one, sizeof(one), "%s%s on card%s %s (%s)",
+				len ? "; " : "", r->skips[i].metric,
+				strchr(r->skips[i].cards, ',') ? "s" : "",
+				r->skips[i].cards, r->skips[i].why);
+		if (len && (i == r->nskips || len + n >= sizeof(line))) {
+			tally_log(r->inst, LOG_INFO, "not read: %s", line);
+			len = 0;
+			if (i < r->nskips)
+				n = (size_t)snprintf(
+					one, sizeof(one),
+					"%s on card%s %s (%s)",
+					r->skips[i].metric,
+					strchr(r->skips[i].cards, ',') ? "s"
+								       : "",
+					r->skips[i].cards, r->skips[i].why);
+		}
+		if (n >= sizeof(one))
+			n = sizeof(one) - 1;
+		memcpy(line + len, one, n + 1);
+		len += n;
+	}
+	r->nskips = 0;
+}
+
 /*
  * One line from the helper. Return: 0, or -1 when the helper must go
  * (protocol broken, or its "fail").
@@ -295,8 +368,7 @@ static int rocm_line(struct rocm_smi *r, char *line)
 		tally_log(r->inst, LOG_INFO, "%s", m.name);
 		return 0;
 	case ROCM_MSG_SKIP:
-		tally_log(r->inst, LOG_INFO, "card %d: %s not read: %s", m.card,
-			  m.name, m.why);
+		rocm_skip_add(r, &m);
 		return 0;
 	case ROCM_MSG_FAIL:
 		if (strcmp(r->fail_logged, m.name)) {
@@ -317,6 +389,7 @@ static int rocm_line(struct rocm_smi *r, char *line)
 				  "%llu GPU(s), ROCm SMI library %s",
 				  (unsigned long long)m.n, m.name);
 		r->announced = true;
+		rocm_skip_log(r);
 		r->fail_logged[0] = '\0';
 		r->state = ROCM_READY;
 		if (r->deadline)

@@ -31,10 +31,12 @@ core_libtally_la_SOURCES = \
 	core/net-listen.c \
 	core/net-sender.c \
 	core/net-conf.c \
+	core/http-client.c \
 	core/fdlimit.c
-core_libtally_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS)
+core_libtally_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS) \
+	$(ZLIB_CFLAGS)
 core_libtally_la_LIBADD = $(LIBEVENT_LIBS) $(LIBCONFIG_LIBS) $(LTDL_LIBS) \
-	$(PTHREAD_LIBS) -lm
+	$(PTHREAD_LIBS) $(ZLIB_LIBS) -lm
 # Only the public API (and the core-private tally_* the unit tests use).
 core_libtally_la_LDFLAGS = -version-info 0:0:0 -export-symbols-regex '^tally_'
 
@@ -54,6 +56,7 @@ pkginclude_HEADERS += \
 	include/tally/mode.h \
 	include/tally/fdlimit.h \
 	include/tally/net.h \
+	include/tally/http.h \
 	include/tally/wire.h
 
 sbin_PROGRAMS += core/tallyd
@@ -149,6 +152,15 @@ t_unit_net_sender_t_LDADD = t/unit/libtap.la core/libtally.la \
 	$(LIBEVENT_LIBS)
 TESTS += t/unit/net-addr.t t/unit/net-unix.t t/unit/net-listen.t \
 	t/unit/net-sender.t
+
+# The HTTP client (tally/http.h), against t/http-recorder.py
+check_PROGRAMS += t/unit/http-client.t
+t_unit_http_client_t_SOURCES = t/unit/http-client.c
+t_unit_http_client_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
+t_unit_http_client_t_LDADD = t/unit/libtap.la core/libtally.la \
+	$(LIBEVENT_LIBS)
+TESTS += t/unit/http-client.t
+EXTRA_DIST += t/http-recorder.py
 
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \

@@ -7,6 +7,7 @@
 #define TALLY_NET_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/time.h>
 
 #include <tally/net.h>
@@ -40,6 +41,17 @@ int tally_net_format_sockaddr(const struct sockaddr *sa, socklen_t sl,
 
 /* @seconds (negative: 0) as a struct timeval, for event timers. */
 struct timeval tally_net_timeval(double seconds);
+
+/*
+ * The capped, jittered backoff of every reconnecting or retrying client:
+ * the @fails-th consecutive failure (1 for the first) waits a uniformly
+ * random time in [d/2, d], d = min(@max, @min * 2^(@fails-1)) seconds.
+ * @rng is the caller's xorshift state (non-zero; seed it with
+ * tally_net_backoff_seed()). Jitter needs spread, not secrecy.
+ */
+double tally_net_backoff(double min, double max, unsigned fails,
+			 uint64_t *rng);
+uint64_t tally_net_backoff_seed(const void *owner);
 
 /* Non-blocking, close-on-exec socket of @family/@socktype, or -1. */
 int tally_net_socket(int family, int socktype);

@@ -104,26 +104,37 @@ static uint64_t sender_in(const struct tally_net_sender *s)
 	return s->base_off + evbuffer_get_length(s->pending);
 }
 
-/* xorshift64*: jitter needs spread, not secrecy. */
-static double sender_random(struct tally_net_sender *s)
+uint64_t tally_net_backoff_seed(const void *owner)
 {
-	s->rng ^= s->rng >> 12;
-	s->rng ^= s->rng << 25;
-	s->rng ^= s->rng >> 27;
-	return (double)((s->rng * 0x2545F4914F6CDD1Dull) >> 11) /
-	       (double)(1ull << 53);
+	uint64_t r = (uint64_t)tally_monotonic_ns() ^ (uint64_t)(uintptr_t)owner;
+
+	return r ? r : 1;
+}
+
+double tally_net_backoff(double min, double max, unsigned fails,
+			 uint64_t *rng)
+{
+	uint64_t x = *rng;
+	double d = min;
+
+	for (unsigned i = 1; i < fails && d < max; i++)
+		d *= 2;
+	if (d > max)
+		d = max;
+	/* xorshift64* */
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*rng = x;
+	return d / 2 + (double)((x * 0x2545F4914F6CDD1Dull) >> 11) /
+			       (double)(1ull << 53) * d / 2;
 }
 
 /* The n-th consecutive failure waits in [d/2, d], d = min * 2^(n-1). */
 static double sender_backoff(struct tally_net_sender *s)
 {
-	double d = s->o.backoff_min;
-
-	for (unsigned i = 1; i < s->fails && d < s->o.backoff_max; i++)
-		d *= 2;
-	if (d > s->o.backoff_max)
-		d = s->o.backoff_max;
-	return d / 2 + sender_random(s) * d / 2;
+	return tally_net_backoff(s->o.backoff_min, s->o.backoff_max, s->fails,
+				 &s->rng);
 }
 
 static int ends_push(struct tally_net_sender *s, uint64_t end)
@@ -616,9 +627,7 @@ tally_net_sender_new(struct tally_instance *inst, struct event_base *base,
 	if (o)
 		s->o = *o;
 	sender_defaults(&s->o);
-	s->rng = (uint64_t)tally_monotonic_ns() ^ (uint64_t)(uintptr_t)s;
-	if (!s->rng)
-		s->rng = 1;
+	s->rng = tally_net_backoff_seed(s);
 	s->what = strdup(what ? what : "server");
 	s->pending = evbuffer_new();
 	s->retry_ev = evtimer_new(base, sender_attempt, s);

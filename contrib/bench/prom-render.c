@@ -25,6 +25,7 @@
 
 #include <event2/buffer.h>
 
+#include <tally/http.h>
 #include <tally/labels.h>
 #include <tally/record.h>
 
@@ -192,7 +193,7 @@ int main(int argc, char **argv)
 			struct evbuffer *z = evbuffer_new();
 
 			t0 = now_ns();
-			prom_gzip(out, z);
+			tally_http_gzip(out, z, 1);
 			tz[r] = now_ns() - t0;
 			zbytes = evbuffer_get_length(z);
 			evbuffer_free(z);

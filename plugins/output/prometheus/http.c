@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
-#include <zlib.h>
 
 #include "http.h"
 
@@ -236,50 +235,4 @@ const char *prom_http_gzip_coding(const char *accept_encoding)
 
 	each_element(accept_encoding, gzip_fn, &g);
 	return g.gzip ? "gzip" : g.xgzip ? "x-gzip" : NULL;
-}
-
-/*
- * gzip @src into @dst. Level 1: on exposition text it still shrinks the
- * body about tenfold, at a fraction of the default level's CPU time, and
- * the compression runs on the loop thread.
- */
-int prom_gzip(struct evbuffer *src, struct evbuffer *dst)
-{
-	z_stream z = { 0 };
-	int rc = Z_OK;
-
-	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK)
-		goto out_err;
-	do {
-		size_t avail = evbuffer_get_contiguous_space(src);
-		struct evbuffer_iovec v;
-		int flush = avail == evbuffer_get_length(src) ? Z_FINISH
-							      : Z_NO_FLUSH;
-
-		z.next_in =
-			avail ? evbuffer_pullup(src, (ev_ssize_t)avail) : NULL;
-		z.avail_in = (uInt)avail;
-		do {
-			if (evbuffer_reserve_space(dst, 65536, &v, 1) < 1)
-				goto out_end;
-			z.next_out = v.iov_base;
-			z.avail_out = (uInt)v.iov_len;
-			rc = deflate(&z, flush);
-			v.iov_len -= z.avail_out;
-			evbuffer_commit_space(dst, &v, 1);
-			if (rc == Z_STREAM_ERROR)
-				goto out_end;
-		} while (z.avail_out == 0 ||
-			 (flush == Z_FINISH && rc != Z_STREAM_END));
-		evbuffer_drain(src, avail);
-	} while (rc != Z_STREAM_END);
-	deflateEnd(&z);
-	return 0;
-
-out_end:
-	deflateEnd(&z);
-out_err:
-	errno = ENOMEM;
-	return -1;
 }

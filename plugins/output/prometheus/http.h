@@ -87,12 +87,4 @@ const char *prom_http_gzip_coding(const char *accept_encoding);
 
 struct evbuffer;
 
-/**
- * prom_gzip() - compress @src into @dst as one gzip member (RFC 1952)
- * @src: drained as it is compressed
- * @dst: the compressed bytes are appended
- * Return: 0, or -1 with errno = ENOMEM (@dst then holds a partial stream).
- */
-int prom_gzip(struct evbuffer *src, struct evbuffer *dst);
-
 #endif /* PROM_HTTP_H */

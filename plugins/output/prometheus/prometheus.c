@@ -27,6 +27,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include <tally/http.h>
 #include <tally/io.h>
 #include <tally/plugin.h>
 
@@ -148,7 +149,7 @@ static struct prom_page *prometheus_render(struct prometheus *p,
 		goto out_nomem;
 	if (gz) {
 		z = evbuffer_new();
-		if (!z || prom_gzip(text, z) < 0)
+		if (!z || tally_http_gzip(text, z, 1) < 0)
 			goto out_nomem;
 		evbuffer_free(text);
 		text = z;

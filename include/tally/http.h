@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tally/http.h - the HTTP client push outputs share (influxdb, and later
+ * remote_write and the Pushgateway/VictoriaMetrics text push)
+ *
+ * One client talks to one server ("http://host:port/prefix" from the
+ * output's `url` option) over libevent's evhttp client: one keep-alive
+ * connection, a name resolved with the event loop's shared evdns base, never
+ * a blocking call. The client sends one request at a time, so that what an
+ * output sends arrives in the order it was sent (per-series order matters
+ * to remote write) and one slow server holds one request, not a pile.
+ *
+ * What happens to a request (the retry policy, the same for every output):
+ *   - 2xx: done, TALLY_HTTP_OK.
+ *   - connection errors (refused, reset, closed before a whole response,
+ *     name not resolved, timeout), 5xx and 429: retried after a capped
+ *     exponential backoff with jitter: the n-th consecutive failure waits a
+ *     uniformly random time in [d/2, d], d = min(backoff_max,
+ *     backoff_min * 2^(n-1)); a 429 or 503 with a Retry-After header
+ *     (seconds, or an HTTP date) waits at least that long, at most
+ *     TALLY_HTTP_RETRY_AFTER_MAX seconds. After max_attempts attempts
+ *     (0: no limit) the request is given up: TALLY_HTTP_GAVE_UP.
+ *   - any other status (4xx but 429, 1xx, 3xx): never retried; the
+ *     server's message (the response body) goes back to the caller:
+ *     TALLY_HTTP_REJECTED.
+ * A request the server received but whose answer was lost (the server died
+ * between its write and its reply) is sent again: delivery is at least
+ * once. InfluxDB and Prometheus overwrite a point with the same series and
+ * timestamp, so a repeat changes no stored value.
+ *
+ * Self-metrics: every client counts, for its instance, with
+ * tally_count_event() (exported by the self input as
+ * tally_events_total{instance, event}):
+ *     http_requests        attempts sent (first tries and retries)
+ *     http_responses_2xx   requests that succeeded
+ *     http_retries         attempts that were retries
+ *     http_failures_connect  attempts without a whole response
+ *     http_failures_5xx    attempts answered 5xx
+ *     http_failures_429    attempts answered 429
+ *     http_failures_4xx    requests rejected (other 4xx, 1xx, 3xx)
+ *     http_gave_up         requests given up after max_attempts
+ *     http_bytes_sent      request body bytes written (after gzip)
+ *     http_bytes_body      request body bytes before gzip
+ * and keeps the same figures in struct tally_http_stats.
+ *
+ * Thread-safety: tally_http_url_parse() and tally_http_gzip() are pure
+ * and may be called from any thread; everything else is for the event
+ * loop thread only.
+ */
+#ifndef TALLY_HTTP_H
+#define TALLY_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct event_base;
+struct evbuffer;
+struct tally_instance;
+
+/* Room for any message of this header's functions, NUL included. */
+#define TALLY_HTTP_ERRLEN 512
+
+/* The longest Retry-After honoured, in seconds. */
+#define TALLY_HTTP_RETRY_AFTER_MAX 300.0
+
+/**
+ * struct tally_http_url - a parsed `url` option; plain data, copy freely
+ * @host:   the host as written (a name, an IPv4 address, an IPv6 address
+ *          without its brackets), lower case
+ * @port:   the port (80 when the URL gives none)
+ * @prefix: the URL's path without a trailing '/' ("" for none, or e.g.
+ *          "/influx" behind a reverse proxy); request paths are appended
+ *          to it
+ */
+struct tally_http_url {
+	char host[256];
+	uint16_t port;
+	char prefix[512];
+};
+
+/**
+ * tally_http_url_parse() - check and split a `url` option
+ * @opt:    the option's name, for messages ("url")
+ * @url:    the value as the user wrote it, e.g. "http://127.0.0.1:8086"
+ * @out:    the result (written on success only)
+ * @err:    message buffer (TALLY_HTTP_ERRLEN bytes), or NULL
+ * @errlen: its size
+ *
+ * Accepts http://HOST[:PORT][/PREFIX] with no query, fragment or user
+ * info (credentials belong in their own options). https is refused with
+ * a message saying so (no TLS yet). Pure: nothing is resolved. For a
+ * plugin's check op.
+ * Return: 0, or -1 with errno = EINVAL and the reason in @err, e.g.
+ * "url \"ftp://x\": the scheme must be http".
+ */
+int tally_http_url_parse(const char *opt, const char *url,
+			 struct tally_http_url *out, char *err, size_t errlen);
+
+/**
+ * struct tally_http_opts - settings of a client; 0 = default
+ * @timeout:      seconds a request may go without progress: to connect,
+ *                to write, and between bytes of the answer (libevent's
+ *                connection timeout; default 10). Running out is a
+ *                connection error (retried)
+ * @backoff_min:  seconds before the first retry (default 0.5)
+ * @backoff_max:  cap of the exponential backoff (default 30)
+ * @max_attempts: attempts per request before it is given up, the first
+ *                included (default 0: no limit, retried until it gets a
+ *                final answer: an output's queue in front bounds what
+ *                waits meanwhile)
+ * @gzip:         compress request bodies (gzip, level 1;
+ *                "Content-Encoding: gzip")
+ * @max_response: bytes of a response body kept for the caller (default
+ *                4096; the rest is discarded)
+ */
+struct tally_http_opts {
+	double timeout;
+	double backoff_min;
+	double backoff_max;
+	unsigned max_attempts;
+	bool gzip;
+	size_t max_response;
+};
+
+/**
+ * struct tally_http_header - one request header
+ * @name:  header name, e.g. "Authorization"
+ * @value: its value (copied when the request is made)
+ */
+struct tally_http_header {
+	const char *name;
+	const char *value;
+};
+
+/**
+ * enum tally_http_outcome - how a request ended
+ * @TALLY_HTTP_OK:       a 2xx answer
+ * @TALLY_HTTP_REJECTED: an answer that is not retried (4xx but 429, 1xx,
+ *                       3xx): the request will never succeed as it is
+ * @TALLY_HTTP_GAVE_UP:  max_attempts retryable failures in a row
+ */
+enum tally_http_outcome {
+	TALLY_HTTP_OK = 1,
+	TALLY_HTTP_REJECTED,
+	TALLY_HTTP_GAVE_UP,
+};
+
+/**
+ * struct tally_http_result - what a request came to, for its done callback
+ * @outcome:  enum tally_http_outcome
+ * @status:   HTTP status of the last answer, 0 when the last attempt got
+ *            none (connection error)
+ * @body:     the last answer's body, NUL-terminated, cut to max_response
+ *            bytes ("" when none); the server's message for a rejection
+ * @body_len: its length
+ * @error:    the last failure in words ("connection refused", "HTTP 503",
+ *            "timed out", ...), "" after success
+ * @attempts: attempts made, the first included
+ * Valid during the callback only.
+ */
+struct tally_http_result {
+	enum tally_http_outcome outcome;
+	int status;
+	const char *body;
+	size_t body_len;
+	const char *error;
+	unsigned attempts;
+};
+
+/**
+ * tally_http_done_fn - called once when a request has ended
+ * @arg: as given to tally_http_client_request()
+ * @r:   the result (valid during the call)
+ *
+ * Runs on the loop thread, never from inside tally_http_client_request().
+ * The client is idle by then: the callback may make the next request, and
+ * may free the client.
+ */
+typedef void (*tally_http_done_fn)(void *arg,
+				   const struct tally_http_result *r);
+
+/**
+ * struct tally_http_stats - counters of one client (see the list at the
+ * top of this header); monotonic since the client was made
+ * @requests:         attempts sent
+ * @ok:               requests answered 2xx
+ * @retries:          attempts that were retries
+ * @failures_connect: attempts without a whole response
+ * @failures_5xx:     attempts answered 5xx
+ * @failures_429:     attempts answered 429
+ * @rejected:         requests rejected (4xx but 429, 1xx, 3xx)
+ * @gave_up:          requests given up
+ * @bytes_sent:       request body bytes written, after gzip
+ * @bytes_body:       request body bytes before gzip
+ * @busy:             a request is in flight or waiting to be retried (now)
+ * @backoff:          seconds of the current wait before a retry (0 when
+ *                    not waiting)
+ */
+struct tally_http_stats {
+	uint64_t requests;
+	uint64_t ok;
+	uint64_t retries;
+	uint64_t failures_connect;
+	uint64_t failures_5xx;
+	uint64_t failures_429;
+	uint64_t rejected;
+	uint64_t gave_up;
+	uint64_t bytes_sent;
+	uint64_t bytes_body;
+	bool busy;
+	double backoff;
+};
+
+struct tally_http_client;
+
+/**
+ * tally_http_client_new() - a client for one server
+ * @inst: for log lines and the self-metrics above (NULL: neither)
+ * @base: the event loop
+ * @url:  the server, parsed by tally_http_url_parse() (copied)
+ * @o:    settings (copied), or NULL for the defaults
+ *
+ * Nothing is connected before the first request. Loop thread only.
+ * Return: the client, or NULL with errno = ENOMEM.
+ */
+struct tally_http_client *
+tally_http_client_new(struct tally_instance *inst, struct event_base *base,
+		      const struct tally_http_url *url,
+		      const struct tally_http_opts *o);
+
+/**
+ * tally_http_client_request() - send a request, retried as the policy says
+ * @c:      the client
+ * @method: "POST", "PUT" or "GET"
+ * @path:   path and query, appended to the URL's prefix; starts with '/'
+ *          and is already percent-encoded (e.g. "/write?db=tally&
+ *          precision=ns")
+ * @h:      @nh extra headers (copied); Host, Content-Length and, with
+ *          gzip, Content-Encoding are set by the client
+ * @nh:     their number
+ * @body:   the body, or NULL for none; its content is moved into the
+ *          client on success (@body is left empty) and left as it was on
+ *          failure. It is compressed once, and the same bytes are sent
+ *          on every attempt
+ * @done:   called once when the request ends (never on failure here)
+ * @arg:    passed to @done
+ *
+ * The first attempt starts at once (the connection is opened, or the
+ * kept-alive one reused). Loop thread only.
+ * Return: 0, or -1 with errno = EBUSY (a request is in flight or waiting
+ * for its retry: call again after its @done), EINVAL (@path does not
+ * start with '/', an unknown method) or ENOMEM; nothing was taken then.
+ */
+int tally_http_client_request(struct tally_http_client *c, const char *method,
+			      const char *path,
+			      const struct tally_http_header *h, size_t nh,
+			      struct evbuffer *body, tally_http_done_fn done,
+			      void *arg);
+
+/**
+ * tally_http_client_busy() - whether a request is in flight or waiting for
+ * a retry (tally_http_client_request() would say EBUSY)
+ */
+bool tally_http_client_busy(const struct tally_http_client *c);
+
+/**
+ * tally_http_client_retry_now() - cut the wait before a retry short
+ *
+ * For shutdown: a flush that wants what is pending to go out now. No-op
+ * unless the request waits for its backoff. Loop thread only.
+ */
+void tally_http_client_retry_now(struct tally_http_client *c);
+
+/** tally_http_client_get_stats() - copy the counters into @out */
+void tally_http_client_get_stats(const struct tally_http_client *c,
+				 struct tally_http_stats *out);
+
+/**
+ * tally_http_client_free() - close the connection and free; NULL is a
+ * no-op
+ *
+ * A request still in flight or waiting is abandoned and its @done is not
+ * called: check tally_http_client_busy() first to count what it held.
+ * Loop thread only.
+ */
+void tally_http_client_free(struct tally_http_client *c);
+
+/**
+ * tally_http_gzip() - compress all of @src into @dst as one gzip member
+ * (RFC 1952)
+ * @src:   drained on success (left as it was on failure)
+ * @dst:   the compressed bytes are appended
+ * @level: zlib level, 1 (fast; on metric text still about tenfold) to 9
+ *
+ * Used for request bodies here and for the prometheus output's pages.
+ * Any thread, on buffers it owns.
+ * Return: 0, or -1 with errno = ENOMEM (@dst may hold a partial member
+ * then: discard it).
+ */
+int tally_http_gzip(struct evbuffer *src, struct evbuffer *dst, int level);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TALLY_HTTP_H */

@@ -7,7 +7,8 @@ dist_tallyconf_DATA = \
 	conf.d/30-self.conf \
 	conf.d/40-gpu.conf \
 	conf.d/50-prometheus.conf \
-	conf.d/60-statsd.conf
+	conf.d/60-statsd.conf \
+	conf.d/70-influxdb.conf
 
 # The built-in configuration of a user collector that finds none
 # (tallyd --user, tallyd(8)) is this conf.d, compiled into tallyd, where

@@ -17,8 +17,9 @@ CONFIG_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/config_fuzz.c \
 contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC) tally-dirs.h
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCONFIG_CFLAGS) \
-		$(LIBEVENT_CFLAGS) -o $@ $(CONFIG_FUZZ_SRC) $(LIBCONFIG_LIBS) \
-		$(LIBEVENT_LIBS) $(LTDL_LIBS) $(PTHREAD_LIBS) -lm
+		$(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS) -o $@ $(CONFIG_FUZZ_SRC) \
+		$(LIBCONFIG_LIBS) $(LIBEVENT_LIBS) $(ZLIB_LIBS) $(LTDL_LIBS) \
+		$(PTHREAD_LIBS) -lm
 
 fuzz: $(FUZZ_TARGETS) $(check_LTLIBRARIES)
 .PHONY: fuzz

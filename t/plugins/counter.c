@@ -16,6 +16,8 @@
  * it may emit all three; its check narrows that to the configured form
  * (tally_instance_set_emits()). max_reads > 0 stops emitting after that many
  * reads, so a test knows the final value of an accumulated delta.
+ * label_key/label_value add one more label, any strings, to every series
+ * (escaping tests).
  */
 #include "config.h"
 
@@ -36,6 +38,8 @@ struct counter {
 	double sample_rate;	/* of deltas and observations */
 	int64_t max_reads;	/* 0: no limit */
 	int64_t reads;		/* reads so far */
+	char *label_key;	/* an extra label on every series, or NULL */
+	char *label_value;
 	struct tally_labels **labels;	/* {i="0"} .. {i="count-1"} */
 };
 
@@ -93,7 +97,12 @@ static int counter_init(struct tally_instance *inst, void *state)
 		return -1;
 	for (int64_t i = 0; i < c->count; i++) {
 		snprintf(idx, sizeof(idx), "%lld", (long long)i);
-		c->labels[i] = tally_labels_newv("i", idx, NULL);
+		c->labels[i] = c->label_key
+				       ? tally_labels_newv("i", idx, c->label_key,
+							   c->label_value ? c->label_value
+									  : "",
+							   NULL)
+				       : tally_labels_newv("i", idx, NULL);
 		if (!c->labels[i])
 			goto out_unref;
 	}
@@ -156,6 +165,11 @@ static const struct tally_option counter_options[] = {
 			 0.000001, 1, "sample rate of deltas and observations"),
 	TALLY_OPT_INT("max_reads", struct counter, max_reads, "0", 0, 1e9,
 		      "reads that emit samples; 0 = all"),
+	TALLY_OPT_STRING("label_key", struct counter, label_key, NULL,
+			 "an extra label on every series (any string: "
+			 "escaping tests)"),
+	TALLY_OPT_STRING("label_value", struct counter, label_value, NULL,
+			 "its value"),
 	TALLY_OPT_END
 };
 

@@ -28,7 +28,8 @@
  *	every read k: a span of region "step" (depth 1, parent main) that
  *	began (k % 4 + 1) * 0.25 s before the read and ends at the read, so
  *	after n reads its time is the sum of those durations, exactly
- *	representable in binary; jobid attribute `jobid` if set
+ *	representable in binary; jobid attribute `jobid` if set; a typed
+ *	string attribute `note_key` = `note` on its end if set
  */
 #include "config.h"
 
@@ -47,6 +48,8 @@ struct spangen {
 	int64_t ranks; /* span sources */
 	char *trace;   /* span trace id */
 	char *jobid;   /* span "jobid" attribute, or NULL */
+	char *note;    /* string value of the step ends, or NULL */
+	char *note_key; /* its key */
 	int64_t reads;
 	struct tally_labels **labels; /* generations: {i="0"} ... */
 	struct tally_labels *attrs;   /* spans */
@@ -155,6 +158,7 @@ static int spangen_generations(struct spangen *g, struct tally_batch *out,
 static int spangen_spans(struct spangen *g, struct tally_batch *out, int64_t ts)
 {
 	int64_t dur = (g->reads % 4 + 1) * 250000000LL;
+	struct tally_attr note;
 
 	for (int64_t r = 0; r < g->ranks; r++) {
 		struct tally_span sp = {
@@ -183,6 +187,11 @@ static int spangen_spans(struct spangen *g, struct tally_batch *out, int64_t ts)
 		if (tally_batch_add_span(out, &sp, ts - dur) < 0)
 			return -1;
 		sp.phase = TALLY_SPAN_END;
+		if (g->note) {
+			note = TALLY_ATTR_STRING(g->note_key, g->note);
+			sp.values = &note;
+			sp.nvalues = 1;
+		}
 		if (tally_batch_add_span(out, &sp, ts) < 0)
 			return -1;
 	}
@@ -234,6 +243,11 @@ static const struct tally_option spangen_options[] = {
 			 "trace id of the spans"),
 	TALLY_OPT_STRING("jobid", struct spangen, jobid, NULL,
 			 "jobid attribute of the spans"),
+	TALLY_OPT_STRING("note", struct spangen, note, NULL,
+			 "a typed string attribute of every step end (any "
+			 "string: escaping tests)"),
+	TALLY_OPT_STRING("note_key", struct spangen, note_key, "note",
+			 "its key"),
 	TALLY_OPT_END
 };
 

@@ -46,6 +46,8 @@ static int buf_reserve(struct influx_buf *b, size_t more)
 
 static int buf_add(struct influx_buf *b, const char *s, size_t n)
 {
+	if (!n)
+		return 0;
 	if (buf_reserve(b, n) < 0)
 		return -1;
 	memcpy(b->p + b->len, s, n);

@@ -320,6 +320,8 @@ struct tally_outq {
 	size_t cap, head, len;
 	size_t records, max_records; /* in the queued batches, and bound */
 	bool busy;		/* write() said EAGAIN */
+	size_t held;		/* records the output accepted, undelivered
+				 * (tally_output_held()) */
 	double backoff;		/* seconds until the next retry */
 	struct event *deliver;	/* activated to run write() */
 	struct event *retry;	/* backoff timer */

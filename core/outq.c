@@ -140,6 +140,12 @@ void tally_output_ready(struct tally_instance *inst)
 	outq_schedule(inst);
 }
 
+void tally_output_held(struct tally_instance *inst, size_t records)
+{
+	if (inst->plugin->kind == TALLY_KIND_OUTPUT)
+		inst->q.held = records;
+}
+
 int tally_outq_init(struct tally_instance *o, size_t cap, size_t max_records)
 {
 	struct event_base *base = o->core->base;

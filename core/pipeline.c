@@ -117,7 +117,8 @@ static bool queues_empty(struct tally_core *core)
 	for (size_t i = 0; i < core->ninsts; i++) {
 		struct tally_instance *o = core->insts[i];
 
-		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->q.len)
+		if (o->plugin->kind == TALLY_KIND_OUTPUT &&
+		    (o->q.len || o->q.held))
 			return false;
 	}
 	return true;
@@ -215,6 +216,12 @@ static void core_deadline(evutil_socket_t fd, short what, void *arg)
 				  "delivered",
 				  o->q.len);
 		}
+		/* the output counts them itself when it is freed */
+		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->q.held)
+			tally_log(o, LOG_WARNING,
+				  "shutdown deadline: %zu records the output "
+				  "holds not delivered",
+				  o->q.held);
 	}
 	core_finish(core);
 }

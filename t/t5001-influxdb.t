@@ -235,6 +235,45 @@ other point of the batch stored' '
 	stop_tallyd
 '
 
+test_expect_success 'statsd -> aggregate -> influxdb: one point per series and
+interval, the partial last interval delivered at shutdown' '
+	udp=$(free_port) &&
+	cat >agg.conf <<-EOF &&
+	global = { log_level = "info"; };
+	inputs = { sd = { plugin = "statsd"; listen = "127.0.0.1:$udp"; }; };
+	filters = { agg = { plugin = "aggregate"; interval = 86400.0; }; };
+	outputs = { db = { plugin = "influxdb"; database = "tally";
+	                   url = "http://127.0.0.1:$INFLUX_PORT"; }; };
+	pipelines = { p = { from = ["sd"]; through = ["agg"]; to = ["db"]; }; };
+	EOF
+	start_tallyd --wait "udp_bound $udp" agg.conf &&
+	printf "%s\n" "req.count:3|c" "req.count:2|c|@0.5" "q:10|g" "q:+5|g" \
+		"db.query:1|ms" "db.query:2|ms" "db.query:3|ms" \
+		"db.query:4|ms" >d1 &&
+	"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t40-statsd-send.py" udp4 \
+		127.0.0.1:$udp d1 &&
+	stop_tallyd &&
+	! grep -E "undelivered|deadline" tallyd.log &&
+	influx_q tally "SELECT * FROM \"req.count\", \"q\", \"db.query\" GROUP BY *" >agg.json &&
+	"$PYTHON3" - "$HOST" <<-\EOF
+	import json, sys
+	host = sys.argv[1]
+	got = {}
+	for s in json.load(open("agg.json"))["results"][0]["series"]:
+	    assert s["tags"] == {"host": host}, s["tags"]
+	    last = dict(zip(s["columns"], s["values"][-1]))
+	    got[s["name"]] = {k: v for k, v in last.items()
+	                      if k != "time" and v is not None}
+	assert got["req.count"]["value"] == 7, got["req.count"]
+	assert got["q"] == {"value": 15}, got["q"]
+	d = got["db.query"]
+	for k, v in {"count": 4, "sum": 0.01, "min": 0.001, "max": 0.004,
+	             "mean": 0.0025, "median": 0.002, "p50": 0.002,
+	             "p90": 0.004, "p99": 0.004}.items():
+	    assert abs(d[k] - v) < 1e-12, (k, d[k], v)
+	EOF
+'
+
 test_expect_success 'v2 API: request shape, against a recording HTTP server
 (Debian has no InfluxDB 2 server)' '
 	recorder_start v2 &&

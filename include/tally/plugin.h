@@ -388,6 +388,20 @@ int tally_emit(struct tally_instance *inst, struct tally_batch *b);
 void tally_output_ready(struct tally_instance *inst);
 
 /**
+ * tally_output_held() - how many records an output holds that it accepted
+ * (write() returned 0) and has not delivered yet
+ * @inst:    the output instance
+ * @records: the number now (a batch being sent, a buffer filling up); 0
+ *           once they are delivered or dropped (and counted)
+ *
+ * For outputs that batch or send asynchronously (influxdb): shutdown
+ * waits for them as for the output's queue, up to global.shutdown_timeout
+ * (logged when it runs out); the output counts what it still holds in its
+ * fini op (tally_count_drop()). Loop thread only.
+ */
+void tally_output_held(struct tally_instance *inst, size_t records);
+
+/**
  * tally_user_mode() - whether tallyd runs as a user collector (--user)
  */
 int tally_user_mode(void);

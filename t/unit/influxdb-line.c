@@ -236,6 +236,58 @@ static void test_spans(void)
 	tally_labels_unref(attrs);
 }
 
+static void test_intervals(void)
+{
+	struct tally_labels *statics = tally_labels_newv("host", "n1", NULL);
+	struct tally_labels *ls = tally_labels_newv("path", "/a", NULL);
+	struct influx_render r = {
+		.statics = tally_labels_pairs(statics),
+		.nstatics = tally_labels_count(statics),
+		.span_measurement = "tally_span",
+		.precision = INFLUX_S,
+	};
+	struct tally_batch *b = tally_batch_new();
+	struct tally_quantile qs[] = { { 0.5, 0.02 }, { 0.9, 0.04 },
+				       { 0.999, 0.05 } };
+	struct tally_bucket bk[] = { { 0.01, 1 }, { 0.1, 4 } };
+	struct tally_interval iv = { .start_ns = 8000000000, .count = 4,
+				     .sum = 0.1, .min = 0.01, .max = 0.05,
+				     .median = 0.02, .nquantiles = 3,
+				     .quantiles = qs, .nbuckets = 2,
+				     .buckets = bk };
+	struct tally_interval empty = { .start_ns = 8000000000,
+					.min = NAN, .max = NAN,
+					.median = NAN };
+	const struct tally_record *rec;
+	int rc;
+
+	rec = tally_batch_add_interval(b, TALLY_COUNTER, "api.hits", NULL, ls,
+				       30, &iv, 10000000000);
+	is(render(&r, rec, &rc),
+	   "api.hits,host=n1,path=/a value=30,rate=15 10\n",
+	   "counter interval: the interval's total and its rate");
+	rec = tally_batch_add_interval(b, TALLY_GAUGE, "temp", NULL, ls, 21.5,
+				       &iv, 10000000000);
+	is(render(&r, rec, &rc), "temp,host=n1,path=/a value=21.5 10\n",
+	   "gauge interval: the level");
+	rec = tally_batch_add_interval(b, TALLY_HISTOGRAM, "lat", NULL, ls, 0,
+				       &iv, 10000000000);
+	is(render(&r, rec, &rc),
+	   "lat,host=n1,path=/a count=4,sum=0.1,rate=2,mean=0.025,min=0.01,"
+	   "max=0.05,median=0.02,p50=0.02,p90=0.04,p99.9=0.05,0.01=1i,"
+	   "0.1=4i,+Inf=4i 10\n",
+	   "histogram interval: figures, percentiles, buckets");
+	rec = tally_batch_add_interval(b, TALLY_SUMMARY, "lat", NULL, ls, 0,
+				       &empty, 10000000000);
+	is(render(&r, rec, &rc), "lat,host=n1,path=/a count=0,sum=0,rate=0 10\n",
+	   "an empty interval: no min, max, mean, median");
+	cmp_ok(r.non_finite_fields, "==", 0,
+	       "which are not counted as NaN dropped");
+	tally_batch_unref(b);
+	tally_labels_unref(statics);
+	tally_labels_unref(ls);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -243,5 +295,6 @@ int main(void)
 	test_floats();
 	test_metrics();
 	test_spans();
+	test_intervals();
 	return done_testing();
 }

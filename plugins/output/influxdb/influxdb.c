@@ -255,6 +255,12 @@ static void influxdb_count(struct influxdb *d)
 	*c = *r;
 }
 
+/* Tell the core what waits here, so that shutdown waits for it. */
+static void influxdb_held(struct influxdb *d)
+{
+	tally_output_held(d->inst, d->pending_points + d->inflight_points);
+}
+
 static void free_cb(const void *data, size_t len, void *arg)
 {
 	free((void *)data);
@@ -290,6 +296,7 @@ static void influxdb_send(struct influxdb *d)
 		d->inflight_points = 0;
 	}
 	evbuffer_free(body);
+	influxdb_held(d);
 	return;
 
 out_drop:
@@ -298,6 +305,7 @@ out_drop:
 	tally_count_drop(d->inst, "nomem", d->pending_points);
 	d->pending.len = 0;
 	d->pending_points = 0;
+	influxdb_held(d);
 }
 
 /* "partial write: ... dropped=N": N, or 0. */
@@ -349,6 +357,7 @@ static void influxdb_done(void *arg, const struct tally_http_result *res)
 	}
 	if (d->pending_points >= (size_t)d->batch_size || d->flush_due)
 		influxdb_send(d);
+	influxdb_held(d);
 	if (d->blocked && d->pending_points < (size_t)d->batch_size) {
 		d->blocked = false;
 		tally_output_ready(d->inst);
@@ -391,6 +400,7 @@ static int influxdb_write(struct tally_instance *inst, void *state,
 		d->pending_points += (size_t)k;
 	}
 	influxdb_count(d);
+	influxdb_held(d);
 	if (d->pending_points >= (size_t)d->batch_size) {
 		influxdb_send(d);
 	} else if (d->pending_points &&
@@ -521,6 +531,7 @@ static const struct tally_output_ops influxdb_ops = {
 	.write = influxdb_write,
 	.flush = influxdb_flush,
 	.fini = influxdb_fini,
+	.accepts = TALLY_FORMS_INTERVAL,
 	.host_label = "host",
 };
 

@@ -288,10 +288,62 @@ static void bound_key(char *out, double v)
 		influx_format_float(out, v);
 }
 
+/* A figure of an interval: NaN (an empty interval's min) says "none". */
+static int field_figure(struct fields *f, const char *key, double v)
+{
+	return isfinite(v) ? field_float(f, key, v) : 0;
+}
+
+/*
+ * An interval record (aggregate): one point per series and interval,
+ * whose fields are the interval's figures (line.h).
+ */
+static int interval_fields(struct fields *f, const struct tally_metric *m)
+{
+	const struct tally_interval *iv = m->interval;
+	char key[48];
+
+	switch (m->type) {
+	case TALLY_COUNTER:
+		if (field_float(f, "value", m->value) < 0)
+			return -1;
+		return field_figure(f, "rate", tally_interval_rate(m));
+	case TALLY_HISTOGRAM:
+	case TALLY_SUMMARY:
+		break;
+	default:
+		return field_float(f, "value", m->value);
+	}
+	if (field_float(f, "count", iv->count) < 0 ||
+	    field_float(f, "sum", iv->sum) < 0 ||
+	    field_figure(f, "rate", tally_interval_rate(m)) < 0 ||
+	    field_figure(f, "mean", tally_interval_mean(m)) < 0 ||
+	    field_figure(f, "min", iv->min) < 0 ||
+	    field_figure(f, "max", iv->max) < 0 ||
+	    field_figure(f, "median", iv->median) < 0)
+		return -1;
+	for (uint32_t i = 0; i < iv->nquantiles; i++) {
+		key[0] = 'p';
+		/* 0.9 * 100 is 90.00000000000001: ten digits say "p90" */
+		snprintf(key + 1, sizeof(key) - 1, "%.10g",
+			 iv->quantiles[i].q * 100);
+		if (field_figure(f, key, iv->quantiles[i].value) < 0)
+			return -1;
+	}
+	for (uint32_t i = 0; i < iv->nbuckets; i++) {
+		bound_key(key, iv->buckets[i].le);
+		if (field_int(f, key, count_i64(iv->buckets[i].count)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int metric_fields(struct fields *f, const struct tally_metric *m)
 {
 	char key[40];
 
+	if (m->form == TALLY_FORM_INTERVAL && m->interval)
+		return interval_fields(f, m);
 	switch (m->type) {
 	case TALLY_INFO:
 		return field_float(f, "value", 1);

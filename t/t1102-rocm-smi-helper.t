@@ -131,6 +131,23 @@ test_expect_success 'a system and a user collector read the GPUs at once' '
 	test "$(event user.txt helper_starts)" = 1
 '
 
+test_expect_success 'a query that starts failing is counted and asked again' '
+	rocm_conf fail.conf fail.txt "" &&
+	start_tallyd --log fail.log fail.conf &&
+	busy=sys/devices/pci0000:00/0000:00:01.0/0000:03:00.0/gpu_busy_percent &&
+	line="gauge rocm_utilization_percentage{card=\"1\"} 37" &&
+	wait_for "grep -qxF \"\$line\" fail.txt" &&
+	mv $busy busy.saved &&
+	wait_for "test \$(event fail.txt query_errors) -ge 2" &&
+	n=$(count fail.txt "$line") &&
+	mv busy.saved $busy &&
+	wait_for "test \$(count fail.txt \"\$line\") -gt $n" 20 &&
+	test "$(event fail.txt helper_crashed)" = 0 &&
+	test "$(event fail.txt helper_starts)" = 1 &&
+	grep -qx "gauge rocm_utilization_percentage{card=\"0\"} 91" fail.txt &&
+	stop_tallyd
+'
+
 test_expect_success 'a card that is not a symlink: the library aborts, tallyd not' '
 	: an AMD device whose card is a directory, not a symlink &&
 	mv sys/class/drm/card1 card1.link &&

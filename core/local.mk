@@ -22,6 +22,7 @@ core_libtally_la_SOURCES = \
 	core/graph.c \
 	core/mode.c \
 	core/io.c \
+	core/statfs.c \
 	core/net-internal.h \
 	core/net-addr.c \
 	core/net-dns.c \
@@ -53,6 +54,7 @@ pkginclude_HEADERS += \
 	include/tally/log.h \
 	include/tally/stats.h \
 	include/tally/io.h \
+	include/tally/statfs.h \
 	include/tally/mode.h \
 	include/tally/fdlimit.h \
 	include/tally/net.h \

@@ -22,7 +22,7 @@ test_expect_success 'start tallyd on copies of the fixture trees' '
 	cat >ticks.conf <<-CONF &&
 	global = { interval = 0.2; log_level = "info"; };
 	inputs = {
-		host = { plugin = "procfs"; root = "$PWD/proc"; };
+		host = { plugin = "procfs"; root = "$PWD/proc"; $PROCFS_BASE };
 		net = { plugin = "netdev"; root = "$PWD/proc";
 			sysfs = "$PWD/sys"; omnistat = true; };
 	};

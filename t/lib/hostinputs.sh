@@ -10,6 +10,12 @@
 # capture output with check. Over many ticks of a running tallyd whose
 # capture output has source = true and timestamps = true: tick and has.
 
+# procfs settings that switch off every group but node_exporter's cpu, stat,
+# meminfo, loadavg and pressure (the groups t1001 checks)
+PROCFS_BASE='filesystem = false; diskstats = false; vmstat = false;
+	netstat = false; sockstat = false; uname = false; time = false;
+	os = false;'
+
 # once_input NAME SETTINGS - one tick of input NAME configured with SETTINGS
 # (e.g. 'plugin = "procfs"; root = "/x";') through `tallyd --once` and the
 # capture output: records in out.txt, tallyd's output in log.txt. The

@@ -21,7 +21,11 @@
 
 #include "tap.h"
 
-#include "../../plugins/input/procfs.c"
+#include "../../plugins/input/procfs/procfs.c"
+#include "../../plugins/input/procfs/netstat.c"
+#include "../../plugins/input/procfs/diskstats.c"
+#include "../../plugins/input/procfs/filesystem.c"
+#include "../../plugins/input/procfs/system.c"
 
 #include "procfs-util.h"
 

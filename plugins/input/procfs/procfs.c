@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plugins/input/procfs.c - CPU, memory, load and pressure from /proc
+ * plugins/input/procfs/procfs.c - CPU, memory, load and pressure from /proc;
+ * the plugin's options and hooks (the other groups: see procfs.h)
  *
  * Metric names, types and help texts are node_exporter's (collectors cpu,
  * stat, meminfo, loadavg and pressure), so Grafana's "Node Exporter Full"
@@ -34,6 +35,8 @@
 #include <tally/io.h>
 #include <tally/plugin.h>
 
+#include "procfs.h"
+
 /*
  * /proc/stat per-CPU columns, in kernel order
  * (Documentation/filesystems/proc.rst)
@@ -48,33 +51,6 @@
 
 static const char *const procfs_cpu_modes[PROCFS_CPU_MODES] = {
 	"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal",
-};
-
-enum procfs_file_id {
-	PROCFS_STAT,
-	PROCFS_MEMINFO,
-	PROCFS_LOADAVG,
-	PROCFS_PSI_CPU,
-	PROCFS_PSI_IO,
-	PROCFS_PSI_MEMORY,
-	PROCFS_PSI_IRQ,
-	PROCFS_NFILES,
-};
-
-/**
- * struct procfs_file - one file under the procfs root, kept open
- * @rel:      path relative to the root
- * @optional: absence is normal (PSI needs Linux >= 4.20 and CONFIG_PSI;
- *            pressure/irq needs 6.1 and CONFIG_IRQ_TIME_ACCOUNTING)
- * @fd:       open descriptor, -1 while not open
- * @err:      errno of the failure last logged (0: none), so that a file
- *            that stays broken costs one log line, not one per tick
- */
-struct procfs_file {
-	const char *rel;
-	bool optional;
-	int fd;
-	int err;
 };
 
 /**
@@ -197,28 +173,13 @@ static const struct procfs_mem_known {
 	PROCFS_MEM_B(DirectMap1G),
 };
 
-struct procfs {
-	char *root; /* option: procfs mount point */
-
-	struct procfs_file files[PROCFS_NFILES];
-	struct tally_readbuf rb; /* read buffer, grows to the largest file */
-	double hz;		 /* USER_HZ, the unit of /proc/stat times */
-	struct tally_labels *empty;
-
-	struct procfs_cpu *cpus; /* by CPU id; NULL entries never seen */
-	size_t ncpus;
-
-	struct procfs_mem *mem;
-	size_t nmem;
-};
-
 /*
  * Parsers. Pure functions over NUL-terminated text, unit-tested directly
  * (t/unit/procfs.c includes this file).
  */
 
 /* Skip blanks (spaces and tabs, never the newline). */
-static const char *procfs_blank(const char *s)
+const char *procfs_blank(const char *s)
 {
 	while (*s == ' ' || *s == '\t')
 		s++;
@@ -226,7 +187,7 @@ static const char *procfs_blank(const char *s)
 }
 
 /* The cursor is at the end of the line (only blanks left). */
-static bool procfs_eol(const char *s)
+bool procfs_eol(const char *s)
 {
 	s = procfs_blank(s);
 	return *s == '\0' || *s == '\n';
@@ -491,7 +452,7 @@ static int procfs_file_open(struct tally_instance *inst, struct procfs *p,
  * Refresh one file into p->rb. Return: its text, or NULL when the file is
  * unavailable this tick (logged once per distinct failure).
  */
-static const char *procfs_load(struct tally_instance *inst, struct procfs *p,
+const char *procfs_load(struct tally_instance *inst, struct procfs *p,
 			       enum procfs_file_id id)
 {
 	struct procfs_file *f = &p->files[id];
@@ -519,9 +480,23 @@ static const char *procfs_load(struct tally_instance *inst, struct procfs *p,
 	return p->rb.data;
 }
 
+void *procfs_grow(void *v, size_t *n, size_t i, size_t size)
+{
+	char *nv;
+
+	if (i < *n)
+		return v;
+	nv = realloc(v, (i + 1) * size);
+	if (!nv)
+		return NULL;
+	memset(nv + *n * size, 0, (i + 1 - *n) * size);
+	*n = i + 1;
+	return nv;
+}
+
 /* Records. */
 
-static void procfs_malformed(struct tally_instance *inst, struct procfs *p,
+void procfs_malformed(struct tally_instance *inst, struct procfs *p,
 			     const char *rel, const char *line)
 {
 	int len = (int)strcspn(line, "\n");
@@ -686,15 +661,10 @@ static int procfs_mem_entry(struct procfs *p, size_t i,
 	char *text = NULL;
 	int n;
 
-	if (i >= p->nmem) {
-		struct procfs_mem *v = realloc(p->mem, (i + 1) * sizeof(*v));
-
-		if (!v)
-			return -1;
-		memset(v + p->nmem, 0, (i + 1 - p->nmem) * sizeof(*v));
-		p->mem = v;
-		p->nmem = i + 1;
-	}
+	e = procfs_grow(p->mem, &p->nmem, i, sizeof(*p->mem));
+	if (!e)
+		return -1;
+	p->mem = e;
 	e = &p->mem[i];
 	for (size_t k = 0;
 	     k < sizeof(procfs_mem_known) / sizeof(procfs_mem_known[0]); k++) {
@@ -872,7 +842,12 @@ static void procfs_fini(struct tally_instance *inst, void *state)
 	for (size_t i = 0; i < p->nmem; i++)
 		free(p->mem[i].text);
 	free(p->mem);
+	procfs_netstat_fini(p);
+	procfs_diskstats_fini(p);
+	procfs_filesystem_fini(p);
+	procfs_system_fini(p);
 	tally_readbuf_free(&p->rb);
+	tally_readbuf_free(&p->rb2);
 	tally_labels_unref(p->empty);
 	p->cpus = NULL;
 	p->mem = NULL;
@@ -880,6 +855,28 @@ static void procfs_fini(struct tally_instance *inst, void *state)
 	p->ncpus = p->nmem = 0;
 	for (int i = 0; i < PROCFS_NFILES; i++)
 		p->files[i].fd = -1;
+}
+
+/* Whether file @id belongs to a group the configuration switched on. */
+static bool procfs_file_wanted(const struct procfs *p, enum procfs_file_id id)
+{
+	switch (id) {
+	case PROCFS_VMSTAT:
+		return p->vmstat;
+	case PROCFS_NETSTAT:
+	case PROCFS_SNMP:
+	case PROCFS_SNMP6:
+		return p->netstat;
+	case PROCFS_SOCKSTAT:
+	case PROCFS_SOCKSTAT6:
+		return p->sockstat;
+	case PROCFS_DISKSTATS:
+		return p->diskstats;
+	case PROCFS_MOUNTINFO:
+		return p->filesystem;
+	default:
+		return true;
+	}
 }
 
 static int procfs_init(struct tally_instance *inst, void *state)
@@ -895,6 +892,14 @@ static int procfs_init(struct tally_instance *inst, void *state)
 		[PROCFS_PSI_IO] = { "pressure/io", true },
 		[PROCFS_PSI_MEMORY] = { "pressure/memory", true },
 		[PROCFS_PSI_IRQ] = { "pressure/irq", true },
+		[PROCFS_VMSTAT] = { "vmstat", false },
+		[PROCFS_NETSTAT] = { "net/netstat", false },
+		[PROCFS_SNMP] = { "net/snmp", false },
+		[PROCFS_SNMP6] = { "net/snmp6", true },
+		[PROCFS_SOCKSTAT] = { "net/sockstat", false },
+		[PROCFS_SOCKSTAT6] = { "net/sockstat6", true },
+		[PROCFS_DISKSTATS] = { "diskstats", false },
+		[PROCFS_MOUNTINFO] = { "self/mountinfo", false },
 	};
 	struct procfs *p = state;
 	long hz = sysconf(_SC_CLK_TCK);
@@ -912,7 +917,12 @@ static int procfs_init(struct tally_instance *inst, void *state)
 		p->files[i].fd = -1;
 		p->files[i].err = 0;
 		/* A failure is logged here, at start, and retried each tick. */
-		procfs_file_open(inst, p, &p->files[i]);
+		if (procfs_file_wanted(p, i))
+			procfs_file_open(inst, p, &p->files[i]);
+	}
+	if (p->filesystem && procfs_filesystem_init(inst, p) < 0) {
+		procfs_fini(inst, p);
+		return -1;
 	}
 	return 0;
 }
@@ -928,12 +938,97 @@ static int procfs_read(struct tally_instance *inst, void *state,
 	    procfs_read_loadavg(inst, p, out, ts) < 0 ||
 	    procfs_read_psi(inst, p, out, ts) < 0)
 		return -1;
+	if (p->vmstat && procfs_read_vmstat(inst, p, out, ts) < 0)
+		return -1;
+	if (p->netstat && procfs_read_netstat(inst, p, out, ts) < 0)
+		return -1;
+	if (p->sockstat && procfs_read_sockstat(inst, p, out, ts) < 0)
+		return -1;
+	if (p->diskstats && procfs_read_diskstats(inst, p, out, ts) < 0)
+		return -1;
+	if (p->filesystem && procfs_read_filesystem(inst, p, out, ts) < 0)
+		return -1;
+	if (procfs_read_system(inst, p, out, ts) < 0)
+		return -1;
 	return 0;
 }
+
+/* node_exporter 1.5's defaults (its flags' names in the comments). */
+#define PROCFS_MOUNT_EXCLUDE                                                  \
+	"^/(dev|proc|run/credentials/.+|sys|var/lib/docker/.+|"               \
+	"var/lib/containers/storage/.+)($|/)"
+#define PROCFS_FSTYPE_EXCLUDE                                                 \
+	"^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|devpts|"          \
+	"devtmpfs|fusectl|hugetlbfs|iso9660|mqueue|nsfs|overlay|proc|"        \
+	"procfs|pstore|rpc_pipefs|securityfs|selinuxfs|squashfs|sysfs|"       \
+	"tracefs)$"
+#define PROCFS_DEVICE_EXCLUDE                                                 \
+	"^(ram|loop|fd|(h|s|v|xv)d[a-z]|nvme[0-9]+n[0-9]+p)[0-9]+$"
+#define PROCFS_VMSTAT_FIELDS "^(oom_kill|pgpg|pswp|pg.*fault).*"
+#define PROCFS_NETSTAT_FIELDS                                                 \
+	"^(.*_(InErrors|InErrs)|Ip_Forwarding|Ip(6|Ext)_(InOctets|OutOctets)|" \
+	"Icmp6?_(InMsgs|OutMsgs)|TcpExt_(Listen.*|Syncookies.*|"              \
+	"TCPSynRetrans|TCPTimeouts)|Tcp_(ActiveOpens|InSegs|OutSegs|"         \
+	"OutRsts|PassiveOpens|RetransSegs|CurrEstab)|Udp6?_(InDatagrams|"     \
+	"OutDatagrams|NoPorts|RcvbufErrors|SndbufErrors))$"
 
 static const struct tally_option procfs_options[] = {
 	TALLY_OPT_STRING("root", struct procfs, root, "/proc",
 			 "procfs mount point to read (containers: /host/proc)"),
+	TALLY_OPT_STRING("sysfs", struct procfs, sysfs, "/sys",
+			 "sysfs mount point: the time group's clocksources"),
+	TALLY_OPT_STRING("rootfs", struct procfs, rootfs, "/",
+			 "the host's root filesystem: mount points are "
+			 "statvfs'd and os-release read below it "
+			 "(containers: /host/root)"),
+	TALLY_OPT_STRING("udev_data", struct procfs, udev_data,
+			 "/run/udev/data",
+			 "udev's database: node_disk_info's path, wwn, model, "
+			 "serial and revision labels"),
+	TALLY_OPT_BOOL("filesystem", struct procfs, filesystem, "true",
+		       "node_filesystem_*: mounts of ROOT/self/mountinfo and "
+		       "their statvfs(3)"),
+	TALLY_OPT_REGEXLIST("mount_exclude", struct procfs, mount_exclude,
+			    PROCFS_MOUNT_EXCLUDE,
+			    "filesystem: mount points not exported "
+			    "(node_exporter's mount-points-exclude)"),
+	TALLY_OPT_REGEXLIST("fstype_exclude", struct procfs, fstype_exclude,
+			    PROCFS_FSTYPE_EXCLUDE,
+			    "filesystem: filesystem types not exported "
+			    "(node_exporter's fs-types-exclude)"),
+	TALLY_OPT_DURATION("mount_timeout", struct procfs, mount_timeout,
+			   "1s", 0.001, 3600,
+			   "filesystem: longest wait for a mount's statvfs; "
+			   "past it the mount is reported with _device_error "
+			   "and skipped until its call returns"),
+	TALLY_OPT_BOOL("diskstats", struct procfs, diskstats, "true",
+		       "node_disk_*: ROOT/diskstats"),
+	TALLY_OPT_REGEXLIST("device_exclude", struct procfs, device_exclude,
+			    PROCFS_DEVICE_EXCLUDE,
+			    "diskstats: devices not exported (node_exporter's "
+			    "diskstats device-exclude: partitions, ram, loop)"),
+	TALLY_OPT_BOOL("vmstat", struct procfs, vmstat, "true",
+		       "node_vmstat_*: ROOT/vmstat"),
+	TALLY_OPT_REGEXLIST("vmstat_fields", struct procfs, vmstat_fields,
+			    PROCFS_VMSTAT_FIELDS,
+			    "vmstat: the fields exported (node_exporter's "
+			    "vmstat.fields)"),
+	TALLY_OPT_BOOL("netstat", struct procfs, netstat, "true",
+		       "node_netstat_*: ROOT/net/netstat, snmp and snmp6"),
+	TALLY_OPT_REGEXLIST("netstat_fields", struct procfs, netstat_fields,
+			    PROCFS_NETSTAT_FIELDS,
+			    "netstat: the Proto_Field keys exported "
+			    "(node_exporter's netstat.fields)"),
+	TALLY_OPT_BOOL("sockstat", struct procfs, sockstat, "true",
+		       "node_sockstat_*: ROOT/net/sockstat and sockstat6"),
+	TALLY_OPT_BOOL("uname", struct procfs, uname, "true",
+		       "node_uname_info from uname(2)"),
+	TALLY_OPT_BOOL("time", struct procfs, time, "true",
+		       "node_time_seconds, node_time_zone_offset_seconds and "
+		       "the clocksources of SYSFS"),
+	TALLY_OPT_BOOL("os", struct procfs, os, "true",
+		       "node_os_info and node_os_version from "
+		       "ROOTFS/etc/os-release"),
 	TALLY_OPT_END,
 };
 
@@ -943,5 +1038,7 @@ static const struct tally_input_ops procfs_ops = {
 	.fini = procfs_fini,
 };
 
-TALLY_PLUGIN_INPUT(procfs, "CPU, memory, load and pressure metrics from /proc",
+TALLY_PLUGIN_INPUT(procfs,
+		   "CPU, memory, load, pressure, disks, filesystems, network "
+		   "stack and system metrics from /proc",
 		   struct procfs, procfs_options, &procfs_ops);

@@ -106,7 +106,10 @@ test_expect_success PAGE4K 'Linux 6.x tree: every series with its exact value' '
 	counter node_disk_discard_time_seconds_total{device="sda"} 0.0030000000000000001
 	counter node_disk_flush_requests_total{device="sda"} 7
 	counter node_disk_flush_requests_time_seconds_total{device="sda"} 0.0090000000000000011
-	gauge node_disk_info{device="sda",major="8",minor="0",model="QEMU_HARDDISK",path="pci-0000:00:1f.2-ata-1",revision="",serial="QM00001",wwn=""} 1
+	gauge node_disk_info{device="sda",major="8",minor="0",model="QEMU_HARDDISK",path="pci-0000:00:1f.2-ata-1",revision="",serial="",wwn=""} 1
+	gauge node_disk_ata_write_cache{device="sda"} 1
+	gauge node_disk_ata_write_cache_enabled{device="sda"} 0
+	gauge node_disk_ata_rotation_rate_rpm{device="sda"} 7200
 	counter node_disk_reads_completed_total{device="nvme0n1"} 3000
 	counter node_disk_reads_merged_total{device="nvme0n1"} 0
 	counter node_disk_read_bytes_total{device="nvme0n1"} 307200000
@@ -143,6 +146,8 @@ test_expect_success PAGE4K 'Linux 6.x tree: every series with its exact value' '
 	counter node_disk_flush_requests_total{device="dm-0"} 0
 	counter node_disk_flush_requests_time_seconds_total{device="dm-0"} 0
 	gauge node_disk_info{device="dm-0",major="253",minor="0",model="",path="",revision="",serial="",wwn=""} 1
+	gauge node_disk_filesystem_info{device="dm-0",type="xfs",usage="filesystem",uuid="0b6e6e1a-1c1f-4d4e-9a53-2b9d2f4a1c11",version=""} 1
+	gauge node_disk_device_mapper_info{device="dm-0",lv_layer="",lv_name="lv",name="vg-lv",uuid="LVM-abc123",vg_name="vg"} 1
 	gauge node_filesystem_device_error{device="/dev/vda1",fstype="ext4",mountpoint="/"} 1
 	gauge node_filesystem_device_error{device="tmp fs",fstype="tmpfs",mountpoint="/mnt/my data"} 1
 	gauge node_filesystem_device_error{device="/dev/mapper/vg-lv",fstype="xfs",mountpoint="/srv/tab	back\\slash"} 1
@@ -151,6 +156,28 @@ test_expect_success PAGE4K 'Linux 6.x tree: every series with its exact value' '
 	gauge node_filesystem_device_error{device="user@host:/",fstype="fuse.sshfs",mountpoint="/media/usb"} 1
 	EXP
 	check expected
+'
+
+NE=$(command -v prometheus-node-exporter || command -v node_exporter)
+test -n "$NE" && test_set_prereq NE
+
+test_expect_success NE 'the 6.x tree: the same series and values as node_exporter on it' '
+	neport=$(free_port) &&
+	{ "$NE" --web.listen-address=127.0.0.1:$neport \
+		--path.procfs="$FIXTURES/proc-host" \
+		--path.udev.data="$FIXTURES/udev-data" \
+		--collector.disable-defaults --collector.diskstats \
+		--collector.vmstat --collector.netstat --collector.sockstat \
+		>ne.log 2>&1 & } &&
+	nepid=$! &&
+	wait_for "curl -sf http://127.0.0.1:$neport/metrics >ne.out" &&
+	kill $nepid &&
+	sed "s/^[a-z]* //" out.txt >tally.out &&
+	"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t10-compare.py" \
+		node_disk_,node_vmstat_,node_netstat_,node_sockstat_ \
+		ne.out tally.out ne.out >compare.out &&
+	cat compare.out &&
+	grep -q "^122 series compared, 0 differences" compare.out
 '
 
 test_expect_success 'excluded: partitions, loop devices, pseudo and docker mounts' '
@@ -187,7 +214,10 @@ test_expect_success 'Linux 4.x diskstats (11 counters) and malformed lines' '
 	gauge node_disk_io_now{device="sda"} 0
 	counter node_disk_io_time_seconds_total{device="sda"} 1.8
 	counter node_disk_io_time_weighted_seconds_total{device="sda"} 2
-	gauge node_disk_info{device="sda",major="8",minor="0",model="QEMU_HARDDISK",path="pci-0000:00:1f.2-ata-1",revision="",serial="QM00001",wwn=""} 1
+	gauge node_disk_info{device="sda",major="8",minor="0",model="QEMU_HARDDISK",path="pci-0000:00:1f.2-ata-1",revision="",serial="",wwn=""} 1
+	gauge node_disk_ata_write_cache{device="sda"} 1
+	gauge node_disk_ata_write_cache_enabled{device="sda"} 0
+	gauge node_disk_ata_rotation_rate_rpm{device="sda"} 7200
 	counter node_disk_reads_completed_total{device="dm-1"} 10
 	counter node_disk_reads_merged_total{device="dm-1"} 0
 	counter node_disk_read_bytes_total{device="dm-1"} 40960

@@ -18,7 +18,7 @@ t_unit_procfs_t_SOURCES = t/unit/procfs.c t/unit/procfs-util.h
 t_unit_procfs_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 
 check_PROGRAMS += t/unit/procfs-host.t
-t_unit_procfs_host_t_SOURCES = t/unit/procfs-host.c
+t_unit_procfs_host_t_SOURCES = t/unit/procfs-host.c t/unit/procfs-util.h
 t_unit_procfs_host_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 
 TESTS += t/unit/procfs.t t/unit/procfs-host.t

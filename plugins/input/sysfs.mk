@@ -14,7 +14,7 @@ plugins_input_sysfs_la_LIBADD = core/libtally.la
 
 # The unit test includes the plugin's .c files to reach its static parsers.
 check_PROGRAMS += t/unit/sysfs.t
-t_unit_sysfs_t_SOURCES = t/unit/sysfs.c
+t_unit_sysfs_t_SOURCES = t/unit/sysfs.c t/unit/procfs-util.h
 t_unit_sysfs_t_LDADD = t/unit/libtap.la core/libtally.la -lm
 
 TESTS += t/unit/sysfs.t t/t1010-sysfs.t

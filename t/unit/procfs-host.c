@@ -2,7 +2,8 @@
 /*
  * t/unit/procfs-host.c - the parsers of the procfs input's host groups
  * (netstat, sockstat, vmstat, diskstats, filesystem, os), table-driven,
- * and the core's statvfs pool (tally/statfs.h) with a call that hangs
+ * and the core's statvfs pool (tally/statfs.h) with a call that hangs;
+ * no allocation in a steady-state tick with every group on
  */
 #include "config.h"
 
@@ -24,6 +25,8 @@
 #include "../../plugins/input/procfs/diskstats.c"
 #include "../../plugins/input/procfs/filesystem.c"
 #include "../../plugins/input/procfs/system.c"
+
+#include "procfs-util.h"
 
 static void test_kv(void)
 {
@@ -306,6 +309,77 @@ static void test_os_release(void)
 	ok(procfs_os_version("") == 0, "no version is 0");
 }
 
+/* One pattern for a regexlist option, as the core would compile it. */
+static void one_regex(struct tally_regexlist *l, regex_t *re, const char *src)
+{
+	if (regcomp(re, src, REG_EXTENDED | REG_NOSUB) != 0)
+		bail_out("regcomp %s", src);
+	l->n = 1;
+	l->re = re;
+}
+
+/* Every host group on: a steady-state tick allocates nothing either. */
+static void test_host_no_alloc(void)
+{
+	static regex_t res[5];
+	struct procfs p = { 0 };
+	struct tally_batch *b;
+	long before, during;
+
+	if (!alloc_count_available()) {
+		skip(2, "allocation counting unavailable under sanitizers");
+		return;
+	}
+	if (!mkdtemp(tmpdir))
+		bail_out("mkdtemp: %s", strerror(errno));
+	put("stat", "cpu0 1 2 3 4 5 6 7 8 9 10\nctxt 5\n");
+	put("meminfo", "MemTotal: 1 kB\n");
+	put("loadavg", "0.1 0.2 0.3 1/1 1\n");
+	put("vmstat", "pgfault 5\noom_kill 1\nnr_free_pages 3\n");
+	put("net/netstat", "TcpExt: ListenDrops TW\nTcpExt: 1 2\n");
+	put("net/snmp", "Tcp: ActiveOpens MaxConn\nTcp: 3 -1\n");
+	put("net/snmp6", "Ip6InOctets 7\nUdp6InErrors 0\n");
+	put("net/sockstat", "sockets: used 3\nTCP: inuse 1 mem 2\n");
+	put("net/sockstat6", "TCP6: inuse 1\n");
+	put("diskstats", "8 0 sda 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n"
+			 "259 0 nvme0n1 1 2 3 4 5 6 7 8 9 10 11\n");
+	put("self/mountinfo", "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"
+			      "2 1 0:4 / /run/a\\040b rw - tmpfs tmpfs rw\n");
+	put("etc/os-release", "ID=debian\nVERSION_ID=\"12\"\n");
+	p.root = p.rootfs = p.sysfs = p.udev_data = tmpdir;
+	p.vmstat = p.netstat = p.sockstat = p.diskstats = p.filesystem = true;
+	p.uname = p.time = p.os = true;
+	p.mount_timeout = 1.0;
+	one_regex(&p.vmstat_fields, &res[0], PROCFS_VMSTAT_FIELDS);
+	one_regex(&p.netstat_fields, &res[1], PROCFS_NETSTAT_FIELDS);
+	one_regex(&p.mount_exclude, &res[2], PROCFS_MOUNT_EXCLUDE);
+	one_regex(&p.fstype_exclude, &res[3], PROCFS_FSTYPE_EXCLUDE);
+	one_regex(&p.device_exclude, &res[4], PROCFS_DEVICE_EXCLUDE);
+	ok(procfs_init(NULL, &p) == 0, "init with every host group");
+	for (int i = 0; i < 3; i++) { /* warm up caches and the free list */
+		b = tally_batch_new();
+		procfs_read(NULL, &p, b);
+		tally_batch_unref(b);
+	}
+	b = tally_batch_new();
+	before = alloc_count();
+	procfs_read(NULL, &p, b);
+	during = alloc_count() - before;
+	ok(find(b, "node_filesystem_size_bytes", NULL, NULL, NULL, NULL) &&
+		   find(b, "node_disk_io_now", NULL, NULL, NULL, NULL) && find(b, "node_os_info", NULL, NULL, NULL, NULL) &&
+		   find(b, "node_sockstat_TCP_mem_bytes", NULL, NULL, NULL, NULL) &&
+		   find(b, "node_netstat_Tcp_ActiveOpens", NULL, NULL, NULL, NULL) &&
+		   find(b, "node_vmstat_pgfault", NULL, NULL, NULL, NULL),
+	   "every group reports");
+	tally_batch_unref(b);
+	cmp_ok(during, "==", 0, "steady-state tick of the host groups "
+				"allocates nothing");
+	procfs_fini(NULL, &p);
+	for (int i = 0; i < 5; i++)
+		regfree(&res[i]);
+	rmtree("");
+}
+
 /* The core's statvfs pool: a hung call costs one timeout, then EBUSY. */
 static void test_statfs_pool(void)
 {
@@ -378,6 +452,7 @@ int main(void)
 	test_udev();
 	test_mountinfo();
 	test_os_release();
+	test_host_no_alloc();
 	test_statfs_pool();
 	return done_testing();
 }

@@ -35,9 +35,9 @@ static char tmpdir[] = "/tmp/tally-unit-XXXXXX";
  * rewritten in place (same inode), as the kernel's files change under a
  * reader that keeps them open.
  */
-static void put(const char *rel, const char *fmt, ...)
+static __attribute__((unused)) void put(const char *rel, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-static void put(const char *rel, const char *fmt, ...)
+static __attribute__((unused)) void put(const char *rel, const char *fmt, ...)
 {
 	char path[512], *slash;
 	va_list ap;
@@ -60,7 +60,7 @@ static void put(const char *rel, const char *fmt, ...)
 }
 
 /* rmtree() - remove a file or directory below tmpdir ("" for all of it) */
-static void rmtree(const char *rel)
+static __attribute__((unused)) void rmtree(const char *rel)
 {
 	char cmd[600];
 
@@ -96,8 +96,10 @@ static const struct tally_record *find(struct tally_batch *b, const char *name,
 }
 
 /* val() - the value of find()'s record, NAN when there is none */
-static double val(struct tally_batch *b, const char *name, const char *k1,
-		  const char *v1, const char *k2, const char *v2)
+static __attribute__((unused)) double val(struct tally_batch *b,
+					  const char *name, const char *k1,
+					  const char *v1, const char *k2,
+					  const char *v2)
 {
 	const struct tally_record *r = find(b, name, k1, v1, k2, v2);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * t/unit/sysfs.c - the sysfs input's pure parts: hwmon file names and
- * naming as node_exporter 1.5 does it, attribute values, numbered entries
+ * naming as node_exporter 1.5 does it, attribute values, numbered entries;
+ * no allocation in a steady-state tick on the fixture tree
  */
 #include "config.h"
 
@@ -16,6 +17,8 @@
 #include "../../plugins/input/sysfs/thermal.c"
 #include "../../plugins/input/sysfs/cpufreq.c"
 #include "../../plugins/input/sysfs/edac.c"
+
+#include "procfs-util.h"
 
 static void test_clean(void)
 {
@@ -170,6 +173,40 @@ static void test_values(void)
 	ok(sysfs_numbered("cpu1x", "cpu") == NULL, "cpu1x is no cpu");
 }
 
+/* The fixture tree, every group: a steady-state tick allocates nothing. */
+static void test_no_alloc(void)
+{
+	const char *top = getenv("top_srcdir");
+	struct sysfs s = { 0 };
+	struct tally_batch *b;
+	char root[4096];
+	long before, during;
+
+	if (!alloc_count_available()) {
+		skip(3, "allocation counting unavailable under sanitizers");
+		return;
+	}
+	snprintf(root, sizeof(root), "%s/t/fixtures/sys-host",
+		 top ? top : "..");
+	s.root = root;
+	s.hwmon = s.thermal_zone = s.cpufreq = s.edac = true;
+	s.rescan = 3600;
+	ok(sysfs_init(NULL, &s) == 0, "init on the fixture");
+	for (int i = 0; i < 3; i++) {
+		b = tally_batch_new();
+		sysfs_read(NULL, &s, b);
+		tally_batch_unref(b);
+	}
+	b = tally_batch_new();
+	before = alloc_count();
+	sysfs_read(NULL, &s, b);
+	during = alloc_count() - before;
+	cmp_ok(tally_batch_count(b), "==", 56, "the fixture's 56 series");
+	tally_batch_unref(b);
+	cmp_ok(during, "==", 0, "steady-state tick allocates nothing");
+	sysfs_fini(NULL, &s);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -177,5 +214,6 @@ int main(void)
 	test_split();
 	test_metric();
 	test_values();
+	test_no_alloc();
 	return done_testing();
 }

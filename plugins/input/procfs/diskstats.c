@@ -9,7 +9,11 @@
  * Sectors are 512 bytes whatever the device's sector size; times are
  * milliseconds. node_disk_info{device,major,minor,path,wwn,model,serial,
  * revision} takes the last five from udev's database (UDEV_DATA/bMAJ:MIN),
- * empty where udev has no entry (a container, no udev).
+ * empty where udev has no entry (a container, no udev); so do
+ * node_disk_filesystem_info{device,type,usage,uuid,version} (ID_FS_*),
+ * node_disk_device_mapper_info{device,name,uuid,vg_name,lv_name,lv_layer}
+ * (DM_*) and node_disk_ata_{write_cache,write_cache_enabled,
+ * rotation_rate_rpm} (ID_ATA_*), exported where udev has them.
  *
  * Devices matching `device_exclude` (default node_exporter's: partitions,
  * ram, loop and floppy devices) are skipped; the decision is made once per
@@ -118,15 +122,47 @@ static void procfs_udev_value(const char *text, const char *key, char *out,
 	}
 }
 
-/* node_disk_info's labels for @d, from udev's database where it has one. */
-static struct tally_labels *procfs_disk_info(struct procfs *p,
-					     const struct procfs_disk *d)
+/* The udev properties the diskstats group reads, in this order. */
+enum {
+	UDEV_PATH, UDEV_WWN, UDEV_MODEL, UDEV_SERIAL_SHORT, UDEV_REVISION, UDEV_FS_TYPE, UDEV_FS_USAGE, UDEV_FS_UUID,
+	UDEV_FS_VERSION, UDEV_DM_NAME, UDEV_DM_UUID, UDEV_DM_VG_NAME,
+	UDEV_DM_LV_NAME, UDEV_DM_LV_LAYER, UDEV_ATA, UDEV_ATA_WRITE_CACHE,
+	UDEV_ATA_WRITE_CACHE_ENABLED, UDEV_ATA_ROTATION_RATE_RPM, UDEV_NKEYS,
+};
+static const char *const procfs_udev_keys[UDEV_NKEYS] = {
+	"ID_PATH", "ID_WWN", "ID_MODEL", "ID_SERIAL_SHORT", "ID_REVISION", "ID_FS_TYPE", "ID_FS_USAGE",
+	"ID_FS_UUID", "ID_FS_VERSION", "DM_NAME", "DM_UUID", "DM_VG_NAME",
+	"DM_LV_NAME", "DM_LV_LAYER", "ID_ATA", "ID_ATA_WRITE_CACHE",
+	"ID_ATA_WRITE_CACHE_ENABLED", "ID_ATA_ROTATION_RATE_RPM",
+};
+
+/* node_disk_ata_*: udev key, name, help */
+static const struct {
+	int key;
+	const char *name, *help;
+} procfs_disk_ata[3] = {
+	{ UDEV_ATA_WRITE_CACHE, "node_disk_ata_write_cache",
+	  "ATA disk has a write cache." },
+	{ UDEV_ATA_WRITE_CACHE_ENABLED, "node_disk_ata_write_cache_enabled",
+	  "ATA disk has its write cache enabled." },
+	{ UDEV_ATA_ROTATION_RATE_RPM, "node_disk_ata_rotation_rate_rpm",
+	  "ATA disk rotation rate in RPMs (0 for SSDs)." },
+};
+
+/*
+ * What udev's database (UDEV_DATA/bMAJ:MIN) says of @d: node_disk_info's
+ * labels, and node_disk_filesystem_info, _device_mapper_info and _ata_*
+ * where udev has them. Read once, when the device is first seen.
+ * Return: 0, or -1 (ENOMEM).
+ */
+static int procfs_disk_udev(struct procfs *p, struct procfs_disk *d)
 {
+	static char v[UDEV_NKEYS][256]; /* loop thread only */
 	char path[PATH_MAX], maj[16], min[16];
-	char dpath[256] = "", wwn[256] = "", model[256] = "";
-	char serial[256] = "", rev[256] = "";
 	int fd;
 
+	for (int k = 0; k < UDEV_NKEYS; k++)
+		v[k][0] = '\0';
 	snprintf(maj, sizeof(maj), "%u", d->major);
 	snprintf(min, sizeof(min), "%u", d->minor);
 	snprintf(path, sizeof(path), "%s/b%u:%u", p->udev_data, d->major,
@@ -134,24 +170,46 @@ static struct tally_labels *procfs_disk_info(struct procfs *p,
 	fd = tally_open_file(AT_FDCWD, path);
 	if (fd >= 0) {
 		/* p->rb holds /proc/diskstats being parsed: use rb2 */
-		if (tally_read_whole(fd, &p->rb2) >= 0) {
-			const char *t = p->rb2.data;
-
-			procfs_udev_value(t, "ID_PATH", dpath, sizeof(dpath));
-			procfs_udev_value(t, "ID_WWN", wwn, sizeof(wwn));
-			procfs_udev_value(t, "ID_MODEL", model, sizeof(model));
-			procfs_udev_value(t, "ID_SERIAL_SHORT", serial,
-					  sizeof(serial));
-			if (!serial[0])
-				procfs_udev_value(t, "SCSI_IDENT_SERIAL",
-						  serial, sizeof(serial));
-			procfs_udev_value(t, "ID_REVISION", rev, sizeof(rev));
-		}
+		if (tally_read_whole(fd, &p->rb2) >= 0)
+			for (int k = 0; k < UDEV_NKEYS; k++)
+				procfs_udev_value(p->rb2.data,
+						  procfs_udev_keys[k], v[k],
+						  sizeof(v[k]));
 		close(fd);
 	}
-	return tally_labels_newv("device", d->name, "major", maj, "minor", min,
-				 "model", model, "path", dpath, "revision",
-				 rev, "serial", serial, "wwn", wwn, NULL);
+	d->info = tally_labels_newv(
+		"device", d->name, "major", maj, "minor", min, "model",
+		v[UDEV_MODEL], "path", v[UDEV_PATH], "revision",
+		v[UDEV_REVISION], "serial", v[UDEV_SERIAL_SHORT], "wwn",
+		v[UDEV_WWN], NULL);
+	if (!d->info)
+		return -1;
+	if (v[UDEV_FS_TYPE][0] &&
+	    !(d->fsinfo = tally_labels_newv(
+		      "device", d->name, "type", v[UDEV_FS_TYPE], "usage",
+		      v[UDEV_FS_USAGE], "uuid", v[UDEV_FS_UUID], "version",
+		      v[UDEV_FS_VERSION], NULL)))
+		return -1;
+	if (v[UDEV_DM_NAME][0] &&
+	    !(d->dminfo = tally_labels_newv(
+		      "device", d->name, "lv_layer", v[UDEV_DM_LV_LAYER],
+		      "lv_name", v[UDEV_DM_LV_NAME], "name", v[UDEV_DM_NAME],
+		      "uuid", v[UDEV_DM_UUID], "vg_name", v[UDEV_DM_VG_NAME],
+		      NULL)))
+		return -1;
+	d->nata = 0;
+	if (v[UDEV_ATA][0])
+		for (int i = 0; i < 3; i++) {
+			const char *t = v[procfs_disk_ata[i].key];
+			char *end;
+
+			if (!t[0])
+				continue;
+			d->ata[i] = strtod(t, &end);
+			if (*end == '\0')
+				d->nata |= 1u << i;
+		}
+	return 0;
 }
 
 static void procfs_disk_clear(struct procfs_disk *d)
@@ -159,6 +217,8 @@ static void procfs_disk_clear(struct procfs_disk *d)
 	free(d->name);
 	tally_labels_unref(d->labels);
 	tally_labels_unref(d->info);
+	tally_labels_unref(d->fsinfo);
+	tally_labels_unref(d->dminfo);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -186,8 +246,7 @@ static struct procfs_disk *procfs_disk_at(struct procfs *p, size_t i,
 	if (d->skip)
 		return d;
 	d->labels = tally_labels_newv("device", r->name, NULL);
-	d->info = procfs_disk_info(p, d);
-	if (!d->labels || !d->info) {
+	if (!d->labels || procfs_disk_udev(p, d) < 0) {
 		procfs_disk_clear(d);
 		return NULL;
 	}
@@ -285,6 +344,25 @@ int procfs_read_diskstats(struct tally_instance *inst, struct procfs *p,
 					   "Info of /sys/block/<block_device>.",
 					   d->info, 1.0, ts) < 0)
 			return -1;
+		if (d->fsinfo && tally_batch_add_metric(
+					 b, TALLY_GAUGE,
+					 "node_disk_filesystem_info",
+					 "Info about disk filesystem.",
+					 d->fsinfo, 1.0, ts) < 0)
+			return -1;
+		if (d->dminfo && tally_batch_add_metric(
+					 b, TALLY_GAUGE,
+					 "node_disk_device_mapper_info",
+					 "Info about disk device mapper.",
+					 d->dminfo, 1.0, ts) < 0)
+			return -1;
+		for (int a = 0; a < 3; a++)
+			if ((d->nata & (1u << a)) &&
+			    tally_batch_add_metric(b, TALLY_GAUGE,
+						   procfs_disk_ata[a].name,
+						   procfs_disk_ata[a].help,
+						   d->labels, d->ata[a], ts) < 0)
+				return -1;
 	next:
 		if (!nl)
 			break;

@@ -92,6 +92,11 @@ struct procfs_kvcache {
  * @skip:   matched device_exclude (decided when first seen)
  * @labels: {device}
  * @info:   node_disk_info's labels, NULL until built
+ * @fsinfo: node_disk_filesystem_info's, NULL when udev names no filesystem
+ * @dminfo: node_disk_device_mapper_info's, NULL when not device-mapper
+ * @ata:    node_disk_ata_write_cache, _write_cache_enabled and
+ *          _rotation_rate_rpm, from udev (bit i of @nata: @ata[i] is set)
+ * @nata:   see @ata
  */
 struct procfs_disk {
 	char *name;
@@ -99,6 +104,10 @@ struct procfs_disk {
 	bool skip;
 	struct tally_labels *labels;
 	struct tally_labels *info;
+	struct tally_labels *fsinfo;
+	struct tally_labels *dminfo;
+	double ata[3];
+	unsigned nata;
 };
 
 /**

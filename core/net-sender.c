@@ -165,6 +165,19 @@ static void sender_ready(evutil_socket_t fd, short what, void *arg)
 		s->o.ready(s->o.arg);
 }
 
+/* ready() once a refused caller may send again: room, and a connection
+ * if the sender holds while down. */
+static void sender_maybe_ready(struct tally_net_sender *s)
+{
+	if (!s->want_ready ||
+	    evbuffer_get_length(s->pending) > s->o.max_buffer / 2 ||
+	    (s->o.hold_when_down && s->state != SENDER_UP))
+		return;
+	s->want_ready = false;
+	/* from the loop: ready() may send, we are in a callback */
+	event_active(s->ready_ev, EV_TIMEOUT, 0);
+}
+
 /* Messages the kernel took whole leave pending; ready() if room came. */
 static void sender_retire(struct tally_net_sender *s)
 {
@@ -177,12 +190,7 @@ static void sender_retire(struct tally_net_sender *s)
 		s->ends_len--;
 		s->st.messages_sent++;
 	}
-	if (s->want_ready &&
-	    evbuffer_get_length(s->pending) <= s->o.max_buffer / 2) {
-		s->want_ready = false;
-		/* from the loop: ready() may send, we are in a callback */
-		event_active(s->ready_ev, EV_TIMEOUT, 0);
-	}
+	sender_maybe_ready(s);
 }
 
 /* The kernel took n_deleted bytes of the connection's output. */
@@ -467,6 +475,7 @@ static void sender_up(struct tally_net_sender *s)
 	bufferevent_setwatermark(s->bev, EV_WRITE, SENDER_CHUNK / 2, 0);
 	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 	sender_fill(s);
+	sender_maybe_ready(s);
 }
 
 /* An established connection ended. */
@@ -657,7 +666,8 @@ static int sender_room(struct tally_net_sender *s, size_t len)
 {
 	size_t buffered = evbuffer_get_length(s->pending);
 
-	if (buffered && buffered + len > s->o.max_buffer) {
+	if ((buffered && buffered + len > s->o.max_buffer) ||
+	    (s->o.hold_when_down && s->state != SENDER_UP)) {
 		s->want_ready = true;
 		errno = EAGAIN;
 		return -1;

@@ -662,9 +662,19 @@ void tally_net_listener_free(struct tally_net_listener *l);
  *                   protocols), so that a message of many records written
  *                   in part is resent from its first unfinished record;
  *                   0: messages are the records
+ * @hold_when_down:  send() says EAGAIN, taking nothing, while no
+ *                   connection is up (before the first one too), and
+ *                   ready() follows once one is: what is produced during
+ *                   an outage then waits in the caller's queue (an
+ *                   output's: the core's, bounded in records, the oldest
+ *                   dropped and counted) instead of the sender's buffer.
+ *                   What the sender held when the connection ended still
+ *                   goes first on the next one. false: messages are
+ *                   accepted up to @max_buffer whether connected or not
  * @ready:           called (once) when send() said EAGAIN and there is
  *                   room again (buffered bytes fell to half of
- *                   @max_buffer); an output calls tally_output_ready()
+ *                   @max_buffer, and with @hold_when_down a connection is
+ *                   up); an output calls tally_output_ready()
  * @arg:             passed to @ready
  */
 struct tally_net_sender_opts {
@@ -675,6 +685,7 @@ struct tally_net_sender_opts {
 	double connect_timeout;
 	double keepalive;
 	char delimiter;
+	bool hold_when_down;
 	void (*ready)(void *arg);
 	void *arg;
 };
@@ -740,9 +751,11 @@ tally_net_sender_new(struct tally_instance *inst, struct event_base *base,
  * @data: bytes (copied)
  * @len:  their length; 0 is accepted and does nothing
  *
- * Whether connected or not. Loop thread only.
+ * Whether connected or not, unless the sender holds while down
+ * (@hold_when_down). Loop thread only.
  * Return: 0 (accepted: see "what sent means" above), or -1 with errno =
- * EAGAIN (no room now: nothing taken; ready() follows) or ENOMEM.
+ * EAGAIN (no room now, or no connection with @hold_when_down: nothing
+ * taken; ready() follows) or ENOMEM.
  */
 int tally_net_sender_send(struct tally_net_sender *s, const void *data,
 			  size_t len);

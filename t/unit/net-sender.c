@@ -560,6 +560,50 @@ static void test_names_and_unix(void)
 	close(lfd);
 }
 
+/*
+ * hold_when_down: nothing is taken while no connection is up, so an
+ * output's records wait in the core's queue (bounded in records) during
+ * an outage; ready() comes once a connection is, and again after the
+ * next outage.
+ */
+static void test_hold_when_down(void)
+{
+	int readies = 0;
+	struct tally_net_sender_opts o = { .backoff_min = 0.01,
+					   .backoff_max = 0.02,
+					   .hold_when_down = true,
+					   .ready = on_ready,
+					   .arg = &readies };
+	struct tally_net_sender *t;
+	struct srv s;
+
+	t = srv_sender(&s, false, 0, &o);
+	ok(tally_net_sender_send(t, "h1\n", 3) == -1 && errno == EAGAIN,
+	   "hold_when_down: EAGAIN before the first connection");
+	ok(WAIT(stats(t).connect_failures >= 2), "server still refuses");
+	ok(tally_net_sender_send(t, "h1\n", 3) == -1 && errno == EAGAIN,
+	   "EAGAIN while it refuses");
+	cmp_ok(stats(t).buffered, "==", 0, "nothing taken");
+	cmp_ok(readies, "==", 0, "no ready() while down");
+	s.reading = true;
+	if (listen(s.lfd, 16) < 0)
+		bail_out("listen: %s", strerror(errno));
+	ok(WAIT(readies == 1), "ready() once connected");
+	ok(tally_net_sender_send(t, "h1\n", 3) == 0, "then send takes it");
+	ok(WAIT(s.len == 3), "and it arrives");
+	srv_end(&s, false);
+	ok(WAIT(!stats(t).connected), "server closes: sender is down");
+	ok(tally_net_sender_send(t, "h2\n", 3) == -1 && errno == EAGAIN,
+	   "EAGAIN again while down");
+	ok(WAIT(readies == 2), "ready() again on reconnect");
+	ok(tally_net_sender_send(t, "h2\n", 3) == 0 && WAIT(s.len == 3),
+	   "and the next message goes on the new connection");
+	is(s.buf, "h2\n", "once");
+	tally_net_sender_free(t);
+	pumped = NULL;
+	srv_free(&s);
+}
+
 /* Free with data still held: counted for the caller, nothing leaks. */
 static void test_free_pending(void)
 {
@@ -591,6 +635,7 @@ int main(void)
 	test_reset(true);
 	test_flapping();
 	test_names_and_unix();
+	test_hold_when_down();
 	test_free_pending();
 	event_base_free(base);
 	return done_testing();

@@ -28,6 +28,7 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -710,6 +711,43 @@ int tally_net_sender_send_buffer(struct tally_net_sender *s,
 		return -1;
 	}
 	sender_fill(s);
+	return 0;
+}
+
+int tally_net_sender_flush(struct tally_net_sender *s, double timeout)
+{
+	int64_t end = tally_monotonic_ns() + (int64_t)(timeout * 1e9);
+
+	while (evbuffer_get_length(s->pending)) {
+		struct evbuffer *out;
+		struct pollfd pfd;
+		int64_t left;
+
+		if (s->state != SENDER_UP) {
+			errno = ENOTCONN;
+			return -1;
+		}
+		out = bufferevent_get_output(s->bev);
+		pfd.fd = (int)bufferevent_getfd(s->bev);
+		pfd.events = POLLOUT;
+		left = (end - tally_monotonic_ns()) / 1000000;
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (!(pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
+			continue;
+		/* the output callback moves `written` and retires messages */
+		if (evbuffer_write(out, pfd.fd) < 0 && errno != EAGAIN &&
+		    errno != EINTR)
+			return -1;
+		sender_fill(s);
+	}
 	return 0;
 }
 

@@ -769,6 +769,22 @@ int tally_net_sender_send_buffer(struct tally_net_sender *s,
 				 struct evbuffer *buf);
 
 /**
+ * tally_net_sender_flush() - at shutdown: write what waits, blocking
+ * @s:       the sender
+ * @timeout: seconds to wait at most for the kernel to take it
+ *
+ * For an output's flush op, before the loop ends and
+ * tally_net_sender_free() discards what is left: blocks the calling
+ * (loop) thread, polling the connection, until every accepted byte is
+ * written or @timeout passed. A connection that ends meanwhile is left
+ * as it is (no reconnect here).
+ * Return: 0 when nothing waits any more, or -1 with errno = ETIMEDOUT
+ * (bytes still wait), ENOTCONN (no connection is up: nothing written) or
+ * the error of the connection.
+ */
+int tally_net_sender_flush(struct tally_net_sender *s, double timeout);
+
+/**
  * tally_net_sender_get_stats() - copy the counters into @out
  */
 void tally_net_sender_get_stats(const struct tally_net_sender *s,

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/output/graphite/graphite.c - Graphite plaintext protocol to
+ * carbon, over the core's reconnecting sender
+ *
+ * write() renders a batch (render.c) into one message and hands it to the
+ * sender whole, or not at all: while carbon is down (or the sender's
+ * buffer is full) it says EAGAIN and the batch stays in the core's output
+ * queue, bounded in records (queue_records), the oldest dropped and
+ * counted; the sender's ready() brings it back once a connection is up.
+ * The sender never sends a line twice across reconnects (tally/net.h,
+ * "what sent means"); what the kernel held when carbon died is the loss
+ * window, documented and measured in doc/plugins/graphite.md.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include <tally/net.h>
+#include <tally/plugin.h>
+
+#include "render.h"
+
+/* Seconds the flush at shutdown waits for the kernel to take the rest. */
+#define GRAPHITE_FLUSH_SECONDS 5.0
+
+struct graphite {
+	/* options */
+	char *server;
+	char *prefix;
+	int format;
+	struct tally_strlist layout;
+	int64_t max_regions;
+	double backoff_max;
+	/* state */
+	struct tally_instance *inst;
+	struct tally_net_addr addr;
+	struct tally_net_sender *sender;
+	struct gr_render render;
+	struct evbuffer *buf;
+	/* points of each message accepted and not yet sent, oldest first,
+	 * so that what fini discards is counted in points */
+	uint64_t *inflight;
+	size_t if_head, if_len, if_cap;
+	uint64_t accepted; /* messages the sender took */
+	uint64_t retired;  /* of those, known sent (or counted lost) */
+};
+
+static const char *const graphite_formats[] = { "path", "tags", NULL };
+
+/* Parse server (and layout) as init will; messages say which. */
+static int graphite_parse(struct tally_instance *inst, struct graphite *g,
+			  struct gr_part *parts, size_t *nparts)
+{
+	char err[TALLY_NET_ERRLEN];
+
+	if (tally_net_addr_parse("server", g->server, TALLY_NET_UNIX, &g->addr,
+				 err,
+				 sizeof(err)) < 0) {
+		tally_log(inst, LOG_ERR, "%s", err);
+		return -1;
+	}
+	if (gr_layout_parse((const char *const *)g->layout.v, g->layout.n,
+			    parts, nparts, err, sizeof(err)) < 0) {
+		tally_log(inst, LOG_ERR, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* check op: what init would refuse in the options, without a socket. */
+static int graphite_check(struct tally_instance *inst, void *state)
+{
+	struct gr_part parts[GR_MAX_PARTS];
+	size_t nparts;
+
+	return graphite_parse(inst, state, parts, &nparts);
+}
+
+static void graphite_ready(void *arg)
+{
+	struct graphite *g = arg;
+
+	tally_output_ready(g->inst);
+}
+
+/* Forget the messages the sender says are sent. */
+static void graphite_retire(struct graphite *g)
+{
+	struct tally_net_sender_stats st;
+
+	tally_net_sender_get_stats(g->sender, &st);
+	while (g->if_len && g->retired < st.messages_sent) {
+		g->if_head = (g->if_head + 1) % g->if_cap;
+		g->if_len--;
+		g->retired++;
+	}
+}
+
+static int graphite_track(struct graphite *g, uint64_t points)
+{
+	if (g->if_len == g->if_cap) {
+		size_t cap = g->if_cap ? g->if_cap * 2 : 64;
+		uint64_t *v = malloc(cap * sizeof(*v));
+
+		if (!v)
+			return -1;
+		for (size_t i = 0; i < g->if_len; i++)
+			v[i] = g->inflight[(g->if_head + i) % g->if_cap];
+		free(g->inflight);
+		g->inflight = v;
+		g->if_cap = cap;
+		g->if_head = 0;
+	}
+	g->inflight[(g->if_head + g->if_len++) % g->if_cap] = points;
+	return 0;
+}
+
+static void graphite_count(struct graphite *g, const struct gr_counts *c)
+{
+	tally_count_event(g->inst, "points", c->points);
+	if (c->non_finite)
+		tally_count_drop(g->inst, "non_finite", c->non_finite);
+	if (c->no_begin)
+		tally_count_drop(g->inst, "span_no_begin", c->no_begin);
+	if (c->regions_full)
+		tally_count_drop(g->inst, "regions_full", c->regions_full);
+}
+
+static int graphite_write(struct tally_instance *inst, void *state,
+			  struct tally_batch *b)
+{
+	struct graphite *g = state;
+	struct gr_counts c = { 0 };
+	int err;
+
+	graphite_retire(g);
+	evbuffer_drain(g->buf, evbuffer_get_length(g->buf));
+	if (gr_render_batch(&g->render, b, g->buf, &c) < 0)
+		goto out_abort;
+	if (!evbuffer_get_length(g->buf)) {
+		gr_render_commit(&g->render);
+		graphite_count(g, &c);
+		return 0;
+	}
+	if (tally_net_sender_send_buffer(g->sender, g->buf) < 0)
+		goto out_abort;
+	if (graphite_track(g, c.points) < 0)
+		g->retired++; /* untracked: fini cannot count it */
+	g->accepted++;
+	gr_render_commit(&g->render);
+	graphite_count(g, &c);
+	return 0;
+
+out_abort:
+	err = errno;
+	gr_render_abort(&g->render);
+	evbuffer_drain(g->buf, evbuffer_get_length(g->buf));
+	errno = err;
+	return -1;
+}
+
+static int graphite_flush(struct tally_instance *inst, void *state)
+{
+	struct graphite *g = state;
+	struct tally_net_sender_stats st;
+
+	tally_net_sender_get_stats(g->sender, &st);
+	if (!st.buffered)
+		return 0;
+	if (tally_net_sender_flush(g->sender, GRAPHITE_FLUSH_SECONDS) < 0 &&
+	    errno != ENOTCONN && errno != ETIMEDOUT)
+		return -1;
+	return 0;
+}
+
+static int graphite_init(struct tally_instance *inst, void *state)
+{
+	struct graphite *g = state;
+	struct gr_part parts[GR_MAX_PARTS];
+	size_t nparts;
+	char what[300], addr[300];
+	struct tally_net_sender_opts o = {
+		.backoff_max = g->backoff_max,
+		.delimiter = '\n',
+		.hold_when_down = true,
+		.ready = graphite_ready,
+		.arg = g,
+	};
+
+	g->inst = inst;
+	if (graphite_parse(inst, g, parts, &nparts) < 0)
+		return -1;
+	g->buf = evbuffer_new();
+	if (!g->buf ||
+	    gr_render_init(&g->render, g->format, g->prefix, parts, nparts,
+			   tally_output_labels(inst),
+			   (size_t)g->max_regions) < 0)
+		goto out_nomem;
+	snprintf(what, sizeof(what), "server \"%s\"",
+		 tally_net_addr_format(&g->addr, addr, sizeof(addr)));
+	g->sender = tally_net_sender_new(inst, tally_instance_base(inst), what,
+					 &g->addr, &o);
+	if (!g->sender)
+		return -1;
+	return 0;
+
+out_nomem:
+	errno = ENOMEM;
+	return -1;
+}
+
+static void graphite_fini(struct tally_instance *inst, void *state)
+{
+	struct graphite *g = state;
+
+	if (g->sender) {
+		uint64_t lost = 0;
+
+		graphite_retire(g);
+		for (size_t i = 0; i < g->if_len; i++)
+			lost += g->inflight[(g->if_head + i) % g->if_cap];
+		if (lost) {
+			tally_log(inst, LOG_WARNING,
+				  "%llu points not sent to carbon at exit",
+				  (unsigned long long)lost);
+			tally_count_drop(inst, "unsent_at_exit", lost);
+		}
+	}
+	tally_net_sender_free(g->sender);
+	gr_render_fini(&g->render);
+	if (g->buf)
+		evbuffer_free(g->buf);
+	free(g->inflight);
+}
+
+static const struct tally_option graphite_options[] = {
+	TALLY_OPT_STRING("server", struct graphite, server, "127.0.0.1:2003",
+			 "carbon's plaintext receiver, host:port, [ipv6]:port "
+			 "or unix:/path"),
+	TALLY_OPT_STRING("prefix", struct graphite, prefix, "",
+			 "prepended to every path (\"hpc.frontier\"); dots "
+			 "make nodes"),
+	TALLY_OPT_ENUM("format", struct graphite, format, "path",
+		       graphite_formats,
+		       "path (label values as path nodes, in layout order) "
+		       "or tags (Graphite 1.1: name;key=value;...)"),
+	TALLY_OPT_LIST("layout", struct graphite, layout,
+		       "prefix,host,name,labels",
+		       "format path: the order of the nodes: prefix, name, "
+		       "labels (every label not named here, in key order) "
+		       "and label names"),
+	TALLY_OPT_INT("max_regions", struct graphite, max_regions, "100000",
+		      1, 100000000,
+		      "span regions whose time counters are kept; span ends "
+		      "of new regions beyond are dropped and counted"),
+	TALLY_OPT_DURATION("backoff_max", struct graphite, backoff_max, "30s",
+			   0.1, 3600,
+			   "tcp: longest wait between reconnection attempts "
+			   "(exponential from 0.1 s, jittered)"),
+	TALLY_OPT_END
+};
+
+static const struct tally_output_ops graphite_ops = {
+	.check = graphite_check,
+	.init = graphite_init,
+	.write = graphite_write,
+	.flush = graphite_flush,
+	.fini = graphite_fini,
+	.host_label = "host",
+};
+
+TALLY_PLUGIN_OUTPUT(graphite,
+		    "Graphite plaintext protocol to carbon over TCP",
+		    struct graphite, graphite_options, &graphite_ops);

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+# t/t24-carbon.py - what the graphite tests need around a real carbon-cache
+#
+#   conf DIR LINE_PORT PICKLE_PORT QUERY_PORT
+#       write DIR/carbon.conf and DIR/storage-schemas.conf: carbon-cache
+#       on 127.0.0.1 with those ports, whisper files under DIR/storage,
+#       1-second points kept an hour, carbon's own metrics every second
+#   fetch DIR METRIC [N]
+#       print "SECONDS VALUE" (VALUE as %.17g) of every point carbon wrote
+#       for METRIC, read from its whisper file; a tagged METRIC
+#       ("name;k=v") is found where carbon itself puts it (carbon.util's
+#       TaggedSeries, so the test sees carbon's own parse of the tags).
+#       With N, first wait (polling, 60 s at most) until it holds N points
+#   relay LISTEN_PORT UPSTREAM_PORT LOG
+#       a counting TCP relay, not a fake server: every connection accepted
+#       on LISTEN_PORT is joined to a new connection to carbon on
+#       UPSTREAM_PORT (refused at once while carbon is down, as carbon
+#       would be); bytes go through unchanged, and each complete line is
+#       appended to LOG as it passes, so a test can count what reached
+#       carbon and see a line delivered twice. When carbon ends its side,
+#       the relay ends tallyd's.
+import os
+import socket
+import sys
+import threading
+
+
+def conf(d, line_port, pickle_port, query_port):
+    st = os.path.join(d, "storage")
+    os.makedirs(os.path.join(st, "whisper"), exist_ok=True)
+    os.makedirs(os.path.join(d, "log"), exist_ok=True)
+    with open(os.path.join(d, "carbon.conf"), "w") as f:
+        f.write(f"""[cache]
+STORAGE_DIR = {st}
+LOCAL_DATA_DIR = {st}/whisper
+WHITELISTS_DIR = {st}/lists
+CONF_DIR = {d}
+LOG_DIR = {d}/log
+PID_DIR = {d}
+ENABLE_LOGROTATION = False
+USER =
+MAX_CACHE_SIZE = inf
+MAX_UPDATES_PER_SECOND = 100000
+MAX_CREATES_PER_MINUTE = inf
+LINE_RECEIVER_INTERFACE = 127.0.0.1
+LINE_RECEIVER_PORT = {line_port}
+ENABLE_UDP_LISTENER = False
+PICKLE_RECEIVER_INTERFACE = 127.0.0.1
+PICKLE_RECEIVER_PORT = {pickle_port}
+CACHE_QUERY_INTERFACE = 127.0.0.1
+CACHE_QUERY_PORT = {query_port}
+CARBON_METRIC_INTERVAL = 1
+LOG_UPDATES = False
+LOG_CACHE_HITS = False
+LOG_CREATES = False
+WHISPER_AUTOFLUSH = True
+ENABLE_TAGS = True
+GRAPHITE_URL = http://127.0.0.1:1
+""")
+    with open(os.path.join(d, "storage-schemas.conf"), "w") as f:
+        f.write("[all]\npattern = .*\nretentions = 1s:1h\n")
+
+
+def points(path):
+    import time
+    import whisper
+
+    if not os.path.exists(path):
+        return []
+    now = int(time.time())
+    try:
+        (start, end, step), values = whisper.fetch(path, now - 3500,
+                                                   now + 1)
+    except Exception:
+        return []  # being created
+    return [(start + i * step, v) for i, v in enumerate(values)
+            if v is not None]
+
+
+def fetch(d, metric, want=0):
+    import time
+    from carbon.util import TaggedSeries
+
+    if ";" in metric:
+        metric = TaggedSeries.parse(metric).path
+    rel = TaggedSeries.encode(metric, os.sep, hash_only=True)
+    path = os.path.join(d, "storage", "whisper", rel + ".wsp")
+    end = time.monotonic() + 60
+    p = points(path)
+    while len(p) < want and time.monotonic() < end:
+        time.sleep(0.1)
+        p = points(path)
+    for t, v in p:
+        print("%d %.17g" % (t, v))
+
+
+def relay(listen_port, upstream_port, log):
+    lock = threading.Lock()
+    out = open(log, "a", buffering=1)
+
+    def pump(src, dst, record):
+        rest = b""
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if record:
+                    rest += data
+                    *done, rest = rest.split(b"\n")
+                    if done:
+                        with lock:
+                            for line in done:
+                                out.write(line.decode("utf-8", "replace")
+                                          + "\n")
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def serve(c):
+        try:
+            up = socket.create_connection(("127.0.0.1", upstream_port))
+        except OSError:
+            c.close()  # carbon is down: so is the relay
+            return
+        a = threading.Thread(target=pump, args=(c, up, True), daemon=True)
+        b = threading.Thread(target=pump, args=(up, c, False), daemon=True)
+        a.start()
+        b.start()
+        a.join()
+        b.join()
+        c.close()
+        up.close()
+
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", listen_port))
+    ls.listen(16)
+    while True:
+        c, _ = ls.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "conf":
+        conf(sys.argv[2], *map(int, sys.argv[3:6]))
+    elif cmd == "fetch":
+        fetch(sys.argv[2], sys.argv[3],
+              int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+    elif cmd == "relay":
+        relay(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    else:
+        sys.exit("unknown command " + cmd)

@@ -1,0 +1,132 @@
+#!/bin/sh
+test_description='graphite output into a real carbon-cache: paths, tags
+and values read back from carbon'"'"'s whisper files, compared with what
+the inputs produced; the escaping table as carbon accepts it'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+
+require_cmd carbon-cache "carbon-cache not installed (Debian: graphite-carbon)"
+"$PYTHON3" -c 'import whisper, carbon' 2>/dev/null ||
+	require_cmd no-python3-whisper "python3-whisper or graphite-carbon missing"
+. "$SHARNESS_TEST_SRCDIR/t24-carbon.sh"
+
+# captured SELECTOR - "SECONDS VALUE" of each capture line starting with
+# SELECTOR (a record as t/plugins/capture.c prints it, up to its value;
+# passed through the environment: awk -v would read its backslashes),
+# the value as printed (%.17g), the last of a second kept
+captured() {
+	sel="$1 " awk '
+		BEGIN { sel = ENVIRON["sel"] }
+		index($0, sel) == 1 {
+			rest = substr($0, length(sel) + 1)
+			split(rest, f, " ")
+			ts = f[length(f)]; sub(/^ts=/, "", ts)
+			sec = substr(ts, 1, length(ts) - 9)
+			v[sec] = f[1]
+		}
+		END { for (s in v) print s, v[s] }' cap.txt | sort -n
+}
+
+# same SELECTOR METRIC - carbon holds exactly the points the capture has
+same() {
+	captured "$1" >expect.$$ &&
+	test -s expect.$$ &&
+	carbon_points carbon "$2" $(wc -l <expect.$$) >actual.$$ &&
+	test_cmp expect.$$ actual.$$
+}
+
+test_expect_success 'carbon-cache starts on free ports' '
+	mkdir carbon &&
+	start_carbon carbon
+'
+
+test_expect_success 'check: a bad layout and a bad server are refused' '
+	cat >bad.conf <<-EOF &&
+	inputs = { c = { plugin = "counter"; }; };
+	outputs = { g = { plugin = "graphite"; server = "127.0.0.1";
+			  layout = ["prefix", "labels"]; }; };
+	pipelines = { p = { from = ["c"]; to = ["g"]; }; };
+	EOF
+	test_must_fail tallyd -c bad.conf --check-config 2>err &&
+	grep "bad.conf:2.*server \"127.0.0.1\": no port" err &&
+	sed -i "s/server = \"127.0.0.1\"/server = \"127.0.0.1:1\"/" bad.conf &&
+	test_must_fail tallyd -c bad.conf --check-config 2>err &&
+	grep "bad.conf:2.*layout: \"name\" must appear once" err
+'
+
+test_expect_success 'tallyd streams to carbon (path and tags formats)' '
+	cat >g.conf <<-EOF &&
+	global = { log_level = "info"; };
+	inputs = {
+	  c = { plugin = "counter"; interval = 1.0; name = "t24.app.requests";
+		count = 2; max_reads = 4; };
+	  s = { plugin = "spangen"; interval = 1.0; limit = 4; };
+	};
+	outputs = {
+	  g = { plugin = "graphite"; server = "127.0.0.1:$CARBON_PORT";
+		prefix = "tally.t24";
+		labels = { host = "node-1.example"; site = "a b/c"; }; };
+	  gt = { plugin = "graphite"; server = "127.0.0.1:$CARBON_PORT";
+		 format = "tags"; prefix = "tagged";
+		 labels = { host = "node-1.example"; site = "a b/c"; }; };
+	  cap = { plugin = "capture"; path = "cap.txt"; timestamps = true; };
+	};
+	pipelines = { p = { from = ["c", "s"]; to = ["g", "gt", "cap"]; }; };
+	EOF
+	start_tallyd g.conf &&
+	wait_for "test \$(grep -c \"^gauge t24.app.requests{i=\\\"1\\\"}\" \
+cap.txt) -ge 4" 30 &&
+	stop_tallyd &&
+	grep "connected to 127.0.0.1:$CARBON_PORT" tallyd.log
+'
+
+test_expect_success 'a dotted name stays dotted; label values are nodes' '
+	same "gauge t24.app.requests{i=\"0\"}" \
+		tally.t24.node-1_example.t24.app.requests.0.a_b_c &&
+	same "gauge t24.app.requests{i=\"1\"}" \
+		tally.t24.node-1_example.t24.app.requests.1.a_b_c
+'
+
+test_expect_success 'counter, info, odd label values (escaping table)' '
+	same "counter spangen_events" \
+		tally.t24.node-1_example.spangen_events.a_b_c &&
+	same "info spangen_build_info{version=\"1.0\"}" \
+		tally.t24.node-1_example.spangen_build_info.a_b_c.1_0 &&
+	same "gauge spangen.odd-name{__reserved=\"x\",label.with.dots=\"a\\\"b\\\\c\\nd\"}" \
+		tally.t24.node-1_example.spangen.odd-name.x.a_b_c_d.a_b_c
+'
+
+test_expect_success 'histogram: _count, _sum and a bucket (le wins)' '
+	captured "histogram spangen_latency_seconds{le=\"y\",path=\"/a\"}" |
+		sed "s/count=//" >hc &&
+	test -s hc &&
+	carbon_points carbon \
+		tally.t24.node-1_example.spangen_latency_seconds_count.y._a.a_b_c \
+		$(wc -l <hc) >ha &&
+	test_cmp hc ha &&
+	awk "{ print \$1, \$2 / 2 }" hc >hb &&
+	carbon_points carbon \
+		tally.t24.node-1_example.spangen_latency_seconds_bucket.1._a.a_b_c \
+		$(wc -l <hb) >hba &&
+	test_cmp hb hba
+'
+
+test_expect_success 'tags: carbon parses the same tag set back' '
+	same "gauge t24.app.requests{i=\"0\"}" \
+		"tagged.t24.app.requests;host=node-1.example;i=0;site=a_b_c" &&
+	same "gauge spangen.odd-name{__reserved=\"x\",label.with.dots=\"a\\\"b\\\\c\\nd\"}" \
+		"tagged.spangen.odd-name;__reserved=x;host=node-1.example;label.with.dots=a_b_c_d;site=a_b_c"
+'
+
+test_expect_success 'NaN and infinities never reach carbon' '
+	! find carbon/storage -name "spangen_*inf" | grep . &&
+	! find carbon/storage -name "spangen_nan" | grep . &&
+	find carbon/storage -name "spangen_events" | grep .
+'
+
+test_expect_success 'stop carbon' '
+	stop_carbon
+'
+
+test_done

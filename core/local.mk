@@ -31,6 +31,7 @@ core_libtally_la_SOURCES = \
 	core/net-drain.c \
 	core/net-listen.c \
 	core/net-sender.c \
+	core/net-dgram.c \
 	core/net-conf.c \
 	core/http-client.c \
 	core/fdlimit.c
@@ -138,7 +139,7 @@ TESTS += t/unit/labels.t t/unit/batch.t t/unit/options.t t/unit/log.t \
 
 # Unit tests of networking (tally/net.h)
 check_PROGRAMS += t/unit/net-addr.t t/unit/net-unix.t t/unit/net-listen.t \
-	t/unit/net-sender.t
+	t/unit/net-sender.t t/unit/net-dgram.t
 t_unit_net_addr_t_SOURCES = t/unit/net-addr.c
 t_unit_net_addr_t_LDADD = t/unit/libtap.la core/libtally.la
 t_unit_net_unix_t_SOURCES = t/unit/net-unix.c
@@ -152,8 +153,12 @@ t_unit_net_sender_t_SOURCES = t/unit/net-sender.c
 t_unit_net_sender_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
 t_unit_net_sender_t_LDADD = t/unit/libtap.la core/libtally.la \
 	$(LIBEVENT_LIBS)
+t_unit_net_dgram_t_SOURCES = t/unit/net-dgram.c
+t_unit_net_dgram_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
+t_unit_net_dgram_t_LDADD = t/unit/libtap.la core/libtally.la \
+	$(LIBEVENT_LIBS)
 TESTS += t/unit/net-addr.t t/unit/net-unix.t t/unit/net-listen.t \
-	t/unit/net-sender.t
+	t/unit/net-sender.t t/unit/net-dgram.t
 
 # The HTTP client (tally/http.h), against t/http-recorder.py
 check_PROGRAMS += t/unit/http-client.t

@@ -3,7 +3,8 @@
 #
 #   conf DIR LINE_PORT PICKLE_PORT QUERY_PORT
 #       write DIR/carbon.conf and DIR/storage-schemas.conf: carbon-cache
-#       on 127.0.0.1 with those ports, whisper files under DIR/storage,
+#       on 127.0.0.1 with those ports (plaintext over TCP and UDP on
+#       LINE_PORT), whisper files under DIR/storage,
 #       1-second points kept an hour, carbon's own metrics every second
 #   fetch DIR METRIC [N]
 #       print "SECONDS VALUE" (VALUE as %.17g) of every point carbon wrote
@@ -14,11 +15,13 @@
 #   relay LISTEN_PORT UPSTREAM_PORT LOG
 #       a counting TCP relay, not a fake server: every connection accepted
 #       on LISTEN_PORT is joined to a new connection to carbon on
-#       UPSTREAM_PORT (refused at once while carbon is down, as carbon
-#       would be); bytes go through unchanged, and each complete line is
-#       appended to LOG as it passes, so a test can count what reached
-#       carbon and see a line delivered twice. When carbon ends its side,
-#       the relay ends tallyd's.
+#       UPSTREAM_PORT; bytes go through unchanged, and each complete line
+#       is appended to LOG as it passes, so a test can count what reached
+#       carbon and see a line delivered twice. The relay listens only
+#       while carbon does (it probes carbon's port every 50 ms), so tallyd
+#       is refused during an outage as it would be without it; when carbon
+#       ends a connection the relay stops listening ("#down TIME" in LOG)
+#       and ends tallyd's, and "#up TIME" marks listening again.
 import os
 import socket
 import sys
@@ -44,7 +47,9 @@ MAX_UPDATES_PER_SECOND = 100000
 MAX_CREATES_PER_MINUTE = inf
 LINE_RECEIVER_INTERFACE = 127.0.0.1
 LINE_RECEIVER_PORT = {line_port}
-ENABLE_UDP_LISTENER = False
+ENABLE_UDP_LISTENER = True
+UDP_RECEIVER_INTERFACE = 127.0.0.1
+UDP_RECEIVER_PORT = {line_port}
 PICKLE_RECEIVER_INTERFACE = 127.0.0.1
 PICKLE_RECEIVER_PORT = {pickle_port}
 CACHE_QUERY_INTERFACE = 127.0.0.1
@@ -53,6 +58,7 @@ CARBON_METRIC_INTERVAL = 1
 LOG_UPDATES = False
 LOG_CACHE_HITS = False
 LOG_CREATES = False
+LOG_LISTENER_CONN_SUCCESS = False
 WHISPER_AUTOFLUSH = True
 ENABLE_TAGS = True
 GRAPHITE_URL = http://127.0.0.1:1
@@ -95,10 +101,23 @@ def fetch(d, metric, want=0):
 
 
 def relay(listen_port, upstream_port, log):
+    import time
+
     lock = threading.Lock()
     out = open(log, "a", buffering=1)
+    state = {"ls": None}
 
-    def pump(src, dst, record):
+    def note(text):
+        with lock:
+            out.write(text + "\n")
+
+    def close_listener():
+        with lock:
+            ls, state["ls"] = state["ls"], None
+        if ls:
+            ls.close()
+
+    def pump(src, dst, record, conn):
         rest = b""
         try:
             while True:
@@ -108,14 +127,18 @@ def relay(listen_port, upstream_port, log):
                 if record:
                     rest += data
                     *done, rest = rest.split(b"\n")
-                    if done:
-                        with lock:
-                            for line in done:
-                                out.write(line.decode("utf-8", "replace")
-                                          + "\n")
+                    for line in done:
+                        note(line.decode("utf-8", "replace"))
                 dst.sendall(data)
         except OSError:
             pass
+        if record:
+            conn["tallyd_ended"] = True
+        elif not conn.get("tallyd_ended"):
+            # carbon ended the connection: it is going away, so refuse
+            # tallyd's next attempts before ending its connection
+            note("#down %.6f" % time.time())
+            close_listener()
         for s in (src, dst):
             try:
                 s.shutdown(socket.SHUT_RDWR)
@@ -126,10 +149,14 @@ def relay(listen_port, upstream_port, log):
         try:
             up = socket.create_connection(("127.0.0.1", upstream_port))
         except OSError:
-            c.close()  # carbon is down: so is the relay
+            close_listener()
+            c.close()
             return
-        a = threading.Thread(target=pump, args=(c, up, True), daemon=True)
-        b = threading.Thread(target=pump, args=(up, c, False), daemon=True)
+        conn = {}
+        a = threading.Thread(target=pump, args=(c, up, True, conn),
+                             daemon=True)
+        b = threading.Thread(target=pump, args=(up, c, False, conn),
+                             daemon=True)
         a.start()
         b.start()
         a.join()
@@ -137,13 +164,38 @@ def relay(listen_port, upstream_port, log):
         c.close()
         up.close()
 
-    ls = socket.socket()
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind(("127.0.0.1", listen_port))
-    ls.listen(16)
+    def carbon_up():
+        try:
+            socket.create_connection(("127.0.0.1", upstream_port),
+                                     timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    # listen only while carbon does, so that tallyd sees what it would
+    # see without the relay: refused connections during the outage
+    import select
     while True:
-        c, _ = ls.accept()
-        threading.Thread(target=serve, args=(c,), daemon=True).start()
+        ls = state["ls"]
+        if ls is None:
+            if not carbon_up():
+                time.sleep(0.05)
+                continue
+            ls = socket.socket()
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            ls.bind(("127.0.0.1", listen_port))
+            ls.listen(16)
+            note("#up %.6f" % time.time())
+            with lock:
+                state["ls"] = ls
+        try:
+            r, _, _ = select.select([ls], [], [], 0.05)
+            if r:
+                c, _ = ls.accept()
+                threading.Thread(target=serve, args=(c,),
+                                 daemon=True).start()
+        except (OSError, ValueError):
+            pass  # closed by a pump thread
 
 
 if __name__ == "__main__":

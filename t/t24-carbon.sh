@@ -70,7 +70,8 @@ carbon_points() {
 }
 
 start_relay() {
-	RELAY_PORT=$(free_port) &&
+	RELAY_PORT=$(free_port) || return 1
+	: >relay.log
 	carbon_py relay $RELAY_PORT "$1" "$PWD/relay.log" &
 	RELAY_PID=$!
 	wait_for "port_listening $RELAY_PORT"

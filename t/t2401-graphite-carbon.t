@@ -70,9 +70,12 @@ test_expect_success 'tallyd streams to carbon (path and tags formats)' '
 	  gt = { plugin = "graphite"; server = "127.0.0.1:$CARBON_PORT";
 		 format = "tags"; prefix = "tagged";
 		 labels = { host = "node-1.example"; site = "a b/c"; }; };
+	  gu = { plugin = "graphite"; server = "127.0.0.1:$CARBON_PORT";
+		 protocol = "udp"; max_datagram = 200; prefix = "udp";
+		 labels = { host = "node-1.example"; site = "a b/c"; }; };
 	  cap = { plugin = "capture"; path = "cap.txt"; timestamps = true; };
 	};
-	pipelines = { p = { from = ["c", "s"]; to = ["g", "gt", "cap"]; }; };
+	pipelines = { p = { from = ["c", "s"]; to = ["g", "gt", "gu", "cap"]; }; };
 	EOF
 	start_tallyd g.conf &&
 	wait_for "test \$(grep -c \"^gauge t24.app.requests{i=\\\"1\\\"}\" \
@@ -117,6 +120,24 @@ test_expect_success 'tags: carbon parses the same tag set back' '
 		"tagged.t24.app.requests;host=node-1.example;i=0;site=a_b_c" &&
 	same "gauge spangen.odd-name{__reserved=\"x\",label.with.dots=\"a\\\"b\\\\c\\nd\"}" \
 		"tagged.spangen.odd-name;__reserved=x;host=node-1.example;label.with.dots=a_b_c_d;site=a_b_c"
+'
+
+test_expect_success 'protocol udp: the same points, in datagrams' '
+	same "gauge t24.app.requests{i=\"1\"}" \
+		udp.node-1_example.t24.app.requests.1.a_b_c &&
+	same "gauge spangen.odd-name{__reserved=\"x\",label.with.dots=\"a\\\"b\\\\c\\nd\"}" \
+		udp.node-1_example.spangen.odd-name.x.a_b_c_d.a_b_c
+'
+
+test_expect_success 'protocol udp refuses a host name (no resolution)' '
+	cat >udp.conf <<-EOF &&
+	inputs = { c = { plugin = "counter"; }; };
+	outputs = { g = { plugin = "graphite"; server = "carbon.example:2003";
+			  protocol = "udp"; }; };
+	pipelines = { p = { from = ["c"]; to = ["g"]; }; };
+	EOF
+	test_must_fail tallyd -c udp.conf --check-config 2>err &&
+	grep "udp.conf:2.*protocol \"udp\" takes a numeric address" err
 '
 
 test_expect_success 'NaN and infinities never reach carbon' '

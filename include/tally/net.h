@@ -798,6 +798,75 @@ void tally_net_sender_get_stats(const struct tally_net_sender *s,
  */
 void tally_net_sender_free(struct tally_net_sender *s);
 
+/*
+ * Datagram sender, for outputs that offer `protocol = "udp"`
+ *
+ * No connection, no delivery promise: a datagram the kernel takes is sent,
+ * one it refuses (no room, or an ICMP "port unreachable" of an earlier
+ * datagram) is lost and counted. Records are never split across
+ * datagrams.
+ */
+
+/**
+ * struct tally_net_dgram_stats - counters of one datagram sender
+ * @datagrams:   datagrams the kernel took
+ * @bytes:       their bytes
+ * @send_errors: records of datagrams the kernel refused (counted as
+ *               tally_dropped_total{reason="send_error"})
+ * @oversize:    records longer than the datagram size, dropped
+ *               (reason "oversize")
+ */
+struct tally_net_dgram_stats {
+	uint64_t datagrams;
+	uint64_t bytes;
+	uint64_t send_errors;
+	uint64_t oversize;
+};
+
+struct tally_net_dgram;
+
+/**
+ * tally_net_dgram_new() - a connected datagram socket to a server
+ * @inst:         for logs and drop counters (NULL: the core's)
+ * @what:         names the server in messages, e.g. "server \"x:2003\""
+ * @server:       a numeric UDP address or a unix datagram socket (parsed
+ *                with TALLY_NET_UDP, without LISTEN); a host name is not
+ *                taken (no resolution here)
+ * @max_datagram: bytes per datagram at most (1432 on Ethernet, 8932 with
+ *                jumbo frames)
+ *
+ * Loop thread (the socket never blocks). Logs a failure.
+ * Return: the sender, or NULL with errno = EINVAL (a stream, listen or
+ * name address, @max_datagram 0), ENOMEM, or the errno of socket(2) or
+ * connect(2).
+ */
+struct tally_net_dgram *tally_net_dgram_new(struct tally_instance *inst,
+					    const char *what,
+					    const struct tally_net_addr *server,
+					    size_t max_datagram);
+
+/**
+ * tally_net_dgram_send() - send the records of @buf, packed into datagrams
+ * @d:     the sender
+ * @buf:   records, each ended by @delim (the last one may lack it); left
+ *         empty on success, untouched on failure
+ * @delim: the record separator ('\n' for line protocols)
+ *
+ * As many whole records per datagram as fit in max_datagram; a record
+ * longer than that is dropped and counted ("oversize"); a datagram the
+ * kernel refuses is counted ("send_error", in records) and logged.
+ * Return: 0, or -1 with errno = ENOMEM (nothing sent).
+ */
+int tally_net_dgram_send(struct tally_net_dgram *d, struct evbuffer *buf,
+			 char delim);
+
+/** tally_net_dgram_get_stats() - copy the counters into @out */
+void tally_net_dgram_get_stats(const struct tally_net_dgram *d,
+			       struct tally_net_dgram_stats *out);
+
+/** tally_net_dgram_free() - close and free; NULL is a no-op */
+void tally_net_dgram_free(struct tally_net_dgram *d);
+
 #ifdef __cplusplus
 }
 #endif

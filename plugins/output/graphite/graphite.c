@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * plugins/output/graphite/graphite.c - Graphite plaintext protocol to
- * carbon, over the core's reconnecting sender
+ * carbon, over the core's reconnecting sender (TCP) or datagram sender
+ * (UDP)
  *
  * write() renders a batch (render.c) into one message and hands it to the
  * sender whole, or not at all: while carbon is down (or the sender's
@@ -33,15 +34,18 @@
 struct graphite {
 	/* options */
 	char *server;
+	int protocol;
 	char *prefix;
 	int format;
 	struct tally_strlist layout;
 	int64_t max_regions;
 	double backoff_max;
+	uint64_t max_datagram;
 	/* state */
 	struct tally_instance *inst;
 	struct tally_net_addr addr;
 	struct tally_net_sender *sender;
+	struct tally_net_dgram *dgram;
 	struct gr_render render;
 	struct evbuffer *buf;
 	/* points of each message accepted and not yet sent, oldest first,
@@ -53,17 +57,27 @@ struct graphite {
 };
 
 static const char *const graphite_formats[] = { "path", "tags", NULL };
+enum { GRAPHITE_TCP = 0, GRAPHITE_UDP };
+static const char *const graphite_protocols[] = { "tcp", "udp", NULL };
 
 /* Parse server (and layout) as init will; messages say which. */
 static int graphite_parse(struct tally_instance *inst, struct graphite *g,
 			  struct gr_part *parts, size_t *nparts)
 {
 	char err[TALLY_NET_ERRLEN];
+	bool udp = g->protocol == GRAPHITE_UDP;
 
-	if (tally_net_addr_parse("server", g->server, TALLY_NET_UNIX, &g->addr,
-				 err,
-				 sizeof(err)) < 0) {
+	if (tally_net_addr_parse("server", g->server,
+				 TALLY_NET_UNIX | (udp ? TALLY_NET_UDP : 0),
+				 &g->addr, err, sizeof(err)) < 0) {
 		tally_log(inst, LOG_ERR, "%s", err);
+		return -1;
+	}
+	if (udp && g->addr.kind == TALLY_NET_NAME) {
+		tally_log(inst, LOG_ERR,
+			  "server \"%s\": protocol \"udp\" takes a numeric "
+			  "address or unix:/path, not a host name",
+			  g->server);
 		return -1;
 	}
 	if (gr_layout_parse((const char *const *)g->layout.v, g->layout.n,
@@ -95,6 +109,8 @@ static void graphite_retire(struct graphite *g)
 {
 	struct tally_net_sender_stats st;
 
+	if (!g->sender)
+		return;
 	tally_net_sender_get_stats(g->sender, &st);
 	while (g->if_len && g->retired < st.messages_sent) {
 		g->if_head = (g->if_head + 1) % g->if_cap;
@@ -149,11 +165,17 @@ static int graphite_write(struct tally_instance *inst, void *state,
 		graphite_count(g, &c);
 		return 0;
 	}
-	if (tally_net_sender_send_buffer(g->sender, g->buf) < 0)
-		goto out_abort;
-	if (graphite_track(g, c.points) < 0)
-		g->retired++; /* untracked: fini cannot count it */
-	g->accepted++;
+	if (g->dgram) {
+		/* what the kernel refuses is counted by the core's sender */
+		if (tally_net_dgram_send(g->dgram, g->buf, '\n') < 0)
+			goto out_abort;
+	} else {
+		if (tally_net_sender_send_buffer(g->sender, g->buf) < 0)
+			goto out_abort;
+		if (graphite_track(g, c.points) < 0)
+			g->retired++; /* untracked: fini cannot count it */
+		g->accepted++;
+	}
 	gr_render_commit(&g->render);
 	graphite_count(g, &c);
 	return 0;
@@ -171,6 +193,8 @@ static int graphite_flush(struct tally_instance *inst, void *state)
 	struct graphite *g = state;
 	struct tally_net_sender_stats st;
 
+	if (!g->sender)
+		return 0;
 	tally_net_sender_get_stats(g->sender, &st);
 	if (!st.buffered)
 		return 0;
@@ -205,6 +229,11 @@ static int graphite_init(struct tally_instance *inst, void *state)
 		goto out_nomem;
 	snprintf(what, sizeof(what), "server \"%s\"",
 		 tally_net_addr_format(&g->addr, addr, sizeof(addr)));
+	if (g->protocol == GRAPHITE_UDP) {
+		g->dgram = tally_net_dgram_new(inst, what, &g->addr,
+					       (size_t)g->max_datagram);
+		return g->dgram ? 0 : -1;
+	}
 	g->sender = tally_net_sender_new(inst, tally_instance_base(inst), what,
 					 &g->addr, &o);
 	if (!g->sender)
@@ -234,6 +263,7 @@ static void graphite_fini(struct tally_instance *inst, void *state)
 		}
 	}
 	tally_net_sender_free(g->sender);
+	tally_net_dgram_free(g->dgram);
 	gr_render_fini(&g->render);
 	if (g->buf)
 		evbuffer_free(g->buf);
@@ -244,6 +274,12 @@ static const struct tally_option graphite_options[] = {
 	TALLY_OPT_STRING("server", struct graphite, server, "127.0.0.1:2003",
 			 "carbon's plaintext receiver, host:port, [ipv6]:port "
 			 "or unix:/path"),
+	TALLY_OPT_ENUM("protocol", struct graphite, protocol, "tcp",
+		       graphite_protocols,
+		       "tcp (reconnecting; what is produced while carbon is "
+		       "down waits in the queue) or udp (datagrams: no "
+		       "connection, no delivery promise; numeric server "
+		       "only)"),
 	TALLY_OPT_STRING("prefix", struct graphite, prefix, "",
 			 "prepended to every path (\"hpc.frontier\"); dots "
 			 "make nodes"),
@@ -264,6 +300,10 @@ static const struct tally_option graphite_options[] = {
 			   0.1, 3600,
 			   "tcp: longest wait between reconnection attempts "
 			   "(exponential from 0.1 s, jittered)"),
+	TALLY_OPT_SIZE("max_datagram", struct graphite, max_datagram, "1432",
+		       64, 65507,
+		       "udp: bytes per datagram at most (1432 on Ethernet, "
+		       "8932 with jumbo frames); lines are never split"),
 	TALLY_OPT_END
 };
 
@@ -277,5 +317,5 @@ static const struct tally_output_ops graphite_ops = {
 };
 
 TALLY_PLUGIN_OUTPUT(graphite,
-		    "Graphite plaintext protocol to carbon over TCP",
+		    "Graphite plaintext protocol to carbon over TCP or UDP",
 		    struct graphite, graphite_options, &graphite_ops);

@@ -72,7 +72,9 @@ carbon_points() {
 start_relay() {
 	RELAY_PORT=$(free_port) || return 1
 	: >relay.log
-	carbon_py relay $RELAY_PORT "$1" "$PWD/relay.log" &
+	# not through carbon_py: $! must be python's pid, not a subshell's
+	"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t24-carbon.py" relay $RELAY_PORT \
+		"$1" "$PWD/relay.log" &
 	RELAY_PID=$!
 	wait_for "port_listening $RELAY_PORT"
 }

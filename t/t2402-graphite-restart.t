@@ -144,6 +144,12 @@ exactly, the oldest dropped' '
 '
 
 test_expect_success 'kill -9 carbon once: the loss window, measured' '
+	stop_tallyd &&
+	cat relay.log >>relay.log.old && : >relay.log &&
+	conf "" &&
+	start_tallyd g.conf &&
+	wait_for "test \$(relayed | wc -l) -ge 3" 30 &&
+	last=$(relayed | tail -n 1) &&
 	missing 0 $last | sort >before &&
 	outage KILL 5 &&
 	missing $down $last >lost_after &&

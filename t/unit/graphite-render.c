@@ -358,6 +358,78 @@ static void test_spans(void)
 	tally_labels_unref(host);
 }
 
+/* aggregate's interval records: etsy statsd's per-flush names */
+static void test_intervals(void)
+{
+	struct tally_quantile q[] = { { 0.9, 0.8 }, { 0.999, 0.95 } };
+	struct tally_bucket bk[] = { { 0.1, 1 }, { 1, 3 } };
+	struct tally_interval iv = { .start_ns = T0 - 10000000000LL,
+				     .count = 4,
+				     .sum = 2,
+				     .min = 0.05,
+				     .max = 1.5,
+				     .median = 0.25,
+				     .nquantiles = 2,
+				     .nbuckets = 2,
+				     .quantiles = q,
+				     .buckets = bk };
+	struct tally_interval cnt = { .start_ns = T0 - 10000000000LL,
+				      .count = 30 };
+	struct tally_interval empty = { .start_ns = T0 - 10000000000LL,
+					.min = NAN,
+					.max = NAN,
+					.median = NAN };
+	struct tally_interval set = { .start_ns = T0 - 10000000000LL,
+				      .count = 5,
+				      .flags = TALLY_INTERVAL_SET };
+	struct tally_batch *b = tally_batch_new();
+	struct gr_render r = { 0 };
+	struct gr_counts c = { 0 };
+	struct gr_part parts[GR_MAX_PARTS];
+	size_t n;
+
+	tally_batch_add_interval(b, TALLY_COUNTER, "app.hits", NULL, NULL, 30,
+				 &cnt, T0);
+	tally_batch_add_interval(b, TALLY_GAUGE, "app.level", NULL, NULL, 7,
+				 &cnt, T0);
+	tally_batch_add_interval(b, TALLY_GAUGE, "app.users", NULL, NULL, 3,
+				 &set, T0);
+	tally_batch_add_interval(b, TALLY_HISTOGRAM, "app.rt", NULL, NULL, 0,
+				 &iv, T0);
+	tally_batch_add_interval(b, TALLY_SUMMARY, "app.idle", NULL, NULL, 0,
+				 &empty, T0);
+	layout("prefix,name,labels", parts, &n);
+	gr_render_init(&r, GR_FMT_PATH, "stats", parts, n, NULL, 10);
+	is(lines(&r, b, &c),
+	   "stats.app.hits.count 30 1722000000\n"
+	   "stats.app.hits.rate 3 1722000000\n"
+	   "stats.app.level 7 1722000000\n"
+	   "stats.app.users.count 3 1722000000\n"
+	   "stats.app.rt.count 4 1722000000\n"
+	   "stats.app.rt.count_ps 0.4 1722000000\n"
+	   "stats.app.rt.sum 2 1722000000\n"
+	   "stats.app.rt.mean 0.5 1722000000\n"
+	   "stats.app.rt.lower 0.05 1722000000\n"
+	   "stats.app.rt.upper 1.5 1722000000\n"
+	   "stats.app.rt.median 0.25 1722000000\n"
+	   "stats.app.rt.upper_90 0.8 1722000000\n"
+	   "stats.app.rt.upper_99_9 0.95 1722000000\n"
+	   "stats.app.rt.histogram.bin_0_1 1 1722000000\n"
+	   "stats.app.rt.histogram.bin_1 2 1722000000\n"
+	   "stats.app.rt.histogram.bin_inf 1 1722000000\n"
+	   "stats.app.idle.count 0 1722000000\n"
+	   "stats.app.idle.count_ps 0 1722000000\n"
+	   "stats.app.idle.sum 0 1722000000\n",
+	   "interval records: counters .count and .rate, gauges bare, sets "
+	   ".count, timers .count .count_ps .sum .mean .lower .upper .median "
+	   ".upper_P and non-cumulative histogram bins; an empty interval "
+	   "has no mean, lower or upper");
+	cmp_ok(c.non_finite, "==", 0, "no value of an empty interval is a "
+				    "bad one");
+	gr_render_fini(&r);
+	tally_batch_unref(b);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -367,6 +439,7 @@ int main(void)
 	test_layouts();
 	test_metrics();
 	test_spans();
+	test_intervals();
 	evbuffer_free(out);
 	return done_testing();
 }

@@ -313,6 +313,7 @@ static const struct tally_output_ops graphite_ops = {
 	.write = graphite_write,
 	.flush = graphite_flush,
 	.fini = graphite_fini,
+	.accepts = TALLY_FORMS_INTERVAL,
 	.host_label = "host",
 };
 

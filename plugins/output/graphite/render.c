@@ -492,7 +492,6 @@ static int render_summary(struct gr_render *r, struct evbuffer *out,
 	return emit(r, out, m->name, "_sum", r->pairs, n, m->sum, ts, c);
 }
 
-#ifdef TALLY_FORMS_INTERVAL
 /*
  * etsy statsd's per-flush names (REFERENCE.md): counters .count and
  * .rate; gauges the bare name; sets .count; timers and histograms .count,
@@ -582,7 +581,6 @@ static int render_interval(struct gr_render *r, struct evbuffer *out,
 	}
 	return 0;
 }
-#endif
 
 static int render_metric(struct gr_render *r, struct evbuffer *out,
 			 const struct tally_record *rec, struct gr_counts *c)
@@ -594,10 +592,8 @@ static int render_metric(struct gr_render *r, struct evbuffer *out,
 
 	if (n < 0)
 		return -1;
-#ifdef TALLY_FORMS_INTERVAL
 	if (m->form == TALLY_FORM_INTERVAL)
 		return render_interval(r, out, m, (size_t)n, ts, c);
-#endif
 	if (m->form != TALLY_FORM_CUMULATIVE) {
 		c->other++;
 		return 0;

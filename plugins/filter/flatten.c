@@ -44,15 +44,21 @@ struct flatten {
 
 static const char *const flatten_keeps[] = { "innermost", "outermost", NULL };
 
-static int flatten_init(struct tally_instance *inst, void *state)
+/* The state's options, from the option table. */
+static struct flatten_opts flatten_opts_of(const struct flatten *f)
 {
-	struct flatten *f = state;
-	struct flatten_opts o = {
+	return (struct flatten_opts){
 		.keep = (enum flatten_keep)f->keep,
 		.self_time = f->self_time,
 		.max_depth = (uint32_t)f->max_depth,
 		.max_lanes = (uint32_t)f->max_lanes,
 	};
+}
+
+static int flatten_init(struct tally_instance *inst, void *state)
+{
+	struct flatten *f = state;
+	struct flatten_opts o = flatten_opts_of(f);
 
 	f->empty = tally_labels_empty();
 	f->st = flatten_state_new(&o);
@@ -293,12 +299,7 @@ static int flatten_adopt(struct tally_instance *inst, void *state,
 {
 	struct flatten *f = state;
 	struct flatten_state *st = handed;
-	const struct flatten_opts o = {
-		.keep = (enum flatten_keep)f->keep,
-		.self_time = f->self_time,
-		.max_depth = (uint32_t)f->max_depth,
-		.max_lanes = (uint32_t)f->max_lanes,
-	};
+	const struct flatten_opts o = flatten_opts_of(f);
 	struct flatten_counters was = *flatten_state_counters(st);
 
 	if (flatten_outside(inst, f, st, &o) < 0)

@@ -583,6 +583,8 @@ int tally_runtime_dir_create(void);
  * or TALLY_RUNTIME_DIR, stays as it is. Call after tally_mode_setup().
  */
 void tally_mode_wrap(void);
+/* the wrapped command exited at @real_ns: tally_command_end_ns() */
+void tally_mode_command_ended(int64_t real_ns);
 /* where the built-in configuration is written: RUNDIR, or cmd-PID's parent */
 const char *tally_mode_conf_dir(void);
 /*

@@ -75,6 +75,18 @@ static bool listen_written; /* RUNDIR/listen is ours to remove */
 static const char *const jobid_vars[] = { "SLURM_JOB_ID", "FLUX_JOB_ID",
 					  "PBS_JOBID", "LSB_JOBID", NULL };
 
+static _Atomic int64_t mode_command_end_ns;
+
+int64_t tally_command_end_ns(void)
+{
+	return mode_command_end_ns;
+}
+
+void tally_mode_command_ended(int64_t real_ns)
+{
+	mode_command_end_ns = real_ns;
+}
+
 int tally_user_mode(void)
 {
 	return mode_user;

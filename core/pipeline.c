@@ -337,6 +337,7 @@ static void core_signal(evutil_socket_t sig, short what, void *arg)
 		}
 		core->child = 0;
 		core->child_exited = true;
+		tally_mode_command_ended(tally_now_ns());
 		core->child_sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 		core->child_status = WIFEXITED(status)
 					     ? WEXITSTATUS(status)

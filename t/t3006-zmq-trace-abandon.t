@@ -103,4 +103,28 @@ test_expect_success 'at shutdown, spans of a process already gone are closed at 
 	tail -n1 spans.out | grep "^span end trace=fin name=left .* flags=abandoned$"
 '
 
+# tallyd --user -- CMD: the ranks of a job its batch system kills stop
+# sending mid-region; they die with the command. Their regions end when
+# the job ended, not at the last event seen (here the region's begin:
+# a region of 0 s where the rank spent until the kill).
+tally_sock_dir xdg || exit 1
+test_expect_success 'a job killed inside a region: the region ends with the job' '
+	cat >job.conf <<-EOF &&
+	inputs = { tr = { plugin = "zmq_trace"; check_interval = 3600; }; };
+	outputs = { cap = { plugin = "capture"; path = "$PWD/job.out";
+			    timestamps = true; }; };
+	pipelines = { p = { from = ["tr"]; to = ["cap"]; }; };
+	EOF
+	{ XDG_RUNTIME_DIR=$TALLY_SOCK_DIR "$TALLYD" --user -c job.conf -- \
+		"$TRACE_EMIT" - job begin:io wait:never 2>job.err & } &&
+	job=$! &&
+	wait_for "grep -q \"^span begin trace=job name=io \" job.out" &&
+	killed=$(date +%s%N) &&
+	kill -INT $job &&
+	test_expect_code 130 wait $job &&
+	end=$(sed -n "s/^span end trace=job name=io .* flags=abandoned ts=\([0-9]*\) begin=[0-9]*\$/\1/p" job.out) &&
+	test -n "$end" &&
+	test "$end" -ge "$killed"
+'
+
 test_done

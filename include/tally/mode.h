@@ -112,6 +112,17 @@ int tally_listen_publish(struct tally_instance *inst, const char *addr);
 int tally_instance_export_env(struct tally_instance *inst, const char *name,
 			      const char *value);
 
+/**
+ * tally_command_end_ns() - when the command of tallyd --user -- CMD exited
+ *
+ * The job is over at that time: an input closing what the job's processes
+ * left open (zmq_trace's spans of ranks killed with it) can end it then,
+ * rather than at the last sign of life it happened to see.
+ * Return: CLOCK_REALTIME ns at which tallyd learnt of CMD's exit; 0 while
+ * CMD runs, and in a collector that wraps no command. Any thread.
+ */
+int64_t tally_command_end_ns(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -75,6 +75,7 @@ struct zmq_trace_state {
 	char *local_host;
 	struct tally_lru sources; /* struct zmq_trace_source, max_sources */
 	uint64_t nopen;
+	int64_t job_end_ns; /* zmq_trace_state_job_ended(), 0: none */
 	struct zmq_trace_counters counters;
 };
 
@@ -706,13 +707,16 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			/*
 			 * It ended between the last time it was known running
 			 * and now: end its spans at the former, so that they
-			 * never outlast the process.
+			 * never outlast the process; at the end of its job,
+			 * when the job ended (it was killed with it).
 			 */
-			closed += zmq_trace_abandon(st, src,
-						    src->alive_ns > src->last_ts
-							    ? src->alive_ns
-							    : src->last_ts,
-						    sink);
+			int64_t end = src->alive_ns > src->last_ts
+					      ? src->alive_ns
+					      : src->last_ts;
+
+			if (final && st->job_end_ns > end)
+				end = st->job_end_ns;
+			closed += zmq_trace_abandon(st, src, end, sink);
 		} else if (src->count && st->opts.abandon_ns &&
 			   silent >= st->opts.abandon_ns) {
 			closed += zmq_trace_abandon(st, src, src->last_ts, sink);
@@ -722,6 +726,11 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 		zmq_trace_source_unlink(st, src);
 	}
 	return closed;
+}
+
+void zmq_trace_state_job_ended(struct zmq_trace_state *st, int64_t end_ns)
+{
+	st->job_end_ns = end_ns;
 }
 
 int zmq_trace_state_retune(struct zmq_trace_state *st,

@@ -149,11 +149,26 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
  * process at the last time it was known to run: its last event, or the
  * last check that found it running, whichever is later. So a region
  * never outlasts its process (it may end up to check_interval early).
+ * With @final and a job end set (zmq_trace_state_job_ended()), a process
+ * found dead ends its spans at the job's end instead, if later.
  * Return: the number of spans closed.
  */
 uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			       int64_t real_ns, bool final,
 			       const struct zmq_trace_sink *sink);
+
+/**
+ * zmq_trace_state_job_ended() - the job whose processes send here ended
+ * @st:     state
+ * @end_ns: CLOCK_REALTIME ns of its end (tally_command_end_ns()), 0: none
+ *
+ * A batch system ends a job by killing its processes together, and the
+ * job's collector learns of it within milliseconds: the final check then
+ * ends what they left open at that time, not at the last sign of life it
+ * happened to see (for a rank computing silently inside a region, the
+ * region's begin).
+ */
+void zmq_trace_state_job_ended(struct zmq_trace_state *st, int64_t end_ns);
 
 /**
  * zmq_trace_state_retune() - apply new limits and timeouts to a state

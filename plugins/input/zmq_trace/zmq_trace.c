@@ -854,6 +854,7 @@ static void zmq_trace_stop(struct tally_instance *inst, void *state)
 			break;
 	}
 	zmq_trace_test_lose(zt, &item);
+	zmq_trace_state_job_ended(zt->state, tally_command_end_ns());
 	closed = zmq_trace_state_check(zt->state, tally_monotonic_ns(),
 				       tally_now_ns(), true, &zt->sink);
 	zmq_trace_flush(zt);
@@ -990,7 +991,7 @@ static const struct tally_option zmq_trace_options[] = {
 	TALLY_OPT_INT("max_messages_per_wakeup", struct zmq_trace,
 		      max_messages_per_wakeup, "256", 1, 1000000,
 		      "messages read per drain before yielding to the loop"),
-	TALLY_OPT_DOUBLE("min_drain_interval", struct zmq_trace,
+	TALLY_OPT_DURATION("min_drain_interval", struct zmq_trace,
 			 min_drain_interval, "0.005", 0, 1,
 			 "seconds between drains unless one hit "
 			 "max_messages_per_wakeup (coalesces wake-ups)"),
@@ -1003,17 +1004,17 @@ static const struct tally_option zmq_trace_options[] = {
 		      "(trace, process) pairs tracked; beyond, the least "
 		      "recently active one is forgotten (its open spans "
 		      "end as evicted)"),
-	TALLY_OPT_DOUBLE("abandon_timeout", struct zmq_trace, abandon_timeout,
+	TALLY_OPT_DURATION("abandon_timeout", struct zmq_trace, abandon_timeout,
 			 "3600", 0, 1e9,
 			 "seconds of silence after which a process's open "
 			 "spans are closed as abandoned (0 = never; dead "
 			 "local processes are detected sooner)"),
-	TALLY_OPT_DOUBLE("max_clock_skew", struct zmq_trace, max_clock_skew,
+	TALLY_OPT_DURATION("max_clock_skew", struct zmq_trace, max_clock_skew,
 			 "300", 0, 1e9,
 			 "seconds an event's timestamp may differ from this "
 			 "host's clock; beyond, the message is dropped and "
 			 "counted as clock_skew (0 = no bound)"),
-	TALLY_OPT_DOUBLE("check_interval", struct zmq_trace, check_interval,
+	TALLY_OPT_DURATION("check_interval", struct zmq_trace, check_interval,
 			 "5", 0.01, 3600,
 			 "seconds between checks for dead processes and "
 			 "silent sources"),

@@ -110,8 +110,8 @@ test_expect_success 'start tallyd: five statsd inputs' '
 	EOF
 	start_tallyd --wait "port_listening $port && port_listening $tcp" \
 		sd.conf &&
-	grep "statsd\[sd\]: receiving statsd over udp on 127.0.0.1:$udp, receive buffer" tallyd.log &&
-	grep "statsd\[sd\]: receiving statsd over udp on unix:$SOCK/statsd.sock" tallyd.log
+	grep "statsd\[sd\]: receiving statsd over udp on 127.0.0.1:$udp, receive buffer 8388608 bytes$" tallyd.log &&
+	grep "statsd\[sd\]: receiving statsd over unix datagrams on unix:$SOCK/statsd.sock" tallyd.log
 '
 
 # scrape - the prometheus page into metrics

@@ -423,11 +423,15 @@ static int statsd_start(struct tally_instance *inst, void *state,
 				 " as configured, bound to port %u (the kernel "
 				 "chose it: see the run directory's listen file)",
 				 port);
+		/* the kernel reports twice the size it was given */
 		tally_log(inst, LOG_INFO,
 			  "receiving statsd over %s on %s%s, receive buffer "
 			  "%zu bytes",
-			  statsd_protocols[s->protocol], s->listen.v[i], where,
-			  st.rcvbuf);
+			  (a.kind == TALLY_NET_PATH || a.kind == TALLY_NET_ABSTRACT)
+				  ? (s->protocol ? "unix streams"
+						 : "unix datagrams")
+				  : statsd_protocols[s->protocol],
+			  s->listen.v[i], where, st.rcvbuf / 2);
 	}
 	return 0;
 
@@ -494,7 +498,7 @@ static const struct tally_option statsd_options[] = {
 		      max_messages_per_wakeup, "256", 1, 1000000,
 		      "datagrams (tcp: lines) read per drain before yielding "
 		      "to the loop"),
-	TALLY_OPT_DOUBLE("min_drain_interval", struct statsd,
+	TALLY_OPT_DURATION("min_drain_interval", struct statsd,
 			 min_drain_interval, "0.005", 0, 1,
 			 "seconds between drains unless one hit "
 			 "max_messages_per_wakeup (coalesces wake-ups)"),

@@ -179,4 +179,25 @@ test_expect_success 'prometheus: statsd -> aggregate (5 s) -> prometheus, promto
 	stop_tallyd
 '
 
+# A timer sampled at @0.6 stands for 1/0.6 observations: the interval's
+# count is 1.67, Prometheus's _count is whole (2). The sum is scaled with
+# it, so _sum / _count is still the timer's mean, 1 ms (it read 0.83 ms).
+test_expect_success 'prometheus: a sampled timer keeps its mean through a whole count' '
+	udp=$(free_port) && port=$(free_port) &&
+	cat >mean.conf <<-EOF &&
+	global = { log_level = "info"; };
+	inputs = { sd = { plugin = "statsd"; listen = "127.0.0.1:$udp"; }; };
+	filters = { agg = { plugin = "aggregate"; interval = 1.0; }; };
+	outputs = { prom = { plugin = "prometheus"; listen = "127.0.0.1:$port"; }; };
+	pipelines = { p = { from = ["sd"]; through = ["agg"]; to = ["prom"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port && udp_bound $udp" mean.conf &&
+	echo "lat:1|ms|@0.6" >d3 &&
+	send udp4 127.0.0.1:$udp d3 &&
+	wait_for "curl -sf http://127.0.0.1:$port/metrics >m &&
+		grep -q \"^lat_count 2\$\" m" &&
+	grep "^lat_sum 0.002\$" m &&
+	stop_tallyd
+'
+
 test_done

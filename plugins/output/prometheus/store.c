@@ -1018,7 +1018,16 @@ static int interval_accumulate(struct prom_store *s,
 		return 1;
 	}
 	acc->count = (ser ? ser->count : 0) + n;
-	acc->sum = (ser ? ser->sum : 0) + iv->sum;
+	/*
+	 * Sampled observations (statsd @rate) weigh 1/rate each, so the
+	 * interval's count need not be whole; Prometheus's is. The sum is
+	 * scaled with the rounding, so that _sum / _count stays the
+	 * interval's mean.
+	 */
+	acc->sum = (ser ? ser->sum : 0) +
+		   (iv->count > 0 && (double)n != iv->count
+			    ? iv->sum * ((double)n / iv->count)
+			    : iv->sum);
 	return 0;
 }
 

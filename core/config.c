@@ -241,9 +241,9 @@ static const char *const conf_user_ports[] = { "ephemeral", "configured",
 					       NULL };
 
 static const struct tally_option global_options[] = {
-	TALLY_OPT_DOUBLE("interval", struct conf_global, interval, "10", 0.001,
+	TALLY_OPT_DURATION("interval", struct conf_global, interval, "10", 0.001,
 			 86400, "default seconds between reads and ticks"),
-	TALLY_OPT_DOUBLE("shutdown_timeout", struct conf_global,
+	TALLY_OPT_DURATION("shutdown_timeout", struct conf_global,
 			 shutdown_timeout, "5", 0.001, 3600,
 			 "seconds a stopping tallyd waits for outputs"),
 	TALLY_OPT_LIST("plugin_path", struct conf_global, plugin_path, NULL,

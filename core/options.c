@@ -1133,7 +1133,7 @@ void tally_options_unknown(const char *file, int line, const char *what,
 	TALLY_OPT_STRING_REQ("plugin", struct tally_conf_decl, plugin_name,  \
 			     "which plugin the instance runs")
 #define OPT_INTERVAL                                                          \
-	TALLY_OPT_DOUBLE("interval", struct tally_conf_decl, interval, NULL, \
+	TALLY_OPT_DURATION("interval", struct tally_conf_decl, interval, NULL, \
 			 0.001, 86400,                                        \
 			 "seconds between reads or ticks (default: "          \
 			 "global.interval)")

@@ -63,7 +63,7 @@ test_expect_success 'plugin of the wrong kind, unknown plugin, no plugin' '
 
 test_expect_success 'unknown section, bad global value, empty from' '
 	check_fails sections.conf &&
-	grep "^$C/sections.conf:1: error: global: option .interval. = 0.0 is out of range \[0.001, 86400\]" err &&
+	grep "^$C/sections.conf:1: error: global: option .interval. = 0.0 is out of range \[1ms, 1d\]" err &&
 	grep "^$C/sections.conf:2: error: unknown section .input. (did you mean .inputs.?)" err &&
 	grep "^$C/sections.conf:3: error: pipelines.p: .from. is empty" err
 '
@@ -86,7 +86,7 @@ test_expect_success 'a bad shared option does not hide the plugin'"'"'s problems
 	pipelines = { p = { from = ["a"]; to = ["o"]; }; };
 	EOF
 	test_must_fail tallyd --check-config -c both.conf 2>err &&
-	grep "^both.conf:1: error: inputs.a: option .interval. = 0.0 is out of range \[0.001, 86400\]$" err &&
+	grep "^both.conf:1: error: inputs.a: option .interval. = 0.0 is out of range \[1ms, 1d\]$" err &&
 	grep "^both.conf:1: error: inputs.a: option .count. = -1 is out of range \[0, 100000\]$" err &&
 	grep "^both.conf:2: error: outputs.o: option .queue_size. = 0 is out of range \[1, 1048576\]$" err &&
 	grep "3 errors, 0 warnings" err
@@ -376,7 +376,7 @@ test_expect_success '--describe prints the shared options from their table, then
 
 	options:
 	  plugin                   string (required)            which plugin the instance runs
-	  interval                 number                       seconds between reads or ticks (default: global.interval) (range 0.001..86400)
+	  interval                 duration                     seconds between reads or ticks (default: global.interval) (range 1ms..1d)
 	  buckets                  list of numbers              histogram bucket bounds, increasing (default: 0.1,1,10) (range 0..1000000000) (increasing)
 	  percentiles              list of numbers              percentiles to report (default: 50,90,99) (range 0..100)
 	  max_size                 size                         largest batch in bytes (default: 64MiB) (range 1..1TiB)

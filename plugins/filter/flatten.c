@@ -343,7 +343,7 @@ static const struct tally_option flatten_options[] = {
 		      "threads (trace, host, pid, tid) tracked; beyond, the "
 		      "least recently active one is forgotten (its open "
 		      "spans end as evicted)"),
-	TALLY_OPT_DOUBLE("lane_expire", struct flatten, lane_expire, "300", 0,
+	TALLY_OPT_DURATION("lane_expire", struct flatten, lane_expire, "300", 0,
 			 1e9,
 			 "seconds after which a thread with no open span is "
 			 "forgotten (checked every interval)"),

@@ -637,11 +637,11 @@ static const struct tally_option prometheus_options[] = {
 	TALLY_OPT_LIST("allow", struct prometheus, allow, NULL,
 		       "if set, only these addresses or networks may scrape "
 		       "(\"10.0.0.0/8\", \"::1\"); others get 403"),
-	TALLY_OPT_DOUBLE("expire", struct prometheus, expire, "0", 0, 1e9,
+	TALLY_OPT_DURATION("expire", struct prometheus, expire, "0", 0, 1e9,
 			 "seconds after which a series not updated "
 			 "disappears; 0: 3 intervals of its input (300 s for "
 			 "inputs without interval)"),
-	TALLY_OPT_DOUBLE("grace", struct prometheus, grace, "15", 0, 1e9,
+	TALLY_OPT_DURATION("grace", struct prometheus, grace, "15", 0, 1e9,
 			 "seconds a region's active gauge shows 0 after its "
 			 "last span ended (Omnistat: 15)"),
 	TALLY_OPT_ENUM("span_metrics", struct prometheus, span_metrics, "tally",
@@ -691,12 +691,12 @@ static const struct tally_option prometheus_options[] = {
 		      "67108864", 65536, 1e15,
 		      "bytes of rendered pages held for replies being sent; "
 		      "beyond it the replies in progress longest are cut"),
-	TALLY_OPT_DOUBLE("idle_timeout", struct prometheus, idle_timeout, "5",
+	TALLY_OPT_DURATION("idle_timeout", struct prometheus, idle_timeout, "5",
 			 0.1, 3600,
 			 "seconds a connection may stay open without sending a "
 			 "request byte (after it was opened, or between the "
 			 "requests of a keep-alive connection)"),
-	TALLY_OPT_DOUBLE("request_timeout", struct prometheus, request_timeout,
+	TALLY_OPT_DURATION("request_timeout", struct prometheus, request_timeout,
 			 "10", 0.1, 3600,
 			 "seconds a request may take to arrive, from its first "
 			 "byte; a slower one has its connection closed"),

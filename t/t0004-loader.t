@@ -51,7 +51,7 @@ test_expect_success '--describe documents options from the option table' '
 	tallyd --describe counter >out &&
 	grep "^counter (input): " out &&
 	grep "^  count  *integer  .*(default: 1) (range 0..100000)" out &&
-	grep "^  interval  *number" out &&
+	grep "^  interval  *duration" out &&
 	grep "^sends: deltas (counter increments, gauge adjustments), observations (timer values), set members$" out &&
 	tallyd --describe capture >out &&
 	grep "^  path  *string (required)" out &&

@@ -8,6 +8,7 @@ dist_tallyconf_DATA = \
 	conf.d/40-gpu.conf \
 	conf.d/50-prometheus.conf \
 	conf.d/60-statsd.conf \
+	conf.d/61-span-metrics.conf \
 	conf.d/70-graphite.conf \
 	conf.d/70-influxdb.conf
 

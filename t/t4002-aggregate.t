@@ -60,6 +60,20 @@ test_expect_success 'check: statsd -> aggregate -> prometheus is valid' '
 	grep "dimensions: unknown dimension .pid.: one of trace, rank, host, depth" err
 '
 
+test_expect_success 'the shipped 60-statsd.conf and 61-span-metrics.conf: off, valid once on' '
+	cp -r "$top_srcdir/conf.d" shipped &&
+	rm -f shipped/local.mk &&
+	tallyd -c shipped --check-config 2>err &&
+	! grep -q aggregate err &&
+	for f in 60-statsd 61-span-metrics; do
+		sed "s/^#\([^ #]\)/\1/" shipped/$f.conf >on.conf &&
+		grep -q "plugin = \"aggregate\"" on.conf &&
+		mv on.conf shipped/$f.conf || return 1
+	done &&
+	grep -q "listen = \"127.0.0.1:8125\"" shipped/60-statsd.conf &&
+	tallyd -c shipped --check-config
+'
+
 test_expect_success 'start tallyd: statsd and spans -> aggregate (1 day) -> capture' '
 	udp=$(free_port) &&
 	cat >cap.conf <<-EOF &&

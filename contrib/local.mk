@@ -17,7 +17,8 @@ contrib_bench_benchsink_la_LIBADD = core/libtally.la
 BENCH_SHELL_FILES = \
 	contrib/bench/run-all \
 	contrib/bench/rocm-smi-bench \
-	contrib/bench/pyzmq-drain.py
+	contrib/bench/pyzmq-drain.py \
+	contrib/bench/statsd-send.py
 BENCH_C_FILES = \
 	contrib/bench/bench.h \
 	contrib/bench/zmq-send.c \

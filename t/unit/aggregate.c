@@ -225,6 +225,41 @@ static void test_sets_and_labels(void)
 	tally_labels_unref(x);
 }
 
+static void test_group_by(void)
+{
+	struct agg_opts o = opts();
+	char *group[] = { "dc" };
+	struct agg_state *st;
+	struct tally_batch *in = tally_batch_new(), *out = tally_batch_new();
+	struct tally_labels *a = tally_labels_newv("pod", "a", "dc", "x", "env",
+						   "p", NULL);
+	struct tally_labels *b = tally_labels_newv("pod", "b", "dc", "y", NULL);
+	struct tally_labels *x = tally_labels_newv("dc", "x", NULL);
+	struct tally_labels *y = tally_labels_newv("dc", "y", NULL);
+	const struct tally_metric *m;
+
+	o.group_by = group;
+	o.ngroup_by = 1;
+	st = agg_state_new(&o, 0);
+	tally_batch_add_delta(in, TALLY_COUNTER, "hits", NULL, a, 1, 1, 1);
+	tally_batch_add_delta(in, TALLY_COUNTER, "hits", NULL, b, 2, 1, 1);
+	tally_batch_add_delta(in, TALLY_COUNTER, "hits", NULL, a, 4, 1, 1);
+	feed(st, in);
+	cmp_ok(agg_state_tick(st, out, 10 * S, false), "==", 2,
+	       "group_by dc: two series");
+	m = &tally_batch_at(out, 0)->metric;
+	ok(m->labels == x && m->value == 5, "dc=x: 1 + 4");
+	m = &tally_batch_at(out, 1)->metric;
+	ok(m->labels == y && m->value == 2, "dc=y: 2");
+	tally_batch_unref(out);
+	tally_batch_unref(in);
+	agg_state_free(st);
+	tally_labels_unref(a);
+	tally_labels_unref(b);
+	tally_labels_unref(x);
+	tally_labels_unref(y);
+}
+
 static void test_zero_seed_and_limits(void)
 {
 	struct agg_opts o = opts();
@@ -392,6 +427,7 @@ int main(void)
 	test_gauges();
 	test_timers();
 	test_sets_and_labels();
+	test_group_by();
 	test_zero_seed_and_limits();
 	test_spans();
 	test_passes();

@@ -489,7 +489,8 @@ int tally_batch_add_metric(struct tally_batch *b, enum tally_metric_type type,
 {
 	struct tally_record *r;
 
-	if (type != TALLY_COUNTER && type != TALLY_GAUGE && type != TALLY_INFO) {
+	if (type != TALLY_COUNTER && type != TALLY_GAUGE && type != TALLY_INFO &&
+	    type != TALLY_UNTYPED) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -50,6 +50,9 @@ enum tally_record_kind {
  * Follows the Prometheus data model and text exposition format 0.0.4.
  * TALLY_INFO is a gauge whose value is 1 and whose labels carry the
  * information (rendered as a gauge in the 0.0.4 text format).
+ * TALLY_UNTYPED is a sample whose producer gave no type (a textfile
+ * sample without a TYPE line): rendered as "untyped" (OpenMetrics:
+ * "unknown"), otherwise handled as a gauge.
  */
 enum tally_metric_type {
 	TALLY_COUNTER = 1,
@@ -57,6 +60,7 @@ enum tally_metric_type {
 	TALLY_HISTOGRAM,
 	TALLY_SUMMARY,
 	TALLY_INFO,
+	TALLY_UNTYPED,
 };
 
 /**
@@ -573,9 +577,9 @@ struct tally_batch *tally_batch_select(struct tally_batch *src,
 unsigned tally_batch_forms(const struct tally_batch *b);
 
 /**
- * tally_batch_add_metric() - append a counter, gauge or info sample
+ * tally_batch_add_metric() - append a counter, gauge, info or untyped sample
  * @b:      batch being built
- * @type:   TALLY_COUNTER, TALLY_GAUGE or TALLY_INFO
+ * @type:   TALLY_COUNTER, TALLY_GAUGE, TALLY_INFO or TALLY_UNTYPED
  * @name:   metric name (copied); must be non-empty
  * @help:   help text, copied; NULL for none
  * @labels: label set; the batch takes its own reference; NULL = empty set

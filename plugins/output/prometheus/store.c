@@ -279,7 +279,7 @@ static void ns_split(int64_t off, int64_t *sec, int64_t *ns)
 static const char *const type_name[] = {
 	[TALLY_COUNTER] = "counter",	 [TALLY_GAUGE] = "gauge",
 	[TALLY_HISTOGRAM] = "histogram", [TALLY_SUMMARY] = "summary",
-	[TALLY_INFO] = "gauge",
+	[TALLY_INFO] = "gauge",		 [TALLY_UNTYPED] = "untyped",
 };
 
 static bool ends_with(const char *s, size_t n, const char *suffix)
@@ -326,6 +326,8 @@ static int family_headers(struct prom_family *f, const char *help)
 			nlen = om_name_len(f->name, f->name_len, f->type);
 			if (f->type == TALLY_INFO)
 				type = "info";
+			else if (f->type == TALLY_UNTYPED)
+				type = "unknown";
 		}
 		sb_puts(&b, "# HELP ");
 		sb_put(&b, f->name, nlen);
@@ -869,6 +871,7 @@ static int series_set(struct prom_store *s, struct prom_series *ser,
 	case TALLY_COUNTER:
 	case TALLY_GAUGE:
 	case TALLY_INFO:
+	case TALLY_UNTYPED:
 		if (!ser->prefix_len) {
 			b->len = 0;
 			put_sample_prefix(b, ser, "", NULL, NULL);
@@ -1062,7 +1065,7 @@ static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 	int rc;
 	bool interval = m->form == TALLY_FORM_INTERVAL && m->interval;
 
-	if (m->type < TALLY_COUNTER || m->type > TALLY_INFO)
+	if (m->type < TALLY_COUNTER || m->type > TALLY_UNTYPED)
 		return 0;
 	if (ser && interval && ser->fam->type != m->type) {
 		DROP(s, type_conflict, "type_conflict");

@@ -21,6 +21,18 @@ contrib/fuzz/config_fuzz: $(CONFIG_FUZZ_SRC) tally-dirs.h
 		$(LIBCONFIG_LIBS) $(LIBEVENT_LIBS) $(ZLIB_LIBS) $(LTDL_LIBS) \
 		$(PTHREAD_LIBS) -lm
 
+# The text exposition parser (tally_expo_parse()): records come from the
+# batch and label code, so it links the same sources as config_fuzz.
+FUZZ_TARGETS += contrib/fuzz/expo_parse_fuzz
+EXPO_PARSE_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/expo_parse_fuzz.c \
+	$(addprefix $(top_srcdir)/,$(filter %.c,$(core_libtally_la_SOURCES)))
+contrib/fuzz/expo_parse_fuzz: $(EXPO_PARSE_FUZZ_SRC) tally-dirs.h
+	@$(MKDIR_P) contrib/fuzz
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCONFIG_CFLAGS) \
+		$(LIBEVENT_CFLAGS) -o $@ $(EXPO_PARSE_FUZZ_SRC) $(LIBCONFIG_LIBS) \
+		$(LIBEVENT_LIBS) $(LTDL_LIBS) $(PTHREAD_LIBS) -lm
+EXTRA_DIST += contrib/fuzz/expo_parse_fuzz.c contrib/fuzz/corpus/expo_parse
+
 fuzz: $(FUZZ_TARGETS) $(check_LTLIBRARIES)
 .PHONY: fuzz
 

@@ -27,7 +27,7 @@
  * buffer of return value + 1 bytes.
  *
  * Thread-safety: every function here is pure and may be called from any
- * thread.
+ * thread. The parser, tally_expo_parse(), is at the end.
  */
 #ifndef TALLY_EXPOSITION_H
 #define TALLY_EXPOSITION_H
@@ -152,6 +152,75 @@ size_t tally_expo_format_double(char *buf, double v);
  */
 size_t tally_expo_format_labels(char *dst, size_t size,
 				const struct tally_labels *ls, bool *dup);
+
+/*
+ * Reading the text format: one parser for every part of tally that takes
+ * pages written by others (the textfile input's *.prom files).
+ *
+ * The grammar is the text exposition format 0.0.4 as Prometheus' own parser
+ * (expfmt) reads it: lines end at '\n' (the last one may lack it); blanks
+ * are spaces and tabs, allowed before a line, between tokens, inside the
+ * braces and at the end; "# HELP name text" (text escapes \\ and \n),
+ * "# TYPE name counter|gauge|histogram|summary|untyped" (any case), other
+ * '#' lines are comments; a sample is
+ *	name[{label="value",...[,]}] value [timestamp_ms]
+ * with label value escapes \\, \" and \n, values as Go's ParseFloat reads
+ * them (NaN, +Inf, -Inf, Inf, exponents; no hexadecimal) and an optional
+ * integer timestamp in milliseconds. A histogram family "x" takes samples
+ * x_bucket{le=...}, x_sum and x_count; a summary x{quantile=...}, x_sum
+ * and x_count; samples whose family has no TYPE are untyped.
+ *
+ * Errors, each naming its line: a bad token, escape or number, invalid
+ * UTF-8 in a label value or HELP text, a NUL byte, a second HELP or TYPE
+ * line for one family, a TYPE after the family's samples, a duplicate
+ * label name, the same series twice (or a bucket or quantile twice), a
+ * histogram without a +Inf bucket or _count, a +Inf bucket other than its
+ * _count, bucket counts going down, a negative, NaN or infinite count, a
+ * quantile outside [0, 1].
+ */
+
+/** Parse flag: a sample with a timestamp is an error (node_exporter's
+ * textfile collector refuses client-side timestamps). */
+#define TALLY_EXPO_PARSE_NO_TIMESTAMPS 0x1u
+
+/**
+ * struct tally_expo_error - why tally_expo_parse() refused a page
+ * @line: 1-based line number of the problem
+ * @msg:  what is wrong there, NUL-terminated, no trailing period
+ */
+struct tally_expo_error {
+	unsigned line;
+	char msg[160];
+};
+
+struct tally_batch;
+
+/**
+ * tally_expo_parse() - read a text exposition page into metric records
+ * @b:     batch being built (not emitted); the records are appended
+ * @text:  the page, @len bytes, not necessarily NUL-terminated
+ * @len:   its length in bytes
+ * @flags: TALLY_EXPO_PARSE_* bits
+ * @err:   filled when the page is refused (EINVAL); may be NULL
+ *
+ * The whole page is read and checked before anything is appended: a
+ * malformed page appends nothing (never a half-read page). One record per
+ * series: counters, gauges and untyped samples as tally_batch_add_metric()
+ * (TALLY_UNTYPED for untyped ones), histograms and summaries as
+ * tally_batch_add_histogram() and _summary() with their buckets or
+ * quantiles sorted; the family's HELP text (unescaped) as help, NULL when
+ * it has none; the sample's timestamp, else 0 ("now"). Label sets are
+ * interned (tally/labels.h); families and series come in the order of
+ * their first line.
+ *
+ * Memory: proportional to the page; nothing is kept after the call.
+ * Thread-safety: any thread (label interning takes its own lock).
+ * Return: the number of records appended, or -1 with errno = EINVAL
+ * (malformed: @err says where and why; nothing appended) or ENOMEM (some
+ * records may have been appended: drop the batch).
+ */
+int tally_expo_parse(struct tally_batch *b, const char *text, size_t len,
+		     unsigned flags, struct tally_expo_error *err);
 
 #ifdef __cplusplus
 }

@@ -136,6 +136,26 @@ test_expect_success 'a full disk (/dev/full): write errors counted, others serve
 	stop_tallyd
 '
 
+# A disk that fills up and is freed again: root mounts a 64 KiB tmpfs
+# here (unmounted when the test ends), then makes it larger.
+test "$(id -u)" = 0 && mkdir small && test_set_prereq SMALLFS
+
+test_expect_success SMALLFS 'chrome, full disk then freed: written on in the same file' '
+	mount -t tmpfs -o size=64k tmpfs small &&
+	test_when_finished "umount small" &&
+	rm -f cap.out self.out &&
+	conf s.conf "$PWD/small/t.json" "format = \"chrome\";" &&
+	start_tallyd s.conf &&
+	wait_for "grep -q \"file\[f\]: write $PWD/small/t.json: No space left on device\" tallyd.log" &&
+	mount -o remount,size=8m small &&
+	n=$(selfval events write_errors) &&
+	size=$(stat -c %s small/t.json) &&
+	wait_for "test \$(stat -c %s small/t.json) -gt $((size + 65536))" &&
+	stop_tallyd &&
+	! test -e small/t.json.1 &&
+	$CHECK small/t.json >got
+'
+
 test_expect_success 'chrome, truncated under tallyd (copytruncate): refused, the file valid' '
 	rm -f t.json &&
 	conf t.conf "$PWD/t.json" "format = \"chrome\";" &&

@@ -72,6 +72,10 @@ struct file {
 	int64_t resolve_at;	/* next attempt to resolve it (monotonic) */
 	int fd;
 	uint64_t file_size;	/* bytes in the open file, as written */
+	/* a write failed: the next open carries on in the same file */
+	bool resume;
+	dev_t dev;		/* the file last opened */
+	ino_t ino;
 	size_t file_records;	/* records in the file the tail goes to */
 	struct fseg *head, *tail;
 	size_t pending;		/* bytes queued, not yet written */
@@ -190,8 +194,13 @@ static int file_open(struct file *f)
 			return -1;
 	}
 	f->fd = open(f->path, flags, 0666);
+	/*
+	 * Our own file, closed after a failed write (a full disk): write on
+	 * where it stopped, rather than move it aside as a stranger's.
+	 */
 	if (f->fd >= 0 && f->format == FILE_FMT_CHROME &&
-	    fstat(f->fd, &st) == 0 && st.st_size > 0) {
+	    fstat(f->fd, &st) == 0 && st.st_size > 0 &&
+	    !(f->resume && st.st_dev == f->dev && st.st_ino == f->ino)) {
 		close(f->fd);
 		file_shift(f);
 		f->fd = open(f->path, flags | O_TRUNC, 0666);
@@ -201,9 +210,15 @@ static int file_open(struct file *f)
 		file_fail(f, "open", errno);
 		return -1;
 	}
-	if (fstat(f->fd, &st) < 0)
+	if (fstat(f->fd, &st) < 0) {
 		st.st_size = 0;
+		st.st_dev = 0;
+		st.st_ino = 0;
+	}
 	f->file_size = (uint64_t)st.st_size;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->resume = false;
 	if (f->format == FILE_FMT_CSV && st.st_size == 0 &&
 	    file_put(f, FILE_CSV_HEADER, sizeof(FILE_CSV_HEADER) - 1, &done) <
 		    0) {
@@ -326,6 +341,7 @@ out_write:
 	/* the file is opened again next time: a full disk may be freed,
 	 * a file removed under us is made anew */
 	file_close(f, false);
+	f->resume = true;
 	return -1;
 }
 

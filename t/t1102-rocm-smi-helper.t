@@ -20,6 +20,7 @@ fi
 
 # A copy the tests may break and mend; a node's /dev/shm of its own.
 cp -a "$FIXTURES/sys-rocm" sys &&
+rocm_empty_dirs sys &&
 mkdir shm &&
 ns_tallyd "$PWD/sys" "$PWD/shm" &&
 TALLYD=$PWD/ns-tallyd || exit 1

@@ -29,8 +29,9 @@ EXPO_PARSE_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/expo_parse_fuzz.c \
 contrib/fuzz/expo_parse_fuzz: $(EXPO_PARSE_FUZZ_SRC) tally-dirs.h
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCONFIG_CFLAGS) \
-		$(LIBEVENT_CFLAGS) -o $@ $(EXPO_PARSE_FUZZ_SRC) $(LIBCONFIG_LIBS) \
-		$(LIBEVENT_LIBS) $(LTDL_LIBS) $(PTHREAD_LIBS) -lm
+		$(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS) -o $@ $(EXPO_PARSE_FUZZ_SRC) \
+		$(LIBCONFIG_LIBS) $(LIBEVENT_LIBS) $(ZLIB_LIBS) $(LTDL_LIBS) \
+		$(PTHREAD_LIBS) -lm
 EXTRA_DIST += contrib/fuzz/expo_parse_fuzz.c contrib/fuzz/corpus/expo_parse
 
 fuzz: $(FUZZ_TARGETS) $(check_LTLIBRARIES)

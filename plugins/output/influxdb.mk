@@ -24,12 +24,16 @@ TESTS += t/unit/influxdb-line.t
 
 # libFuzzer target for the escaping (make fuzz).
 FUZZ_TARGETS += contrib/fuzz/influxdb_line_fuzz
+# the renderer reads records through the core (labels, interval records):
+# it links all of libtally, as config_fuzz does, so the list cannot go stale
 INFLUX_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/influxdb_line_fuzz.c \
 	$(top_srcdir)/plugins/output/influxdb/line.c \
-	$(top_srcdir)/core/labels.c $(top_srcdir)/core/hash.c
-contrib/fuzz/influxdb_line_fuzz: $(INFLUX_FUZZ_SRC)
+	$(addprefix $(top_srcdir)/,$(filter %.c,$(core_libtally_la_SOURCES)))
+contrib/fuzz/influxdb_line_fuzz: $(INFLUX_FUZZ_SRC) tally-dirs.h
 	@$(MKDIR_P) contrib/fuzz
-	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(INFLUX_FUZZ_SRC) \
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCONFIG_CFLAGS) \
+		$(LIBEVENT_CFLAGS) $(ZLIB_CFLAGS) -o $@ $(INFLUX_FUZZ_SRC) \
+		$(LIBCONFIG_LIBS) $(LIBEVENT_LIBS) $(ZLIB_LIBS) $(LTDL_LIBS) \
 		$(PTHREAD_LIBS) -lm
 EXTRA_DIST += contrib/fuzz/influxdb_line_fuzz.c \
 	contrib/fuzz/corpus/influxdb_line

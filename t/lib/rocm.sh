@@ -31,6 +31,19 @@ ns_tallyd() {
 	chmod +x ns-tallyd
 }
 
+# rocm_empty_dirs SYS - make the empty directories of the fixture node in
+# its copy SYS: git keeps no empty directory, and the library aborts on a
+# KFD node without io_links (t/fixtures/mk-sys-rocm.sh makes them too)
+rocm_empty_dirs() {
+	for n in 0 1 2; do
+		for d in caches io_links mem_banks p2p_links; do
+			mkdir -p "$1/class/kfd/kfd/topology/nodes/$n/$d" || return 1
+		done
+	done &&
+	mkdir -p "$1/devices/pci0000:00/0000:00:01.0/0000:03:00.0/drm/renderD128" \
+		"$1/devices/pci0000:00/0000:00:02.0/0000:83:00.0/drm/renderD129"
+}
+
 # event FILE EVENT [INSTANCE] - the last tally_events_total of INSTANCE
 # (default gpu) for EVENT in capture file FILE, or 0
 event() {

@@ -50,9 +50,12 @@ test_expect_success 'start node_exporter and tallyd' '
 '
 
 test_expect_success 'same series as node_exporter, values between its two readings' '
-	for try in 1 2 3; do
+	for try in 1 2 3 4 5; do
 		curl -sf http://127.0.0.1:$neport/metrics >ne1 &&
-		curl -sf http://127.0.0.1:$port/metrics >tally &&
+		t1=$(sed -n "s/^node_time_seconds //p" ne1) &&
+		# a page tallyd read after ne1 (it reads once an interval)
+		wait_for "curl -sf http://127.0.0.1:$port/metrics >tally &&
+			awk -v t=$t1 \"/^node_time_seconds / { exit !(\\\$2 >= t) }\" tally" &&
 		curl -sf http://127.0.0.1:$neport/metrics >ne2 &&
 		"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t10-compare.py" "$PREFIXES" \
 			ne1 tally ne2 >compare.out && break

@@ -242,30 +242,29 @@ static int flatten_tick(struct tally_instance *inst, void *state,
 }
 
 /*
- * Run @op (suspend or resume) with a batch of its own as the sink's, and
- * send what it made downstream.
+ * Suspend @st (@resume NULL) or resume it with @resume, with a batch of its
+ * own as the sink's, and send what that made downstream.
+ * Return: 0, or -1 with errno = ENOMEM (no batch: nothing done) or EINVAL
+ * (bad options, from flatten_state_resume(): nothing done).
  */
 static int flatten_outside(struct tally_instance *inst, struct flatten *f,
 			   struct flatten_state *st,
 			   const struct flatten_opts *resume)
 {
 	const struct flatten_sink sink = { .emit = flatten_emit, .ctx = f };
-	struct flatten_state *was = f->st;
 	int ret = 0;
 
 	f->out = tally_batch_new();
 	if (!f->out) {
-		tally_count_drop(inst, "nomem", flatten_state_lanes(st));
-		return 0;
+		errno = ENOMEM;
+		return -1;
 	}
 	f->in = NULL;
 	f->cur = NULL;
-	f->st = st;
 	if (resume)
 		ret = flatten_state_resume(st, resume, &sink);
 	else
 		flatten_state_suspend(st, tally_now_ns(), &sink);
-	f->st = was;
 	if (ret == 0)
 		(void)tally_emit(inst, f->out);
 	else
@@ -285,7 +284,9 @@ static void *flatten_handoff(struct tally_instance *inst, void *state,
 	struct flatten *f = state;
 	struct flatten_state *st = f->st;
 
-	(void)flatten_outside(inst, f, st, NULL);
+	/* no memory: the old outputs keep those regions until they expire */
+	if (flatten_outside(inst, f, st, NULL) < 0)
+		tally_count_drop(inst, "nomem", flatten_state_lanes(st));
 	flatten_publish(inst, f);
 	if (!next)
 		return NULL;

@@ -84,14 +84,29 @@ const char *rl_verdict_reason(enum rl_verdict v)
 	return v < RL_NVERDICTS ? rl_reasons[v] : "unknown";
 }
 
+/* Whether @opts are valid for rl_state_new() and rl_state_retune(). */
+static bool rl_opts_valid(const struct rl_opts *opts)
+{
+	/* a full bucket must fit in int64_t ns: up to about 126 years */
+	return opts->rate > 0 && opts->burst >= 1 && opts->max_keys &&
+	       opts->max_pending && opts->key <= RL_KEY_GLOBAL &&
+	       opts->burst / opts->rate <= RL_MAX_FILL_S;
+}
+
+/* A token's and a full bucket's credit, in ns, for valid @opts. */
+static void rl_costs(const struct rl_opts *opts, int64_t *cost, int64_t *cap)
+{
+	*cost = llround(1e9 / opts->rate);
+	if (*cost < 1)
+		*cost = 1;
+	*cap = llround(opts->burst * (double)*cost);
+}
+
 struct rl_state *rl_state_new(const struct rl_opts *opts)
 {
 	struct rl_state *st;
 
-	/* a full bucket must fit in int64_t ns: up to about 126 years */
-	if (!(opts->rate > 0) || !(opts->burst >= 1) || !opts->max_keys ||
-	    !opts->max_pending || opts->key > RL_KEY_GLOBAL ||
-	    !(opts->burst / opts->rate <= RL_MAX_FILL_S)) {
+	if (!rl_opts_valid(opts)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -99,10 +114,7 @@ struct rl_state *rl_state_new(const struct rl_opts *opts)
 	if (!st)
 		return NULL;
 	st->opts = *opts;
-	st->cost_ns = llround(1e9 / opts->rate);
-	if (st->cost_ns < 1)
-		st->cost_ns = 1;
-	st->cap_ns = llround(opts->burst * (double)st->cost_ns);
+	rl_costs(opts, &st->cost_ns, &st->cap_ns);
 	st->other = calloc(1, sizeof(*st->other) + sizeof("other"));
 	if (!st->other) {
 		free(st);
@@ -548,9 +560,7 @@ int rl_state_retune(struct rl_state *st, const struct rl_opts *opts)
 	struct tally_lru_node *n;
 	int64_t cost, cap;
 
-	if (!(opts->rate > 0) || !(opts->burst >= 1) || !opts->max_keys ||
-	    !opts->max_pending || opts->key > RL_KEY_GLOBAL ||
-	    !(opts->burst / opts->rate <= RL_MAX_FILL_S)) {
+	if (!rl_opts_valid(opts)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -561,10 +571,7 @@ int rl_state_retune(struct rl_state *st, const struct rl_opts *opts)
 			rl_bucket_forget(st, tally_container_of(
 						     n, struct rl_bucket, node));
 	}
-	cost = llround(1e9 / opts->rate);
-	if (cost < 1)
-		cost = 1;
-	cap = llround(opts->burst * (double)cost);
+	rl_costs(opts, &cost, &cap);
 	/* every bucket keeps its tokens, up to the new size */
 	for (n = tally_lru_oldest(&st->keys); n;
 	     n = tally_lru_newer(&st->keys, n)) {

@@ -77,13 +77,19 @@ struct flatten_state {
 	struct tally_labels *empty; /* tally_labels_empty() */
 };
 
+/* Whether @opts are valid for flatten_state_new() and _resume(). */
+static bool flatten_opts_valid(const struct flatten_opts *opts)
+{
+	return opts->max_depth && opts->max_lanes &&
+	       (opts->keep == FLATTEN_INNERMOST ||
+		opts->keep == FLATTEN_OUTERMOST);
+}
+
 struct flatten_state *flatten_state_new(const struct flatten_opts *opts)
 {
 	struct flatten_state *st;
 
-	if (!opts->max_depth || !opts->max_lanes ||
-	    (opts->keep != FLATTEN_INNERMOST &&
-	     opts->keep != FLATTEN_OUTERMOST)) {
+	if (!flatten_opts_valid(opts)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -657,9 +663,7 @@ int flatten_state_resume(struct flatten_state *st,
 {
 	struct tally_lru_node *p;
 
-	if (!opts->max_depth || !opts->max_lanes ||
-	    (opts->keep != FLATTEN_INNERMOST &&
-	     opts->keep != FLATTEN_OUTERMOST)) {
+	if (!flatten_opts_valid(opts)) {
 		errno = EINVAL;
 		return -1;
 	}

@@ -49,6 +49,13 @@ dropped() {
 		END { print v + 0 }' self.txt
 }
 
+# in_whisper EXPECT - the points of EXPECT ("SECONDS VALUE") whisper holds:
+# carbon-cache writes its cache out some time after it received them
+in_whisper() {
+	carbon_points carbon $M >all &&
+	awk 'NR == FNR { want[$1] = 1; next } $1 in want' "$1" all
+}
+
 # outage - stop carbon (SIGTERM or SIGKILL: $1), let tallyd produce at
 # least $2 points while it is down, start it again; wait until the relay
 # passed the last point produced by then
@@ -116,8 +123,7 @@ was down arrives once it is back, none twice' '
 test_expect_success 'carbon wrote them: whisper holds the points of the outage' '
 	awk "{ split(\$1, t, \".\"); v[t[1]] = \$2 }
 		END { for (s in v) print s, v[s] }" while_down | sort -n >expect &&
-	carbon_points carbon $M >all &&
-	awk "NR == FNR { want[\$1] = 1; next } \$1 in want" expect all >actual &&
+	wait_for "in_whisper expect >actual && cmp -s expect actual" 60;
 	test_cmp expect actual
 '
 

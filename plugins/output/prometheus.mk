@@ -12,12 +12,16 @@ plugins_output_prometheus_la_SOURCES = \
 	plugins/output/prometheus/prometheus.c \
 	plugins/output/prometheus/conn.c plugins/output/prometheus/conn.h \
 	plugins/output/prometheus/page.c plugins/output/prometheus/page.h \
+	plugins/output/prometheus/tls.c plugins/output/prometheus/tls.h \
+	plugins/output/prometheus/auth.c plugins/output/prometheus/auth.h \
 	$(PROM_SOURCES)
+# TLS_*: OpenSSL, libevent_openssl and libcrypt, empty without them
+# (configure --without-tls, or not found)
 plugins_output_prometheus_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
-	$(ZLIB_CFLAGS)
+	$(ZLIB_CFLAGS) $(TLS_CFLAGS)
 plugins_output_prometheus_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 plugins_output_prometheus_la_LIBADD = core/libtally.la $(LIBEVENT_LIBS) \
-	$(ZLIB_LIBS) -lm
+	$(ZLIB_LIBS) $(TLS_LIBS) $(PTHREAD_LIBS) -lm
 
 # Unit tests link the store and HTTP helpers directly.
 check_PROGRAMS += t/unit/prometheus-store.t t/unit/prometheus-http.t
@@ -52,10 +56,12 @@ include t/plugins/spangen.mk
 TESTS += t/t2001-prometheus-exposition.t t/t2002-prometheus-server.t \
 	t/t2003-prometheus-expiry.t t/t2004-prometheus-concurrent.t \
 	t/t2005-prometheus-http.t t/t2006-prometheus-limits.t \
-	t/t2007-prometheus-slow-readers.t
+	t/t2007-prometheus-slow-readers.t t/t2010-prometheus-tls.t \
+	t/t2011-prometheus-auth.t
 EXTRA_DIST += t/t2-prom-check.py t/t2-prom-clients.py t/t2-lib.sh \
 	t/t2001-prometheus-exposition.t \
 	t/t2002-prometheus-server.t t/t2003-prometheus-expiry.t \
 	t/t2004-prometheus-concurrent.t t/t2005-prometheus-http.t \
-	t/t2006-prometheus-limits.t t/t2007-prometheus-slow-readers.t
+	t/t2006-prometheus-limits.t t/t2007-prometheus-slow-readers.t \
+	t/t2010-prometheus-tls.t t/t2011-prometheus-auth.t
 EXTRA_DIST += doc/plugins/prometheus.md

@@ -68,6 +68,8 @@ struct prom_conns {
 	size_t max;
 	int64_t idle_ns, request_ns;
 	int64_t grace_ns; /* an idle connection is not closed for room before */
+	struct bufferevent *(*new_bev)(struct event_base *, void *);
+	void *bev_arg;
 	struct timeval poll_tv;
 	struct event *poll;    /* while connections are open */
 	struct event *balance; /* closes connections beyond max */
@@ -334,7 +336,9 @@ static struct bufferevent *conns_bevcb(struct event_base *base, void *arg)
 	conns_reap(c, tally_monotonic_ns());
 	if (!k)
 		return NULL;
-	k->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	k->bev = c->new_bev ? c->new_bev(base, c->bev_arg)
+			    : bufferevent_socket_new(base, -1,
+						     BEV_OPT_CLOSE_ON_FREE);
 	if (!k->bev)
 		goto out_free;
 	k->in = evbuffer_add_cb(bufferevent_get_input(k->bev), conn_input, k);
@@ -414,6 +418,8 @@ struct prom_conns *prom_conns_new(struct event_base *base, struct evhttp *http,
 	c->max = o->max_conns ? o->max_conns : 1;
 	c->idle_ns = (int64_t)(o->idle_timeout * 1e9);
 	c->request_ns = (int64_t)(o->request_timeout * 1e9);
+	c->new_bev = o->new_bev;
+	c->bev_arg = o->bev_arg;
 	c->grace_ns = PROM_CONN_GRACE_MS * 1000000LL;
 	if (c->grace_ns > c->idle_ns)
 		c->grace_ns = c->idle_ns;

@@ -44,6 +44,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct bufferevent;
 struct event_base;
 struct evhttp;
 struct evhttp_bound_socket;
@@ -62,11 +63,18 @@ struct prom_conns;
  *                   was sent (> 0)
  * @request_timeout: seconds a request may take from its first byte until
  *                   it is complete (> 0)
+ * @new_bev:         makes the bufferevent of an accepted connection, with
+ *                   no socket yet and closing it when freed (HTTPS:
+ *                   prom_tls_bev() of tls.h, whose buffers hold the
+ *                   decrypted bytes); NULL: a plain socket bufferevent
+ * @bev_arg:         @new_bev's argument
  */
 struct prom_conns_opts {
 	size_t max_conns;
 	double idle_timeout;
 	double request_timeout;
+	struct bufferevent *(*new_bev)(struct event_base *base, void *arg);
+	void *bev_arg;
 };
 
 /**

@@ -31,10 +31,12 @@
 #include <tally/io.h>
 #include <tally/plugin.h>
 
+#include "auth.h"
 #include "conn.h"
 #include "http.h"
 #include "page.h"
 #include "store.h"
+#include "tls.h"
 
 struct prometheus {
 	/* options */
@@ -54,6 +56,9 @@ struct prometheus {
 	double idle_timeout;
 	double request_timeout;
 	char *final_page;
+	char *tls_cert_file;
+	char *tls_key_file;
+	struct tally_labels *basic_auth_users;
 	/* state */
 	struct tally_instance *inst;
 	struct evhttp *http;
@@ -63,6 +68,8 @@ struct prometheus {
 	size_t ncidrs;
 	struct event *sweep;
 	struct prom_conns *conns;
+	struct prom_tls *tls;
+	struct prom_auth *auth;
 };
 
 /* Series that vanished are freed by this timer even when nobody scrapes. */
@@ -242,39 +249,13 @@ static bool path_is(const char *path, size_t n, const char *want)
 	return n == strlen(want) && memcmp(path, want, n) == 0;
 }
 
-static void prometheus_request(struct evhttp_request *req, void *arg)
+/* Method and path: what to answer, once the request may be answered. */
+static void prometheus_dispatch(struct prometheus *p, struct evhttp_request *req)
 {
-	struct prometheus *p = arg;
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	const struct sockaddr *sa =
-		conn ? evhttp_connection_get_addr(conn) : NULL;
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	const char *path;
 	size_t n;
 
-	/*
-	 * libevent ends the headers at a line that starts with a NUL byte
-	 * and would read the rest as a second request: one 400 for the one
-	 * request, and the connection closes (RFC 9110 5.5: NUL in a field
-	 * value is invalid).
-	 */
-	if (prom_conns_request_has_nul(p->conns, req)) {
-		tally_count_drop(p->inst, "bad_request", 1);
-		tally_log(p->inst, LOG_WARNING,
-			  "a NUL byte in a request: answered 400 and closed "
-			  "the connection");
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-				  "Connection", "close");
-		prometheus_reply_text(req, 400, "Bad Request",
-				      "bad request: NUL byte");
-		return;
-	}
-	if (p->ncidrs && !prom_cidr_match(p->cidrs, p->ncidrs, sa)) {
-		prometheus_reply_text(
-			req, 403, "Forbidden",
-			"forbidden: address not in the allow list");
-		return;
-	}
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 				  "Allow", "GET, HEAD");
@@ -302,6 +283,84 @@ static void prometheus_request(struct evhttp_request *req, void *arg)
 	} else {
 		prometheus_reply_text(req, 404, "Not Found", "not found");
 	}
+}
+
+/*
+ * Basic auth refused the request: 401 asking for credentials (wrong or
+ * none), or 429 while its address is in backoff after a failure. Counted
+ * ("unauthorized", "auth_rate_limited"); nothing of the credentials is
+ * logged.
+ */
+static void prometheus_refuse(struct prometheus *p, struct evhttp_request *req,
+			      enum prom_auth_verdict v)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	if (v == PROM_AUTH_LIMITED) {
+		evhttp_add_header(h, "Retry-After", "1");
+		prometheus_reply_text(req, 429, "Too Many Requests",
+				      "too many failed authentications: "
+				      "retry later");
+		return;
+	}
+	tally_count_event(p->inst, "unauthorized", 1);
+	evhttp_add_header(h, "WWW-Authenticate",
+			  "Basic realm=\"tally\", charset=\"UTF-8\"");
+	prometheus_reply_text(req, 401, "Unauthorized", "unauthorized");
+}
+
+/* The verdict of a verification that ran off the loop. */
+static void prometheus_authed(struct evhttp_request *req,
+			      enum prom_auth_verdict v, void *arg)
+{
+	struct prometheus *p = arg;
+
+	if (v == PROM_AUTH_OK)
+		prometheus_dispatch(p, req);
+	else
+		prometheus_refuse(p, req, v);
+}
+
+static void prometheus_request(struct evhttp_request *req, void *arg)
+{
+	struct prometheus *p = arg;
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	const struct sockaddr *sa =
+		conn ? evhttp_connection_get_addr(conn) : NULL;
+	enum prom_auth_verdict v;
+
+	/*
+	 * libevent ends the headers at a line that starts with a NUL byte
+	 * and would read the rest as a second request: one 400 for the one
+	 * request, and the connection closes (RFC 9110 5.5: NUL in a field
+	 * value is invalid).
+	 */
+	if (prom_conns_request_has_nul(p->conns, req)) {
+		tally_count_drop(p->inst, "bad_request", 1);
+		tally_log(p->inst, LOG_WARNING,
+			  "a NUL byte in a request: answered 400 and closed "
+			  "the connection");
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+				  "Connection", "close");
+		prometheus_reply_text(req, 400, "Bad Request",
+				      "bad request: NUL byte");
+		return;
+	}
+	if (p->ncidrs && !prom_cidr_match(p->cidrs, p->ncidrs, sa)) {
+		prometheus_reply_text(
+			req, 403, "Forbidden",
+			"forbidden: address not in the allow list");
+		return;
+	}
+	if (!p->auth) {
+		prometheus_dispatch(p, req);
+		return;
+	}
+	v = prom_auth_request(p->auth, req, prometheus_authed, p);
+	if (v == PROM_AUTH_OK)
+		prometheus_dispatch(p, req);
+	else if (v != PROM_AUTH_PENDING)
+		prometheus_refuse(p, req, v);
 }
 
 static void prometheus_sweep(evutil_socket_t fd, short what, void *arg)
@@ -368,6 +427,32 @@ static int prometheus_check_allow(struct tally_instance *inst,
 	return -1;
 }
 
+/* TLS options: both files or neither, and a build that has TLS. */
+static int prometheus_check_tls(struct tally_instance *inst,
+				const struct prometheus *p)
+{
+	const char *missing = prom_tls_missing();
+	bool cert = p->tls_cert_file && *p->tls_cert_file;
+	bool key = p->tls_key_file && *p->tls_key_file;
+
+	if (!cert && !key)
+		return 0;
+	if (missing) {
+		tally_log(inst, LOG_ERR, "%s: %s",
+			  cert ? "tls_cert_file" : "tls_key_file", missing);
+		return -1;
+	}
+	if (cert != key) {
+		tally_log(inst, LOG_ERR,
+			  "%s set without %s: HTTPS needs both the "
+			  "certificate and its private key",
+			  cert ? "tls_cert_file" : "tls_key_file",
+			  cert ? "tls_key_file" : "tls_cert_file");
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * check op: everything init would refuse in the options, without binding
  * or allocating anything that outlives the call. Every problem is logged,
@@ -407,6 +492,11 @@ static int prometheus_check(struct tally_instance *inst, void *state)
 	for (size_t i = 0; i < p->allow.n; i++)
 		if (prometheus_check_allow(inst, p->allow.v[i], &c) < 0)
 			rc = -1;
+	if (prometheus_check_tls(inst, p) < 0)
+		rc = -1;
+	if (p->basic_auth_users &&
+	    prom_auth_check_users(inst, p->basic_auth_users) < 0)
+		rc = -1;
 	if (rc < 0)
 		errno = EINVAL;
 	return rc;
@@ -437,7 +527,8 @@ static int prometheus_bind(struct prometheus *p, const char *spec)
 	}
 	if (tally_net_sockname(evhttp_bound_socket_get_fd(bs), addr,
 			       sizeof(addr)) == 0) {
-		tally_log(p->inst, LOG_INFO, "serving /metrics on %s", addr);
+		tally_log(p->inst, LOG_INFO, "serving /metrics on %s%s", addr,
+			  p->tls ? " (HTTPS)" : "");
 		tally_listen_publish(p->inst, addr);
 	}
 	return 0;
@@ -491,6 +582,21 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 				goto out_free;
 		p->ncidrs = p->allow.n;
 	}
+	if (p->tls_cert_file && *p->tls_cert_file) {
+		p->tls = prom_tls_new(inst, p->tls_cert_file, p->tls_key_file);
+		if (!p->tls)
+			goto out_free;
+		co.new_bev = prom_tls_bev;
+		co.bev_arg = p->tls;
+	}
+	if (p->basic_auth_users && tally_labels_count(p->basic_auth_users)) {
+		p->auth = prom_auth_new(base, inst, p->basic_auth_users);
+		if (!p->auth) {
+			tally_log(inst, LOG_ERR, "basic auth: %s",
+				  strerror(errno));
+			goto out_free;
+		}
+	}
 	p->store = prom_store_new(&so, inst);
 	p->pages = prom_pages_new();
 	if (!p->store || !p->pages)
@@ -534,6 +640,8 @@ out_free:
 	if (p->sweep)
 		event_free(p->sweep);
 	p->sweep = NULL;
+	prom_auth_free(p->auth);
+	p->auth = NULL;
 	prom_conns_free(p->conns);
 	p->conns = NULL;
 	if (p->http)
@@ -543,6 +651,8 @@ out_free:
 	p->pages = NULL;
 	prom_store_free(p->store);
 	p->store = NULL;
+	prom_tls_free(p->tls);
+	p->tls = NULL;
 	free(p->cidrs);
 	p->cidrs = NULL;
 	return -1;
@@ -609,12 +719,26 @@ out_free:
 	return ret;
 }
 
+/*
+ * reopen op (SIGHUP): read the certificate and key again, so that a
+ * renewed certificate is served without a restart; a failure keeps the
+ * one in use (logged by tls.c and the core).
+ */
+static int prometheus_reopen(struct tally_instance *inst, void *state)
+{
+	struct prometheus *p = state;
+
+	return p->tls ? prom_tls_reload(p->tls) : 0;
+}
+
 static void prometheus_fini(struct tally_instance *inst, void *state)
 {
 	struct prometheus *p = state;
 
 	if (p->sweep)
 		event_free(p->sweep);
+	/* before evhttp_free(): requests waiting for a verdict go with it */
+	prom_auth_free(p->auth);
 	prom_conns_free(p->conns);
 	if (p->http)
 		evhttp_free(p->http);
@@ -622,6 +746,8 @@ static void prometheus_fini(struct tally_instance *inst, void *state)
 	 * the connections' buffers in a later turn of the loop) */
 	prom_pages_free(p->pages);
 	prom_store_free(p->store);
+	/* after evhttp_free(): connections hold references of their own */
+	prom_tls_free(p->tls);
 	free(p->cidrs);
 	if (!p->final_page)
 		prom_default_pages--;
@@ -706,6 +832,19 @@ static const struct tally_option prometheus_options[] = {
 			 "relative: in the output directory; \"\": never; "
 			 "default: metrics.prom, or metrics-INSTANCE.prom "
 			 "when several prometheus outputs leave it unset"),
+	TALLY_OPT_STRING("tls_cert_file", struct prometheus, tls_cert_file,
+			 NULL,
+			 "serve HTTPS with this certificate (PEM, the chain "
+			 "after it), read again on SIGHUP (node_exporter's "
+			 "tls_server_config.cert_file)"),
+	TALLY_OPT_STRING("tls_key_file", struct prometheus, tls_key_file, NULL,
+			 "the certificate's private key (PEM), read again on "
+			 "SIGHUP (tls_server_config.key_file)"),
+	TALLY_OPT_LABELS("basic_auth_users", struct prometheus,
+			 basic_auth_users,
+			 "if set, scrapers must send one of these users and "
+			 "its password: user = \"bcrypt hash\" (\"$2y$...\", "
+			 "node_exporter's basic_auth_users); others get 401"),
 	TALLY_OPT_END
 };
 
@@ -715,6 +854,7 @@ static const struct tally_output_ops prometheus_ops = {
 	.write = prometheus_write,
 	.fini = prometheus_fini,
 	.end = prometheus_end,
+	.reopen = prometheus_reopen,
 	/* counter increments and gauge adjustments add up in the store */
 	.accepts = TALLY_FORMS_DELTA | TALLY_FORMS_INTERVAL,
 };

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/output/prometheus/tls.c - HTTPS for the prometheus output (see
+ * tls.h)
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tally/log.h>
+
+#include "tls.h"
+
+#ifdef HAVE_TLS
+
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+struct prom_tls {
+	struct tally_instance *inst;
+	char *cert_file;
+	char *key_file;
+	SSL_CTX *ctx;
+};
+
+const char *prom_tls_missing(void)
+{
+	return NULL;
+}
+
+/* The last OpenSSL error of this thread, as text; the queue emptied. */
+static const char *tls_error(char *buf, size_t size)
+{
+	unsigned long e = ERR_peek_last_error();
+
+	if (!e)
+		snprintf(buf, size, "%s", strerror(errno ? errno : EINVAL));
+	else
+		ERR_error_string_n(e, buf, size);
+	ERR_clear_error();
+	return buf;
+}
+
+/* A context from the files, or NULL (logged). */
+static SSL_CTX *tls_ctx(struct prom_tls *t)
+{
+	char err[256];
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	if (!ctx) {
+		tally_log(t->inst, LOG_ERR, "TLS: %s",
+			  tls_error(err, sizeof(err)));
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* what node_exporter's web config allows by default */
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION |
+					 SSL_OP_CIPHER_SERVER_PREFERENCE);
+	if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
+		tally_log(t->inst, LOG_ERR,
+			  "tls_cert_file %s: cannot use it: %s", t->cert_file,
+			  tls_error(err, sizeof(err)));
+		goto out_free;
+	}
+	if (SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) !=
+	    1) {
+		tally_log(t->inst, LOG_ERR,
+			  "tls_key_file %s: cannot use it: %s", t->key_file,
+			  tls_error(err, sizeof(err)));
+		goto out_free;
+	}
+	if (SSL_CTX_check_private_key(ctx) != 1) {
+		tally_log(t->inst, LOG_ERR,
+			  "tls_key_file %s is not the key of tls_cert_file %s: "
+			  "%s",
+			  t->key_file, t->cert_file,
+			  tls_error(err, sizeof(err)));
+		goto out_free;
+	}
+	return ctx;
+
+out_free:
+	SSL_CTX_free(ctx);
+	errno = EINVAL;
+	return NULL;
+}
+
+struct prom_tls *prom_tls_new(struct tally_instance *inst,
+			      const char *cert_file, const char *key_file)
+{
+	struct prom_tls *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		goto out_nomem;
+	t->inst = inst;
+	t->cert_file = strdup(cert_file);
+	t->key_file = strdup(key_file);
+	if (!t->cert_file || !t->key_file)
+		goto out_nomem;
+	t->ctx = tls_ctx(t);
+	if (!t->ctx) {
+		int e = errno;
+
+		prom_tls_free(t);
+		errno = e;
+		return NULL;
+	}
+	return t;
+
+out_nomem:
+	prom_tls_free(t);
+	errno = ENOMEM;
+	return NULL;
+}
+
+int prom_tls_reload(struct prom_tls *t)
+{
+	SSL_CTX *ctx = tls_ctx(t);
+
+	if (!ctx) {
+		tally_log(t->inst, LOG_WARNING,
+			  "TLS: keeping the certificate loaded before");
+		return -1;
+	}
+	/* connections open now hold their own references to the old one */
+	SSL_CTX_free(t->ctx);
+	t->ctx = ctx;
+	tally_log(t->inst, LOG_INFO, "TLS: certificate %s and key %s reloaded",
+		  t->cert_file, t->key_file);
+	return 0;
+}
+
+struct bufferevent *prom_tls_bev(struct event_base *base, void *arg)
+{
+	struct prom_tls *t = arg;
+	struct bufferevent *bev;
+	SSL *ssl = SSL_new(t->ctx);
+
+	if (!ssl) {
+		ERR_clear_error();
+		return NULL;
+	}
+	/* frees @ssl and closes the socket with itself */
+	bev = bufferevent_openssl_socket_new(base, -1, ssl,
+					     BUFFEREVENT_SSL_ACCEPTING,
+					     BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	/* a client that closes without close_notify is no error for HTTP,
+	 * whose replies have a Content-Length */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
+void prom_tls_free(struct prom_tls *t)
+{
+	if (!t)
+		return;
+	SSL_CTX_free(t->ctx);
+	free(t->cert_file);
+	free(t->key_file);
+	free(t);
+}
+
+#else /* !HAVE_TLS */
+
+const char *prom_tls_missing(void)
+{
+	return "this tallyd was built without TLS: " TLS_MISSING;
+}
+
+struct prom_tls *prom_tls_new(struct tally_instance *inst,
+			      const char *cert_file, const char *key_file)
+{
+	tally_log(inst, LOG_ERR, "%s", prom_tls_missing());
+	errno = ENOTSUP;
+	return NULL;
+}
+
+int prom_tls_reload(struct prom_tls *t)
+{
+	errno = ENOTSUP;
+	return -1;
+}
+
+struct bufferevent *prom_tls_bev(struct event_base *base, void *arg)
+{
+	return NULL;
+}
+
+void prom_tls_free(struct prom_tls *t)
+{
+}
+
+#endif /* HAVE_TLS */

@@ -1,0 +1,199 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+test_description='prometheus output over HTTPS
+
+The test makes a self-signed certificate for 127.0.0.1 with openssl req,
+serves /metrics over HTTPS with it, reads it with curl (trusting that
+certificate only), replaces the certificate and sends SIGHUP (the new one
+is served, a broken one is refused and the old one kept), and has a real
+Prometheus scrape the output over TLS, read back through its query API.'
+
+. /usr/share/sharness/sharness.sh
+. "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+
+require_cmd curl
+require_cmd openssl
+require_cmd "${PROMETHEUS:-prometheus}" \
+	"prometheus server not installed (Debian package prometheus)"
+PROMETHEUS=${PROMETHEUS:-prometheus}
+
+if ! "$TALLYD" --describe prometheus 2>&1 | grep -q tls_cert_file; then
+	skip_all='prometheus output without TLS options'
+	test_done
+fi
+
+# cert NAME CN - a self-signed certificate NAME.crt and key NAME.key for
+# 127.0.0.1 and localhost, subject CN
+cert() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -days 2 -subj "/CN=$2" \
+		-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+		-keyout "$1.key" -out "$1.crt" 2>openssl.err ||
+	{ cat openssl.err; false; }
+}
+
+# get CA [CURL ARGS] - GET https://127.0.0.1:$port/metrics trusting CA
+get() {
+	tally_g_ca=$1
+	shift
+	curl -sS --max-time 10 --cacert "$tally_g_ca" "$@" \
+		"https://127.0.0.1:$port/metrics"
+}
+
+test_expect_success 'certificates made with openssl req' '
+	cert one tally-one &&
+	cert two tally-two &&
+	cp one.crt server.crt &&
+	cp one.key server.key
+'
+
+test_expect_success 'tls_cert_file without tls_key_file is refused' '
+	cat >half.conf <<-EOF &&
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { prom = { plugin = "prometheus"; listen = "127.0.0.1:0";
+	                     tls_cert_file = "$PWD/server.crt"; }; };
+	pipelines = { p = { from = ["self"]; to = ["prom"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c half.conf 2>err &&
+	grep "tls_cert_file set without tls_key_file: HTTPS needs both" err
+'
+
+test_expect_success 'a key that is not the certificate'"'"'s: tallyd does not start' '
+	port=$(free_port) &&
+	cat >bad.conf <<-EOF &&
+	global = { log_level = "info"; };
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { prom = { plugin = "prometheus";
+	                     listen = "127.0.0.1:$port";
+	                     tls_cert_file = "$PWD/one.crt";
+	                     tls_key_file = "$PWD/two.key"; }; };
+	pipelines = { p = { from = ["self"]; to = ["prom"]; }; };
+	EOF
+	test_must_fail timeout 20 "$TALLYD" -c bad.conf --foreground 2>err &&
+	grep "tls_key_file $PWD/two.key: cannot use it: .*key values mismatch" err
+'
+
+test_expect_success 'start tallyd serving HTTPS' '
+	port=$(free_port) &&
+	cat >tls.conf <<-EOF &&
+	global = { interval = 0.5; log_level = "info"; };
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { prom = { plugin = "prometheus";
+	                     listen = "127.0.0.1:$port";
+	                     tls_cert_file = "$PWD/server.crt";
+	                     tls_key_file = "$PWD/server.key"; }; };
+	pipelines = { p = { from = ["self"]; to = ["prom"]; }; };
+	EOF
+	start_tallyd --wait "port_listening $port" tls.conf &&
+	grep "serving /metrics on 127.0.0.1:$port (HTTPS)" tallyd.log
+'
+
+test_expect_success 'curl reads /metrics over HTTPS, trusting the certificate' '
+	wait_for "get one.crt -o page.txt 2>/dev/null && grep -q ^tally_build_info page.txt" &&
+	get one.crt -v -o /dev/null 2>curl.err &&
+	grep "subject: CN=tally-one" curl.err &&
+	grep -E "SSL connection using TLSv1.[23]" curl.err
+'
+
+test_expect_success 'gzip, keep-alive and HEAD work over TLS too' '
+	get one.crt --compressed -o gz.txt &&
+	grep -q ^tally_build_info gz.txt &&
+	get one.crt -o a.txt -o b.txt \
+		"https://127.0.0.1:$port/metrics" 2>/dev/null &&
+	grep -q ^tally_build_info b.txt &&
+	get one.crt -I >head.txt &&
+	grep -i "^content-type: text/plain; version=0.0.4" head.txt
+'
+
+test_expect_success 'plain HTTP and TLS below 1.2 get no page' '
+	test_must_fail curl -sS --max-time 5 "http://127.0.0.1:$port/metrics" \
+		-o plain.txt &&
+	! grep -q tally_build_info plain.txt &&
+	test_must_fail get one.crt --tls-max 1.1 -o old.txt &&
+	test_must_fail get two.crt -o untrusted.txt
+'
+
+test_expect_success 'a replaced certificate is served after SIGHUP' '
+	cp two.crt server.crt.new && mv server.crt.new server.crt &&
+	cp two.key server.key.new && mv server.key.new server.key &&
+	kill -HUP $TALLYD_PID &&
+	wait_for "get two.crt -o new.txt 2>/dev/null" &&
+	get two.crt -v -o /dev/null 2>curl2.err &&
+	grep "subject: CN=tally-two" curl2.err &&
+	test_must_fail get one.crt -o old.txt &&
+	grep "TLS: certificate $PWD/server.crt and key $PWD/server.key reloaded" tallyd.log
+'
+
+test_expect_success 'a broken certificate at SIGHUP: the one in use stays' '
+	echo "not a certificate" >server.crt.new && mv server.crt.new server.crt &&
+	kill -HUP $TALLYD_PID &&
+	wait_for "grep -q \"TLS: keeping the certificate loaded before\" tallyd.log" &&
+	grep "tls_cert_file $PWD/server.crt: cannot use it" tallyd.log &&
+	get two.crt -o still.txt &&
+	grep -q ^tally_build_info still.txt &&
+	kill -0 $TALLYD_PID
+'
+
+# Backgrounded inside a function (see t2002). timeout: the server never
+# outlives a test that dies badly.
+start_prometheus() {
+	timeout 300 "$PROMETHEUS" --config.file=prometheus.yml \
+		--storage.tsdb.path="$PWD/prom-data" \
+		--web.listen-address="127.0.0.1:$pport" \
+		--log.level=warn >prometheus.log 2>&1 &
+	prom_pid=$!
+}
+
+stop_prometheus() {
+	test -n "$prom_pid" || return 0
+	kill "$prom_pid" 2>/dev/null
+	wait "$prom_pid" 2>/dev/null
+	prom_pid=
+	return 0
+}
+cleanup stop_prometheus
+
+# promq EXPR - the single value of an instant query
+promq() {
+	curl -sS --max-time 10 --get --data-urlencode "query=$1" \
+		"http://127.0.0.1:$pport/api/v1/query" >q.json &&
+	"$PYTHON3" -c '
+import json, sys
+d = json.load(open("q.json"))
+r = d["data"]["result"] if d.get("status") == "success" else []
+print(r[0]["value"][1] if len(r) == 1 else "none")'
+}
+
+test_expect_success 'a real Prometheus scrapes it over TLS' '
+	pport=$(free_port) &&
+	cat >prometheus.yml <<-EOF &&
+	global:
+	  scrape_interval: 1s
+	  scrape_timeout: 1s
+	scrape_configs:
+	  - job_name: tally_tls
+	    scheme: https
+	    tls_config:
+	      ca_file: $PWD/two.crt
+	    static_configs:
+	      - targets: ["127.0.0.1:$port"]
+	EOF
+	start_prometheus &&
+	wait_for "curl -sf http://127.0.0.1:$pport/-/ready >/dev/null" 60 ||
+	{ tally_diag <prometheus.log; false; }
+'
+
+test_expect_success 'its query API has the target up and tallyd'"'"'s series' '
+	wait_for "test \"\$(promq up{job=\\\"tally_tls\\\"})\" = 1" 30 &&
+	wait_for "test \"\$(promq tally_build_info{job=\\\"tally_tls\\\"})\" = 1" 30 &&
+	curl -sS "http://127.0.0.1:$pport/api/v1/targets" >targets.json &&
+	"$PYTHON3" -c "
+import json
+t = json.load(open(\"targets.json\"))[\"data\"][\"activeTargets\"]
+assert len(t) == 1 and t[0][\"health\"] == \"up\", t
+assert t[0][\"scrapeUrl\"].startswith(\"https://\"), t
+assert t[0][\"lastError\"] == \"\", t
+"
+'
+
+test_done

@@ -9,6 +9,13 @@
 #		a config: the self input (every 0.5 s) into the prometheus
 #		output "limited" on 127.0.0.1:$port, with the OPTIONs given
 #		('max_connections = 5;')
+#	start_prometheus / stop_prometheus
+#		a Prometheus server (prometheus.yml of the trash directory,
+#		data in prom-data) on 127.0.0.1:$pport, in the background
+#		(pid in prom_pid), stopped when the test ends
+#	promq_one EXPR
+#		the single value of an instant query to it, "none" when the
+#		result is not one value
 #	clients MODE N SECONDS OUT [ARG]
 #		t2-prom-clients.py MODE against $port in the background (pid
 #		in clients_pid, killed when the test ends, whatever its
@@ -38,4 +45,33 @@ clients() {
 		"$2" "$3" "$4" $5 &
 	clients_pid=$!
 	test_when_finished "kill $clients_pid 2>/dev/null || :"
+}
+
+# Backgrounded inside a function: "a && b &" would put the whole list,
+# variable assignments too, in a subshell. timeout: the server never
+# outlives a test that dies badly.
+start_prometheus() {
+	timeout 300 "$PROMETHEUS" --config.file=prometheus.yml \
+		--storage.tsdb.path="$PWD/prom-data" \
+		--web.listen-address="127.0.0.1:$pport" \
+		--log.level=warn >prometheus.log 2>&1 &
+	prom_pid=$!
+}
+
+stop_prometheus() {
+	test -n "$prom_pid" || return 0
+	kill "$prom_pid" 2>/dev/null
+	wait "$prom_pid" 2>/dev/null
+	prom_pid=
+	return 0
+}
+
+promq_one() {
+	curl -sS --max-time 10 --get --data-urlencode "query=$1" \
+		"http://127.0.0.1:$pport/api/v1/query" >q.json &&
+	"$PYTHON3" -c '
+import json
+d = json.load(open("q.json"))
+r = d["data"]["result"] if d.get("status") == "success" else []
+print(r[0]["value"][1] if len(r) == 1 else "none")'
 }

@@ -10,6 +10,7 @@ what the spangen input documents for its reads.'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t2-lib.sh"
 
 require_cmd curl
 require_cmd "${PROMETHEUS:-prometheus}" \
@@ -56,24 +57,6 @@ last_reads_in() {
 		7.5 2>/dev/null
 }
 
-# Backgrounded inside a function: "a && b &" would put the whole list,
-# variable assignments too, in a subshell. timeout: the server never
-# outlives a test that dies badly.
-start_prometheus() {
-	timeout 300 "$PROMETHEUS" --config.file=prometheus.yml \
-		--storage.tsdb.path="$PWD/prom-data" \
-		--web.listen-address="127.0.0.1:$pport" \
-		--log.level=warn >prometheus.log 2>&1 &
-	prom_pid=$!
-}
-
-stop_prometheus() {
-	test -n "$prom_pid" || return 0
-	kill "$prom_pid" 2>/dev/null
-	wait "$prom_pid" 2>/dev/null
-	prom_pid=
-	return 0
-}
 cleanup stop_prometheus
 
 test_expect_success 'start tallyd with two prometheus outputs' '

@@ -12,6 +12,7 @@ with basic auth, read back through its query API.'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t2-lib.sh"
 
 require_cmd curl
 require_cmd openssl
@@ -151,35 +152,7 @@ test_expect_success 'no password is ever logged' '
 	! grep -F -e "$alice" -e "$bob" "$TALLYD_LOG"
 '
 
-# Backgrounded inside a function (see t2002). timeout: the server never
-# outlives a test that dies badly.
-start_prometheus() {
-	timeout 300 "$PROMETHEUS" --config.file=prometheus.yml \
-		--storage.tsdb.path="$PWD/prom-data" \
-		--web.listen-address="127.0.0.1:$pport" \
-		--log.level=warn >prometheus.log 2>&1 &
-	prom_pid=$!
-}
-
-stop_prometheus() {
-	test -n "$prom_pid" || return 0
-	kill "$prom_pid" 2>/dev/null
-	wait "$prom_pid" 2>/dev/null
-	prom_pid=
-	return 0
-}
 cleanup stop_prometheus
-
-# promq EXPR - the single value of an instant query ("none" if not one)
-promq() {
-	curl -sS --max-time 10 --get --data-urlencode "query=$1" \
-		"http://127.0.0.1:$pport/api/v1/query" >q.json &&
-	"$PYTHON3" -c '
-import json
-d = json.load(open("q.json"))
-r = d["data"]["result"] if d.get("status") == "success" else []
-print(r[0]["value"][1] if len(r) == 1 else "none")'
-}
 
 test_expect_success 'a real Prometheus scrapes it over TLS with basic auth' '
 	pport=$(free_port) &&
@@ -214,9 +187,9 @@ test_expect_success 'a real Prometheus scrapes it over TLS with basic auth' '
 '
 
 test_expect_success 'the query API: the right job is up with the series, the wrong one down (401)' '
-	wait_for "test \"\$(promq up{job=\\\"tally_auth\\\"})\" = 1" 30 &&
-	wait_for "test \"\$(promq tally_build_info{job=\\\"tally_auth\\\"})\" = 1" 30 &&
-	wait_for "test \"\$(promq up{job=\\\"tally_wrong\\\"})\" = 0" 30 &&
+	wait_for "test \"\$(promq_one up{job=\\\"tally_auth\\\"})\" = 1" 30 &&
+	wait_for "test \"\$(promq_one tally_build_info{job=\\\"tally_auth\\\"})\" = 1" 30 &&
+	wait_for "test \"\$(promq_one up{job=\\\"tally_wrong\\\"})\" = 0" 30 &&
 	curl -sS "http://127.0.0.1:$pport/api/v1/targets" >targets.json &&
 	"$PYTHON3" -c "
 import json

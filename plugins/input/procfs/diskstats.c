@@ -107,18 +107,15 @@ static void procfs_udev_value(const char *text, const char *key, char *out,
 	size_t klen = strlen(key);
 
 	out[0] = '\0';
-	for (const char *line = text; line && *line;) {
-		const char *nl = strchr(line, '\n');
-
+	procfs_for_each_line(line, nl, text) {
 		if (!strncmp(line, "E:", 2) && !strncmp(line + 2, key, klen) &&
 		    line[2 + klen] == '=') {
 			const char *v = line + 3 + klen;
-			size_t n = nl ? (size_t)(nl - v) : strlen(v);
+			size_t n = (size_t)(nl - v);
 
 			snprintf(out, size, "%.*s", (int)n, v);
 			return;
 		}
-		line = nl ? nl + 1 : NULL;
 	}
 }
 
@@ -316,20 +313,19 @@ int procfs_read_diskstats(struct tally_instance *inst, struct procfs *p,
 
 	if (!text)
 		return 0;
-	for (const char *line = text; *line;) {
-		const char *nl = strchr(line, '\n');
+	procfs_for_each_line(line, nl, text) {
 		struct procfs_disk_row r;
 		struct procfs_disk *d;
 
 		if (procfs_parse_diskstats(line, &r) < 0) {
 			procfs_malformed(inst, p, "diskstats", line);
-			goto next;
+			continue;
 		}
 		d = procfs_disk_at(p, i++, &r);
 		if (!d)
 			return -1;
 		if (d->skip)
-			goto next;
+			continue;
 		for (unsigned f = 0; f < r.n; f++) {
 			const struct procfs_disk_metric *m =
 				&procfs_disk_metrics[f];
@@ -363,10 +359,6 @@ int procfs_read_diskstats(struct tally_instance *inst, struct procfs *p,
 						   procfs_disk_ata[a].help,
 						   d->labels, d->ata[a], ts) < 0)
 				return -1;
-	next:
-		if (!nl)
-			break;
-		line = nl + 1;
 	}
 	return 0;
 }

@@ -208,9 +208,8 @@ static int procfs_mounts_refresh(struct tally_instance *inst,
 	bool changed = false;
 	size_t i = 0;
 
-	for (const char *line = text; *line;) {
-		const char *nl = strchr(line, '\n');
-		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+	procfs_for_each_line(line, nl, text) {
+		size_t len = (size_t)(nl - line);
 
 		struct procfs_mount *v = procfs_grow(p->mounts, &p->nmounts, i,
 						     sizeof(*p->mounts));
@@ -225,9 +224,6 @@ static int procfs_mounts_refresh(struct tally_instance *inst,
 				return -1;
 		}
 		i++;
-		if (!nl)
-			break;
-		line = nl + 1;
 	}
 	while (p->nmounts > i) {
 		procfs_mount_clear(&p->mounts[--p->nmounts]);

@@ -248,8 +248,7 @@ int procfs_read_vmstat(struct tally_instance *inst, struct procfs *p,
 
 	if (!text)
 		return 0;
-	for (const char *line = text; *line;) {
-		const char *nl = strchr(line, '\n');
+	procfs_for_each_line(line, nl, text) {
 		char key[PROCFS_KEY_MAX];
 		struct procfs_kv *e;
 		const char *k;
@@ -258,7 +257,7 @@ int procfs_read_vmstat(struct tally_instance *inst, struct procfs *p,
 
 		if (procfs_parse_kv(line, &k, &len, &v) < 0) {
 			procfs_malformed(inst, p, "vmstat", line);
-			goto next;
+			continue;
 		}
 		memcpy(key, k, len);
 		key[len] = '\0';
@@ -271,10 +270,6 @@ int procfs_read_vmstat(struct tally_instance *inst, struct procfs *p,
 						      e->help, p->empty, v,
 						      ts) < 0)
 			return -1;
-	next:
-		if (!nl)
-			break;
-		line = nl + 1;
 	}
 	return 0;
 }
@@ -367,25 +362,20 @@ static int procfs_read_snmp6(struct tally_instance *inst, struct procfs *p,
 
 	if (!text)
 		return 0;
-	for (const char *line = text; *line;) {
-		const char *nl = strchr(line, '\n');
+	procfs_for_each_line(line, nl, text) {
 		const char *k;
 		size_t len, plen;
 		double v;
 
 		if (procfs_parse_kv(line, &k, &len, &v) < 0) {
 			procfs_malformed(inst, p, "net/snmp6", line);
-			goto next;
+			continue;
 		}
 		plen = procfs_snmp6_split(k, len);
 		if (plen && procfs_netstat_emit(p, &p->snmp6_kv, i++, k, plen,
 						k + plen, len - plen, v, b,
 						ts) < 0)
 			return -1;
-	next:
-		if (!nl)
-			break;
-		line = nl + 1;
 	}
 	return 0;
 }
@@ -472,8 +462,7 @@ static int procfs_read_sockfile(struct tally_instance *inst, struct procfs *p,
 
 	if (!text)
 		return 0;
-	for (const char *line = text; *line;) {
-		const char *nl = strchr(line, '\n');
+	procfs_for_each_line(line, nl, text) {
 		struct procfs_sock c;
 		const char *key;
 		size_t len;
@@ -482,7 +471,7 @@ static int procfs_read_sockfile(struct tally_instance *inst, struct procfs *p,
 
 		if (procfs_sock_start(line, &c) < 0) {
 			procfs_malformed(inst, p, p->files[id].rel, line);
-			goto next;
+			continue;
 		}
 		/* check the whole line first: a bad line exports nothing */
 		{
@@ -493,7 +482,7 @@ static int procfs_read_sockfile(struct tally_instance *inst, struct procfs *p,
 			if (r < 0) {
 				procfs_malformed(inst, p, p->files[id].rel,
 						 line);
-				goto next;
+				continue;
 			}
 		}
 		while ((r = procfs_sock_next(&c, &key, &len, &v)) > 0) {
@@ -517,10 +506,6 @@ static int procfs_read_sockfile(struct tally_instance *inst, struct procfs *p,
 					     v * p->pagesize, b, ts) < 0)
 				return -1;
 		}
-	next:
-		if (!nl)
-			break;
-		line = nl + 1;
 	}
 	return 0;
 }

@@ -362,13 +362,9 @@ struct procfs_psi {
  */
 static int procfs_parse_psi(const char *text, struct procfs_psi *r)
 {
-	const char *line = text;
-
 	r->has_some = r->has_full = false;
 	r->some = r->full = 0;
-	while (*line) {
-		const char *nl = strchr(line, '\n');
-		const char *end = nl ? nl : line + strlen(line);
+	procfs_for_each_line(line, end, text) {
 		bool some = strncmp(line, "some ", 5) == 0;
 		bool full = strncmp(line, "full ", 5) == 0;
 
@@ -391,7 +387,6 @@ static int procfs_parse_psi(const char *text, struct procfs_psi *r)
 				r->full = v;
 			}
 		}
-		line = nl ? nl + 1 : end;
 	}
 	return 0;
 }
@@ -609,8 +604,7 @@ static int procfs_read_stat(struct tally_instance *inst, struct procfs *p,
 
 	if (!text)
 		return 0;
-	for (const char *line = text; *line;) {
-		const char *nl = strchr(line, '\n');
+	procfs_for_each_line(line, nl, text) {
 
 		if (line[0] == 'c' && line[1] == 'p' && line[2] == 'u' &&
 		    line[3] >= '0' && line[3] <= '9') {
@@ -642,9 +636,6 @@ static int procfs_read_stat(struct tally_instance *inst, struct procfs *p,
 				break;
 			}
 		}
-		if (!nl)
-			break;
-		line = nl + 1;
 	}
 	return 0;
 }
@@ -710,15 +701,14 @@ static int procfs_read_meminfo(struct tally_instance *inst, struct procfs *p,
 
 	if (!text)
 		return 0;
-	for (const char *line = text; *line;) {
-		const char *nl = strchr(line, '\n');
+	procfs_for_each_line(line, nl, text) {
 		struct procfs_mem_row r;
 		struct procfs_mem *e;
 		double v;
 
 		if (procfs_parse_meminfo(line, &r) < 0) {
 			procfs_malformed(inst, p, "meminfo", line);
-			goto next;
+			continue;
 		}
 		e = i < p->nmem ? &p->mem[i] : NULL;
 		if (!e || e->key_len != r.key_len || e->kb != r.kb ||
@@ -727,7 +717,7 @@ static int procfs_read_meminfo(struct tally_instance *inst, struct procfs *p,
 				if (errno == ENOMEM)
 					return -1;
 				procfs_malformed(inst, p, "meminfo", line);
-				goto next;
+				continue;
 			}
 			e = &p->mem[i];
 		}
@@ -736,10 +726,6 @@ static int procfs_read_meminfo(struct tally_instance *inst, struct procfs *p,
 		if (tally_batch_add_metric(b, TALLY_GAUGE, e->name, e->help,
 					   p->empty, v, ts) < 0)
 			return -1;
-	next:
-		if (!nl)
-			break;
-		line = nl + 1;
 	}
 	return 0;
 }

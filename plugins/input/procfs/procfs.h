@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <tally/io.h>
@@ -187,6 +188,20 @@ struct procfs {
 	size_t nclocksources;
 	char cs_text[512];	/* the clocksource files they are built from */
 };
+
+/**
+ * procfs_for_each_line() - walk the lines of a NUL-terminated text
+ * @line: the name of a `const char *` loop variable: the line's start
+ * @eol:  the name of a `const char *` loop variable: its '\n', or the
+ *        text's terminating NUL on a last line without one
+ * @text: the text; an empty text has no lines, nor has the empty rest
+ *        after a final '\n'
+ *
+ * `continue` goes on with the next line. The text is not modified.
+ */
+#define procfs_for_each_line(line, eol, text)                              \
+	for (const char *line = (text), *eol = strchrnul(line, '\n'); *line; \
+	     line = *eol ? eol + 1 : eol, eol = strchrnul(line, '\n'))
 
 /* procfs.c */
 const char *procfs_blank(const char *s);

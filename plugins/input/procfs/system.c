@@ -108,17 +108,16 @@ static int procfs_parse_os_release(const char *text,
 
 	for (size_t k = 0; k < PROCFS_OS_NKEYS; k++)
 		vals[k][0] = '\0';
-	for (const char *line = text; *line;) {
-		const char *nl = strchr(line, '\n');
-		const char *end = nl ? nl : line + strlen(line);
+	procfs_for_each_line(line, nl, text) {
+		const char *end = nl;
 		const char *s = procfs_blank(line);
 		const char *eq = memchr(s, '=', (size_t)(end - s));
 
 		if (s == end || *s == '#')
-			goto next;
+			continue;
 		if (!eq) {
 			bad++;
-			goto next;
+			continue;
 		}
 		for (size_t k = 0; k < PROCFS_OS_NKEYS; k++) {
 			size_t klen = strlen(procfs_os_keys[k]);
@@ -133,10 +132,6 @@ static int procfs_parse_os_release(const char *text,
 			}
 			break;
 		}
-	next:
-		if (!nl)
-			break;
-		line = nl + 1;
 	}
 	return bad;
 }

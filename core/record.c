@@ -450,6 +450,35 @@ out_unref:
 	return NULL;
 }
 
+bool *tally_keep_reserve(struct tally_keep *k, size_t n)
+{
+	size_t cap = k->cap ? k->cap : 256;
+	bool *f;
+
+	if (k->flags && n <= k->cap)
+		return k->flags;
+	while (cap < n) {
+		if (cap > SIZE_MAX / 2 / sizeof(*f)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		cap *= 2;
+	}
+	f = realloc(k->flags, cap * sizeof(*f));
+	if (!f)
+		return NULL;
+	k->flags = f;
+	k->cap = cap;
+	return f;
+}
+
+void tally_keep_free(struct tally_keep *k)
+{
+	free(k->flags);
+	k->flags = NULL;
+	k->cap = 0;
+}
+
 /* Append a metric record with name, help and labels set; NULL/errno. */
 static struct tally_record *batch_add_common(struct tally_batch *b,
 					     enum tally_metric_type type,

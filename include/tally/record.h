@@ -566,6 +566,32 @@ struct tally_batch *tally_batch_select(struct tally_batch *src,
 				       const bool *keep);
 
 /**
+ * struct tally_keep - a filter's reusable keep flags for tally_batch_select()
+ * @flags: @cap flags, owned; NULL before the first tally_keep_reserve()
+ * @cap:   how many @flags holds
+ *
+ * Zero-initialized it is empty; a filter keeps one in its state, reserves
+ * room for each batch and frees it with the state. Not thread-safe: one
+ * per filter instance (the loop thread).
+ */
+struct tally_keep {
+	bool *flags;
+	size_t cap;
+};
+
+/**
+ * tally_keep_reserve() - room for @n flags in @k
+ *
+ * Grows by doubling (from 256), so a steady batch size allocates once.
+ * The flags' values are unspecified: the caller sets the first @n.
+ * Return: @k->flags, or NULL with errno = ENOMEM (@k unchanged).
+ */
+bool *tally_keep_reserve(struct tally_keep *k, size_t n);
+
+/** tally_keep_free() - free @k's flags; @k is empty again. */
+void tally_keep_free(struct tally_keep *k);
+
+/**
  * tally_batch_forms() - the sample forms present in a batch
  *
  * Return: a set of TALLY_FORM_BIT() bits, TALLY_FORM_BIT(

@@ -31,8 +31,7 @@ struct rate_limit {
 	struct tally_instance *inst;
 	struct rl_state *st;
 	struct rl_counters shown; /* counters already published */
-	bool *keep;		  /* per record of the batch being decided */
-	size_t keep_cap;
+	struct tally_keep keep;	  /* per record of the batch being decided */
 };
 
 static const char *const rate_limit_keys[] = { "process", "trace", "input",
@@ -109,22 +108,6 @@ static void rate_limit_publish(struct tally_instance *inst,
 	*p = *k;
 }
 
-/* Room for @n keep flags. Return: the flags, or NULL (ENOMEM). */
-static bool *rate_limit_keep(struct rate_limit *r, size_t n)
-{
-	size_t cap = r->keep_cap ? r->keep_cap : 256;
-	bool *k;
-
-	while (cap < n)
-		cap *= 2;
-	k = realloc(r->keep, cap * sizeof(*k));
-	if (!k)
-		return NULL;
-	r->keep = k;
-	r->keep_cap = cap;
-	return k;
-}
-
 static struct tally_batch *rate_limit_process(struct tally_instance *inst,
 					      void *state,
 					      struct tally_batch *in)
@@ -140,12 +123,12 @@ static struct tally_batch *rate_limit_process(struct tally_instance *inst,
 	 * state dropped must not be passed after all (its end would be
 	 * dropped without it).
 	 */
-	if (n > r->keep_cap && !rate_limit_keep(r, n)) {
+	if (!tally_keep_reserve(&r->keep, n)) {
 		tally_count_event(inst, "nomem_passed", n);
 		return tally_batch_ref(in);
 	}
 	dropped = rl_state_records(r->st, tally_batch_records(in), n, input,
-				   now, r->keep);
+				   now, r->keep.flags);
 	if (memcmp(rl_state_counters(r->st), &r->shown, sizeof(r->shown)))
 		rate_limit_publish(inst, r);
 	if (!dropped)
@@ -154,7 +137,7 @@ static struct tally_batch *rate_limit_process(struct tally_instance *inst,
 		errno = 0; /* dropped on purpose, counted */
 		return NULL;
 	}
-	out = tally_batch_select(in, r->keep);
+	out = tally_batch_select(in, r->keep.flags);
 	if (!out) {
 		/* the drops are counted; pass the batch rather than lose it */
 		tally_count_event(inst, "nomem_passed", dropped);
@@ -226,7 +209,7 @@ static void rate_limit_fini(struct tally_instance *inst, void *state)
 
 	(void)inst;
 	rl_state_free(r->st); /* reports what is still unreported */
-	free(r->keep);
+	tally_keep_free(&r->keep);
 }
 
 static const struct tally_option rate_limit_options[] = {

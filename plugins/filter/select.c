@@ -33,8 +33,7 @@ struct select {
 
 	struct sel_rules *rules;
 	bool rewrites;
-	bool *keep; /* per record of the batch being decided */
-	size_t keep_cap;
+	struct tally_keep keep; /* per record of the batch being decided */
 };
 
 static struct sel_rules *select_rules(struct tally_instance *inst,
@@ -93,7 +92,7 @@ static struct tally_batch *select_rewrite(struct select *s,
 		struct tally_labels *ls;
 		const char *name;
 
-		if (!s->keep[i])
+		if (!s->keep.flags[i])
 			continue;
 		r = tally_batch_append_from(out, in, i);
 		if (!r)
@@ -125,20 +124,13 @@ static struct tally_batch *select_process(struct tally_instance *inst,
 	size_t n = tally_batch_count(in), dropped = 0;
 	struct tally_batch *out;
 
-	if (n > s->keep_cap) {
-		bool *k = realloc(s->keep, n * sizeof(*k));
-
-		if (!k) {
-			tally_count_drop(inst, "nomem", n);
-			errno = ENOMEM;
-			return NULL;
-		}
-		s->keep = k;
-		s->keep_cap = n;
+	if (!tally_keep_reserve(&s->keep, n)) {
+		tally_count_drop(inst, "nomem", n);
+		return NULL;
 	}
 	for (size_t i = 0; i < n; i++) {
-		s->keep[i] = sel_rules_keep(s->rules, &recs[i]);
-		dropped += !s->keep[i];
+		s->keep.flags[i] = sel_rules_keep(s->rules, &recs[i]);
+		dropped += !s->keep.flags[i];
 	}
 	if (dropped)
 		tally_count_event(inst, "filtered_out", dropped);
@@ -151,7 +143,7 @@ static struct tally_batch *select_process(struct tally_instance *inst,
 	else if (!dropped)
 		return tally_batch_ref(in);
 	else
-		out = tally_batch_select(in, s->keep);
+		out = tally_batch_select(in, s->keep.flags);
 	if (!out)
 		tally_count_drop(inst, "nomem", n - dropped);
 	return out;
@@ -163,7 +155,7 @@ static void select_fini(struct tally_instance *inst, void *state)
 
 	(void)inst;
 	sel_rules_free(s->rules);
-	free(s->keep);
+	tally_keep_free(&s->keep);
 }
 
 static const struct tally_option select_options[] = {

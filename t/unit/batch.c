@@ -314,6 +314,31 @@ static void test_flag_names(void)
 	ok(tally_span_flag_name(0x3) == NULL, "two bits: NULL");
 }
 
+/* A filter's keep flags: grown by doubling, kept across batches. */
+static void test_keep(void)
+{
+	struct tally_keep k = { 0 };
+	bool *f;
+
+	f = tally_keep_reserve(&k, 0);
+	ok(f != NULL && k.cap == 256, "an empty reserve allocates 256 flags");
+	ok(tally_keep_reserve(&k, 256) == f, "256 fit: the same flags");
+	f = tally_keep_reserve(&k, 257);
+	ok(f != NULL && k.cap == 512, "257: doubled to 512");
+	f[511] = true;
+	ok(tally_keep_reserve(&k, 3) == f && k.cap == 512,
+	   "a smaller batch keeps the room");
+	ok(tally_keep_reserve(&k, 5000) != NULL && k.cap == 8192,
+	   "5000: doubled to 8192");
+	errno = 0;
+	f = k.flags;
+	ok(tally_keep_reserve(&k, SIZE_MAX) == NULL && errno == ENOMEM &&
+		   k.flags == f && k.cap == 8192,
+	   "SIZE_MAX: ENOMEM, the flags unchanged");
+	tally_keep_free(&k);
+	ok(k.flags == NULL && k.cap == 0, "freed: empty again");
+}
+
 int main(void)
 {
 	struct tally_bucket bk[] = { { 0.1, 2 }, { 1, 5 } };
@@ -327,6 +352,7 @@ int main(void)
 
 	plan(NO_PLAN);
 	test_flag_names();
+	test_keep();
 
 	b = tally_batch_new();
 	ok(b != NULL, "new batch");

@@ -90,6 +90,32 @@ test_expect_success 'administratively down: carrier has no value (EINVAL), up is
 	grep -qxF "counter node_network_transmit_bytes_total{device=\"v0\"} 300" t2
 '
 
+# ticks - how many ticks of net out.txt holds
+ticks() {
+	awk 'index($0, "net: ") == 1 && $NF != t { n++; t = $NF }
+		END { print n + 0 }' out.txt
+}
+
+test_expect_success 'a read that had no value is not repeated every tick' '
+	strace -f -y -Z -e trace=pread64 -o preads -p $TALLYD_PID \
+		2>strace.err &
+	sp=$! &&
+	wait_for "grep -q attached strace.err" &&
+	n0=$(ticks) &&
+	wait_for "test \$(ticks) -ge $((n0 + 5))" &&
+	kill $sp && wait $sp;
+	grep EINVAL preads | sed -n "s/.*pread64([0-9]*<\([^>]*\)>.*/\1/p" |
+		sort | uniq -c | sort -rn >failed &&
+	tally_diag "reads that failed (EINVAL) in 5 ticks: $(cat failed)" &&
+	! awk "\$1 > 1" failed | grep .
+'
+
+test_expect_success 'up again: carrier and speed are read again' '
+	in_ns ip link set v0 up &&
+	wait_for "has net \"gauge node_network_carrier{device=\\\"v0\\\"} 1\"" &&
+	wait_for "has net \"gauge node_network_speed_bytes{device=\\\"v0\\\"} 1250000000\""
+'
+
 test_expect_success 'deleted and re-created at once: new counters, attributes reopened' '
 	in_ns sh -c "ip link del v0 &&
 		ip link add v0 mtu 9000 type veth peer name v1 &&

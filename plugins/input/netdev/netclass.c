@@ -10,8 +10,11 @@
  * the same name) closes them all and they are reopened on the next tick.
  *
  * Some attributes have no value in some states and fail with EINVAL
- * (speed, duplex and carrier of a link that is down): that metric is
- * skipped for the tick, as node_exporter does. A speed of -1 (unknown,
+ * (speed, duplex and carrier of a link that is down, speed and duplex of
+ * lo and of virtual devices): that metric is skipped, as node_exporter
+ * does, and the attribute is not read again until operstate or flags
+ * change (or NETDEV_INVAL_RETRY ticks pass), so that a tick repeats no
+ * failed read. A speed of -1 (unknown,
  * virtual devices) is skipped too, as node_exporter does with
  * --collector.netclass.ignore-invalid-speed, its announced 2.x default.
  */
@@ -49,6 +52,8 @@ void netdev_class_close(struct netdev_if *ifc)
 		ifc->fd[a] = NETDEV_FD_CLOSED;
 	}
 	ifc->sys = false;
+	ifc->inval = 0;
+	ifc->state[0] = '\0';
 }
 
 /* A name that cannot leave /sys/class/net (the kernel forbids these). */
@@ -155,6 +160,32 @@ static int netdev_class_info(struct netdev_if *ifc,
 	return 0;
 }
 
+/* Operstate and flags first: a change of either retries failed reads. */
+static const int netdev_read_order[NETDEV_NATTRS] = {
+	NETDEV_OPERSTATE, NETDEV_FLAGS,	    NETDEV_CARRIER,
+	NETDEV_MTU,	  NETDEV_SPEED,	    NETDEV_DUPLEX,
+	NETDEV_ADDRESS,	  NETDEV_BROADCAST, NETDEV_IFALIAS,
+};
+
+/*
+ * With operstate and flags of this tick in @val: forget which attributes
+ * had no value when either changed, or after NETDEV_INVAL_RETRY ticks.
+ */
+static void netdev_class_state(struct netdev_if *ifc,
+			       char val[NETDEV_NATTRS][NETDEV_ATTR_MAX])
+{
+	char state[sizeof(ifc->state)];
+
+	snprintf(state, sizeof(state), "%.20s/%.20s", val[NETDEV_OPERSTATE],
+		 val[NETDEV_FLAGS]);
+	if (strcmp(state, ifc->state) != 0 ||
+	    ++ifc->inval_ticks >= NETDEV_INVAL_RETRY) {
+		memcpy(ifc->state, state, sizeof(state));
+		ifc->inval = 0;
+		ifc->inval_ticks = 0;
+	}
+}
+
 static int netdev_gauge(struct tally_batch *b, const char *name,
 			const char *help, struct netdev_if *ifc, double v,
 			int64_t ts)
@@ -183,10 +214,14 @@ int netdev_class_read(struct tally_instance *inst, struct netdev *nd,
 		if (!ifc->sys)
 			return 0;
 	}
-	for (int a = 0; a < NETDEV_NATTRS; a++) {
+	for (int i = 0; i < NETDEV_NATTRS; i++) {
+		int a = netdev_read_order[i];
+
 		val[a][0] = '\0';
 		have[a] = false;
-		if (ifc->fd[a] < 0)
+		if (i == 2)
+			netdev_class_state(ifc, val);
+		if (ifc->fd[a] < 0 || (ifc->inval & (1u << a)))
 			continue;
 		if (netdev_pread_small(ifc->fd[a], val[a], NETDEV_ATTR_MAX) <
 		    0) {
@@ -196,7 +231,9 @@ int netdev_class_read(struct tally_instance *inst, struct netdev *nd,
 				netdev_class_close(ifc);
 				return 0;
 			}
-			val[a][0] = '\0'; /* EINVAL: no value in this state */
+			if (errno == EINVAL) /* no value in this state */
+				ifc->inval |= 1u << a;
+			val[a][0] = '\0';
 			continue;
 		}
 		have[a] = true;

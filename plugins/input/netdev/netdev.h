@@ -86,6 +86,13 @@ enum netdev_attr {
  * @sys:      sysfs attributes opened (false: not yet, or retry)
  * @nosys:    /sys/class/net/<dev> does not exist (another namespace's
  *            sysfs, or a fixture without one): no attribute metrics
+ * @inval:    bit (1 << enum netdev_attr) set for each attribute whose read
+ *            failed with EINVAL: no value in the link's present state
+ *            (speed and duplex of lo, of virtual devices, of a link without
+ *            carrier); not read again until @state changes or
+ *            NETDEV_INVAL_RETRY ticks have passed
+ * @inval_ticks: ticks since @inval was last cleared
+ * @state:    "operstate/flags" when @inval was last cleared (cut to fit)
  */
 struct netdev_if {
 	char name[NETDEV_NAME_MAX];
@@ -99,7 +106,13 @@ struct netdev_if {
 	int fd[NETDEV_NATTRS];
 	bool sys;
 	bool nosys;
+	uint16_t inval;
+	uint16_t inval_ticks;
+	char state[48];
 };
+
+/* Ticks after which attributes that failed with EINVAL are tried again. */
+#define NETDEV_INVAL_RETRY 60
 
 struct netdev_ib_dev;
 

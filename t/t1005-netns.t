@@ -96,7 +96,8 @@ ticks() {
 		END { print n + 0 }' out.txt
 }
 
-test_expect_success 'a read that had no value is not repeated every tick' '
+command -v strace >/dev/null && test_set_prereq STRACE
+test_expect_success STRACE 'a read that had no value is not repeated every tick' '
 	strace -f -y -Z -e trace=pread64 -o preads -p $TALLYD_PID \
 		2>strace.err &
 	sp=$! &&

@@ -376,6 +376,7 @@ struct tally_instance {
 	size_t pos;
 	bool in_op; /* in process or tick: tally_emit() is EBUSY */
 	bool last_tick; /* the tick running is the filter's last */
+	bool hands_off; /* retired by a reload, with a successor to adopt */
 
 	/* outputs */
 	struct tally_outq q;

@@ -408,6 +408,19 @@ static void handoff_take(struct handovers *h, struct tally_instance *in,
 	h->in[h->nin++] = (struct handoff){ label, in->plugin, p };
 }
 
+/*
+ * Halt @in (a filter's last tick) and let it hand its state over: a
+ * filter that hands off knows it in that tick (tally_tick_hands_off()).
+ */
+static void handoff_retire(struct handovers *h, struct tally_instance *in,
+			   bool next)
+{
+	in->hands_off = next && handoff_ops_of(in->plugin).handoff;
+	tally_inst_halt(in);
+	in->hands_off = false;
+	handoff_take(h, in, next);
+}
+
 /* Give new instance @in what its predecessor handed over, if anything. */
 static void handoff_give(struct handovers *h, struct tally_instance *in)
 {
@@ -458,8 +471,7 @@ static void graph_retire(struct tally_core *core, const struct graph *g,
 
 			if ((int)inst->plugin->kind != kind || inst->kept_as)
 				continue;
-			tally_inst_halt(inst);
-			handoff_take(h, inst, graph_has_successor(g, inst));
+			handoff_retire(h, inst, graph_has_successor(g, inst));
 		}
 	}
 	for (int kind = TALLY_KIND_INPUT; kind <= TALLY_KIND_OUTPUT; kind++) {
@@ -578,9 +590,8 @@ out_undo:
 	for (size_t i = 0; i < g.ninsts; i++) {
 		if (g.insts[i]->kept_as)
 			continue;
-		tally_inst_halt(g.insts[i]);
 		/* what it took over goes on to the next apply */
-		handoff_take(h, g.insts[i], true);
+		handoff_retire(h, g.insts[i], true);
 	}
 	for (size_t i = 0; i < g.npipes; i++) {
 		struct tally_pipeline *p = &g.pipes[i];

@@ -33,6 +33,11 @@ bool tally_tick_is_last(const struct tally_instance *inst)
 	return inst->last_tick;
 }
 
+bool tally_tick_hands_off(const struct tally_instance *inst)
+{
+	return inst->last_tick && inst->hands_off;
+}
+
 double tally_instance_interval(const struct tally_instance *inst)
 {
 	return inst->interval;

@@ -318,6 +318,18 @@ double tally_instance_interval(const struct tally_instance *inst);
 bool tally_tick_is_last(const struct tally_instance *inst);
 
 /**
+ * tally_tick_hands_off() - whether a filter's last tick precedes a handoff
+ *
+ * For a filter's tick op: true in the last tick (tally_tick_is_last())
+ * when a reload retires the instance in favour of a successor that will
+ * be offered what its handoff op returns. What the tick would flush may
+ * then go to the successor instead (aggregate keeps its open interval);
+ * false at shutdown, --once and when the reload leaves no successor.
+ * Loop thread only.
+ */
+bool tally_tick_hands_off(const struct tally_instance *inst);
+
+/**
  * tally_instance_base() - the event loop
  * Return: the libevent base; use it only from the loop thread.
  */

@@ -80,11 +80,14 @@ static int aggregate_check(struct tally_instance *inst, void *state)
 	return 0;
 }
 
-static int aggregate_init(struct tally_instance *inst, void *state)
+/*
+ * The state's options of @a's: *@qs, the quantiles, is for the caller to
+ * free. Return: 0, -1 with errno set (logged).
+ */
+static int aggregate_opts(struct tally_instance *inst, struct aggregate *a,
+			  struct agg_opts *o, double **qs)
 {
-	struct aggregate *a = state;
-	double *qs = NULL;
-	struct agg_opts o = {
+	*o = (struct agg_opts){
 		.nquantiles = a->percentiles.n,
 		.buckets = a->buckets.v,
 		.nbuckets = a->buckets.n,
@@ -98,27 +101,40 @@ static int aggregate_init(struct tally_instance *inst, void *state)
 		.zero_seed = a->zero_seed,
 		.prefix = a->prefix,
 	};
-
-	a->inst = inst;
-	if (aggregate_dim_bits(inst, a, &o.dimensions) < 0)
+	*qs = NULL;
+	if (aggregate_dim_bits(inst, a, &o->dimensions) < 0)
 		return -1;
 	if (a->percentiles.n) {
-		qs = malloc(a->percentiles.n * sizeof(*qs));
-		if (!qs)
-			goto out_err;
+		*qs = malloc(a->percentiles.n * sizeof(**qs));
+		if (!*qs) {
+			tally_log(inst, LOG_ERR, "cannot set up: %s",
+				  strerror(errno));
+			return -1;
+		}
 		/* percentiles in the option, quantiles in the records */
 		for (size_t i = 0; i < a->percentiles.n; i++)
-			qs[i] = a->percentiles.v[i] / 100;
+			(*qs)[i] = a->percentiles.v[i] / 100;
 	}
-	o.quantiles = qs;
+	o->quantiles = *qs;
+	return 0;
+}
+
+static int aggregate_init(struct tally_instance *inst, void *state)
+{
+	struct aggregate *a = state;
+	struct agg_opts o;
+	double *qs;
+
+	a->inst = inst;
+	if (aggregate_opts(inst, a, &o, &qs) < 0)
+		return -1;
 	a->st = agg_state_new(&o, tally_now_ns());
 	free(qs);
-	if (!a->st)
-		goto out_err;
+	if (!a->st) {
+		tally_log(inst, LOG_ERR, "cannot set up: %s", strerror(errno));
+		return -1;
+	}
 	return 0;
-out_err:
-	tally_log(inst, LOG_ERR, "cannot set up: %s", strerror(errno));
-	return -1;
 }
 
 /* Publish what the state counted since the last call, for self-metrics. */
@@ -199,6 +215,10 @@ static int aggregate_tick(struct tally_instance *inst, void *state,
 	int64_t step = (int64_t)(tally_instance_interval(inst) * 1e9);
 	bool last = tally_tick_is_last(inst);
 
+	/* a reload: the interval goes on in the successor (handoff) */
+	if (tally_tick_hands_off(inst))
+		return 0;
+
 	/*
 	 * A tick on its wall-clock mark ends the interval at the mark (the
 	 * timer fires a little before or after it); the last tick ends the
@@ -210,6 +230,58 @@ static int aggregate_tick(struct tally_instance *inst, void *state,
 	if (memcmp(agg_state_counters(a->st), &a->shown, sizeof(a->shown)))
 		aggregate_publish(inst, a);
 	return 0;
+}
+
+/*
+ * A reload replaces this instance: with a successor, the open interval and
+ * the series go on in it (its last tick emitted nothing); without, the
+ * last tick flushed the partial interval and nothing is handed over.
+ */
+static void *aggregate_handoff(struct tally_instance *inst, void *state,
+			       int next)
+{
+	struct aggregate *a = state;
+	struct agg_state *st = a->st;
+
+	if (!next)
+		return NULL;
+	if (memcmp(agg_state_counters(st), &a->shown, sizeof(a->shown)))
+		aggregate_publish(inst, a);
+	a->st = NULL;
+	return st;
+}
+
+static int aggregate_adopt(struct tally_instance *inst, void *state,
+			   void *handed)
+{
+	struct aggregate *a = state;
+	/* its predecessor published the counts up to the handoff */
+	struct agg_counters was = *agg_state_counters(handed);
+	struct agg_opts o;
+	double *qs;
+	int rc;
+
+	if (aggregate_opts(inst, a, &o, &qs) < 0)
+		return -1;
+	rc = agg_state_retune(handed, &o);
+	free(qs);
+	if (rc < 0)
+		return -1;
+	agg_state_free(a->st);
+	a->st = handed;
+	a->shown = was;
+	aggregate_publish(inst, a);
+	return 0;
+}
+
+/* No successor took the state: its open interval is lost, counted. */
+static void aggregate_discard(void *handed)
+{
+	uint64_t lost = agg_state_pending(handed);
+
+	if (lost)
+		tally_count_drop(NULL, "aggregate_reload", lost);
+	agg_state_free(handed);
 }
 
 static void aggregate_fini(struct tally_instance *inst, void *state)
@@ -274,6 +346,9 @@ static const struct tally_filter_ops aggregate_ops = {
 	.process = aggregate_process,
 	.tick = aggregate_tick,
 	.fini = aggregate_fini,
+	.handoff = aggregate_handoff,
+	.adopt = aggregate_adopt,
+	.discard = aggregate_discard,
 	.absorbs = TALLY_FORMS_STATSD,
 	.emits = TALLY_FORMS_INTERVAL,
 };

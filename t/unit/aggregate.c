@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -420,6 +421,194 @@ static void test_passes(void)
 	agg_state_free(st);
 }
 
+/*
+ * A reload's handoff: the state goes on under new options. Every figure
+ * fed before and after the retune comes out in one interval, exactly.
+ */
+static void test_retune(void)
+{
+	static const double qs2[] = { 0.5, 0.75 };
+	static const double bks2[] = { 0.05, 0.5 };
+	struct agg_opts o = opts();
+	struct agg_state *st = agg_state_new(&o, 0);
+	struct tally_batch *in = tally_batch_new(), *out = tally_batch_new();
+	struct tally_labels *a = tally_labels_newv("dc", "x", "pod", "a", NULL);
+	struct tally_labels *b = tally_labels_newv("dc", "x", "pod", "b", NULL);
+	struct tally_labels *x = tally_labels_newv("dc", "x", NULL);
+	char *group[] = { "dc" };
+	const struct tally_metric *m;
+
+	tally_batch_add_delta(in, TALLY_COUNTER, "req", NULL, NULL, 3, 0.5, 1);
+	tally_batch_add_delta(in, TALLY_COUNTER, "hits", NULL, a, 1, 1, 1);
+	tally_batch_add_delta(in, TALLY_COUNTER, "hits", NULL, b, 2, 1, 1);
+	tally_batch_add_metric(in, TALLY_GAUGE, "lvl", NULL, a, 10, 1);
+	tally_batch_add_metric(in, TALLY_GAUGE, "lvl", NULL, b, 20, 1);
+	tally_batch_add_delta(in, TALLY_GAUGE, "lvl", NULL, a, 1, 1, 1);
+	tally_batch_add_set_member(in, "users", NULL, a, "alice", 1);
+	tally_batch_add_set_member(in, "users", NULL, b, "bob", 1);
+	tally_batch_add_set_member(in, "users", NULL, b, "alice", 1);
+	/* h: 0.005, 0.02, 0.2, 2 under buckets 0.01, 0.1, 1 */
+	tally_batch_add_observation(in, TALLY_HISTOGRAM, "h", NULL, NULL, 0.005,
+				    1, 1);
+	tally_batch_add_observation(in, TALLY_HISTOGRAM, "h", NULL, NULL, 0.02,
+				    1, 1);
+	tally_batch_add_observation(in, TALLY_HISTOGRAM, "h", NULL, NULL, 0.2,
+				    1, 1);
+	/* hs: the same, one value at @0.5: counted by its old buckets */
+	tally_batch_add_observation(in, TALLY_HISTOGRAM, "hs", NULL, NULL,
+				    0.005, 1, 1);
+	tally_batch_add_observation(in, TALLY_HISTOGRAM, "hs", NULL, NULL, 0.02,
+				    0.5, 1);
+	for (int i = 1; i <= 8; i++)
+		tally_batch_add_observation(in, TALLY_SUMMARY, "t", NULL, NULL,
+					    i, 1, 1);
+	feed(st, in);
+	tally_batch_unref(in);
+
+	/* the same options: nothing changes */
+	ok(agg_state_retune(st, &o) == 0, "retune, same options");
+	cmp_ok(agg_state_pending(st), "==", 22, "22 samples pending");
+	/* new options: group by dc, other percentiles and buckets, fewer
+	 * values kept */
+	o.group_by = group;
+	o.ngroup_by = 1;
+	o.quantiles = qs2;
+	o.nquantiles = 2;
+	o.buckets = bks2;
+	o.nbuckets = 2;
+	o.max_samples = 4;
+	o.prefix = "";
+	ok(agg_state_retune(st, &o) == 0, "retune, new options");
+	o.max_series = 0;
+	ok(agg_state_retune(st, &o) < 0 && errno == EINVAL,
+	   "bad options refused");
+	o.max_series = 100;
+
+	in = tally_batch_new();
+	tally_batch_add_delta(in, TALLY_COUNTER, "req", NULL, NULL, 1, 1, 2);
+	tally_batch_add_delta(in, TALLY_COUNTER, "hits", NULL, a, 4, 1, 2);
+	tally_batch_add_observation(in, TALLY_HISTOGRAM, "h", NULL, NULL, 2, 1,
+				    2);
+	feed(st, in);
+	tally_batch_unref(in);
+	cmp_ok(agg_state_tick(st, out, 10 * S, false), "==", 7,
+	       "7 series: req, hits, lvl, users (each 2 merged), h, hs, t");
+	m = find(out, "req", TALLY_COUNTER);
+	ok(m && m->labels == tally_labels_empty() && m->value == 7 &&
+		   m->interval->start_ns == 0 && m->interval->seconds == 10,
+	   "req: 3/0.5 + 1 over the whole interval");
+	m = find(out, "hits", TALLY_COUNTER);
+	ok(m && m->labels == x && m->value == 7,
+	   "hits: pod a and b merged under group_by dc: 1 + 2 + 4");
+	m = find(out, "lvl", TALLY_GAUGE);
+	ok(m && m->labels == x && m->value == 11,
+	   "lvl: the level of the latest sample (a: 10 + 1)");
+	m = find(out, "users", TALLY_GAUGE);
+	ok(m && m->labels == x && m->value == 2 && m->interval->count == 3,
+	   "users: alice and bob, 3 members sent");
+	m = find(out, "h", TALLY_HISTOGRAM);
+	ok(m && m->interval->nbuckets == 3, "h: 2 new buckets and +Inf");
+	cmp_ok(m->interval->buckets[0].count, "==", 2,
+	       "h: <= 0.05: 0.005, 0.02 (counted again from the values)");
+	cmp_ok(m->interval->buckets[1].count, "==", 3, "h: <= 0.5: + 0.2");
+	cmp_ok(m->interval->buckets[2].count, "==", 4, "h: +Inf: + 2");
+	cmp_ok(m->interval->nquantiles, "==", 2, "the new percentiles");
+	cmp_ok(tally_interval_quantile(m, 0.75), "==", 0.2, "h: p75 0.2");
+	m = find(out, "hs", TALLY_HISTOGRAM);
+	ok(m && m->interval->nbuckets == 3 && m->interval->count == 3,
+	   "hs: count 1 + 1/0.5");
+	cmp_ok(m->interval->buckets[0].count, "==", 1,
+	       "hs: <= 0.05: the old <= 0.01 bucket");
+	cmp_ok(m->interval->buckets[1].count, "==", 3,
+	       "hs: <= 0.5: the old <= 0.1 bucket's 2 (weighted)");
+	m = find(out, "t", TALLY_SUMMARY);
+	ok(m && m->interval->count == 8 && m->interval->sum == 36 &&
+		   m->interval->min == 1 && m->interval->max == 8,
+	   "t: count, sum, min, max exact over 4 values kept");
+	cmp_ok(agg_state_counters(st)->sampled, "==", 4,
+	       "t: 4 values left out, counted");
+	tally_batch_unref(out);
+	tally_labels_unref(a);
+	tally_labels_unref(b);
+	tally_labels_unref(x);
+	agg_state_free(st);
+}
+
+/* Zero seeding and span series across a retune. */
+static void test_retune_seed_spans(void)
+{
+	struct agg_opts o = opts();
+	struct agg_state *st;
+	struct tally_batch *in = tally_batch_new(), *out = tally_batch_new();
+	struct tally_span sp = { .trace = "t1", .src = { "n1", 7, 7, 3 } };
+	struct tally_labels *ls = tally_labels_newv("region", "solve", NULL);
+	struct tally_labels *pa = tally_labels_newv("pod", "a", NULL);
+	char *drop[] = { "pod" };
+	const struct tally_metric *m;
+
+	o.zero_seed = true;
+	o.dimensions = AGG_DIM_RANK;
+	st = agg_state_new(&o, 0);
+	tally_batch_add_delta(in, TALLY_COUNTER, "old", NULL, NULL, 1, 1, 1);
+	tally_batch_add_delta(in, TALLY_COUNTER, "pc", NULL, pa, 1, 1, 1);
+	feed(st, in);
+	tally_batch_unref(in);
+	agg_state_tick(st, out, 10 * S, false);
+	m = find(out, "old", TALLY_COUNTER);
+	ok(m && (m->interval->flags & TALLY_INTERVAL_SEEDED),
+	   "old: its zero first");
+	tally_batch_unref(out);
+	out = tally_batch_new();
+	in = tally_batch_new();
+	sp.name = "solve";
+	sp.span_id = 2;
+	sp.phase = TALLY_SPAN_END;
+	sp.begin_ns = 11 * S;
+	tally_batch_add_span(in, &sp, 13 * S);
+	tally_batch_add_delta(in, TALLY_COUNTER, "new", NULL, NULL, 5, 1, 12);
+	feed(st, in);
+	tally_batch_unref(in);
+	/* drop the rank dimension, another prefix; pod dropped */
+	o.dimensions = 0;
+	o.prefix = "r_";
+	o.drop_labels = drop;
+	o.ndrop = 1;
+	ok(agg_state_retune(st, &o) == 0, "retune");
+	agg_state_tick(st, out, 20 * S, false);
+	m = find(out, "old", TALLY_COUNTER);
+	ok(m && m->value == 1 && !(m->interval->flags & TALLY_INTERVAL_SEEDED) &&
+		   m->interval->start_ns == 0,
+	   "old: its figures of both intervals, not seeded again");
+	m = find(out, "pc", TALLY_COUNTER);
+	ok(m && m->labels == tally_labels_empty() &&
+		   (m->interval->flags & TALLY_INTERVAL_SEEDED),
+	   "pc: keyed again without pod: a new series, seeded again");
+	m = find(out, "new", TALLY_COUNTER);
+	ok(m && (m->interval->flags & TALLY_INTERVAL_SEEDED),
+	   "new: seeded, as before the reload");
+	m = find(out, "r_calls_total", TALLY_COUNTER);
+	ok(m && m->labels == ls && (m->interval->flags & TALLY_INTERVAL_SEEDED),
+	   "span calls renamed, rank stripped, seeded");
+	tally_batch_unref(out);
+	out = tally_batch_new();
+	agg_state_tick(st, out, 30 * S, false);
+	m = find(out, "r_calls_total", TALLY_COUNTER);
+	ok(m && m->value == 1 && m->interval->start_ns == 10 * S,
+	   "then its call");
+	m = find(out, "r_duration_seconds", TALLY_HISTOGRAM);
+	ok(m && m->labels == ls && m->interval->sum == 2,
+	   "and its duration, 2 s");
+	m = find(out, "pc", TALLY_COUNTER);
+	ok(m && m->value == 1 && m->interval->start_ns == 0,
+	   "pc: its figure since the start");
+	m = find(out, "new", TALLY_COUNTER);
+	ok(m && m->value == 5, "new: 5");
+	tally_batch_unref(out);
+	tally_labels_unref(ls);
+	tally_labels_unref(pa);
+	agg_state_free(st);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -431,5 +620,7 @@ int main(void)
 	test_zero_seed_and_limits();
 	test_spans();
 	test_passes();
+	test_retune();
+	test_retune_seed_spans();
 	done_testing();
 }

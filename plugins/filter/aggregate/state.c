@@ -51,6 +51,8 @@ struct agg_series {
 	enum agg_kind kind;
 	bool fresh;	   /* not emitted yet: due for its zero */
 	bool touched;	   /* a sample since the figures were last emitted */
+	bool span;	   /* made of spans: PREFIX + what, dimension labels */
+	uint64_t seq;	   /* gauge: the state's sample count at its last */
 	int64_t start_ns;  /* what the figures cover starts here */
 	int64_t idle_ns;   /* time without a sample */
 	double value;	   /* counter: sum; gauge: level */
@@ -75,12 +77,14 @@ struct agg_open {
 struct agg_state {
 	struct agg_opts o;
 	double *quantiles, *buckets;
+	char *prefix;
 	struct tally_htable table;
 	struct tally_list order;
 	struct tally_lru open;
 	int64_t start_ns; /* the current interval's */
 	uint64_t rng;	  /* reservoir sampling */
 	struct agg_counters c;
+	uint64_t emitted; /* samples + span ends up to the last tick */
 	/* scratch for one emission */
 	struct tally_quantile *qs;
 	struct tally_bucket *cb;
@@ -126,14 +130,19 @@ struct agg_state *agg_state_new(const struct agg_opts *opts, int64_t now_ns)
 		memcpy(st->quantiles, opts->quantiles, nq * sizeof(double));
 	if (nb)
 		memcpy(st->buckets, opts->buckets, nb * sizeof(double));
+	st->prefix = strdup(opts->prefix);
+	if (!st->prefix)
+		goto out_free;
 	st->o.quantiles = st->quantiles;
 	st->o.buckets = st->buckets;
+	st->o.prefix = st->prefix;
 	tally_list_init(&st->order);
 	tally_lru_init(&st->open, opts->max_series);
 	st->start_ns = now_ns;
 	st->rng = 0x9e3779b97f4a7c15ULL ^ (uint64_t)now_ns;
 	return st;
 out_free:
+	free(st->prefix);
 	free(st->quantiles);
 	free(st->buckets);
 	free(st->qs);
@@ -187,6 +196,7 @@ void agg_state_free(struct agg_state *st)
 		free(tally_container_of(n, struct agg_open, node));
 	}
 	tally_lru_fini(&st->open);
+	free(st->prefix);
 	free(st->quantiles);
 	free(st->buckets);
 	free(st->qs);
@@ -235,7 +245,8 @@ static uint64_t series_hash(const char *name, enum agg_kind kind,
  * Return: the series, or NULL (table full or no memory: counted).
  */
 static struct agg_series *series_get(struct agg_state *st, const char *name,
-				     enum agg_kind kind, struct tally_labels *ls)
+				     enum agg_kind kind, struct tally_labels *ls,
+				     bool span)
 {
 	uint64_t h = series_hash(name, kind, ls);
 	struct tally_hnode *p;
@@ -263,6 +274,7 @@ static struct agg_series *series_get(struct agg_state *st, const char *name,
 			goto out_nomem;
 	}
 	s->kind = kind;
+	s->span = span;
 	s->labels = tally_labels_ref(ls);
 	s->fresh = true;
 	series_reset(st, s, st->start_ns);
@@ -376,35 +388,56 @@ static bool key_listed(char *const *keys, size_t n, const char *key)
 	return false;
 }
 
+/* The label key of each AGG_DIM_* bit, in bit order. */
+static const char *const dim_keys[] = { "trace", "rank", "host", "depth" };
+
+/* Whether @key is the label of one of the dimensions in @dims. */
+static bool dim_key(unsigned dims, const char *key)
+{
+	for (unsigned k = 0; k < sizeof(dim_keys) / sizeof(dim_keys[0]); k++) {
+		if ((dims & (1u << k)) && !strcmp(dim_keys[k], key))
+			return true;
+	}
+	return false;
+}
+
 /*
- * The label set a series is keyed by: @ls less the dropped keys (and, for
- * metrics with group_by, less every key not grouped by). Return: a new
+ * The label set a series is keyed by under options @o: @ls less the
+ * dropped keys (and, for metrics with group_by, less every key not
+ * grouped by), less the labels of the dimensions @strip. Return: a new
  * reference, or NULL/ENOMEM.
  */
-static struct tally_labels *key_labels(const struct agg_state *st,
-				       struct tally_labels *ls, bool group)
+static struct tally_labels *key_labels_of(const struct agg_opts *o,
+					  struct tally_labels *ls, bool group,
+					  unsigned strip)
 {
 	size_t n = tally_labels_count(ls), k = 0;
 	const struct tally_label *all = tally_labels_pairs(ls);
 	struct tally_label *keep;
 	struct tally_labels *r;
 
-	group = group && st->o.ngroup_by;
-	if (!n || (!group && !st->o.ndrop))
+	group = group && o->ngroup_by;
+	if (!n || (!group && !o->ndrop && !strip))
 		return tally_labels_ref(ls);
 	keep = malloc(n * sizeof(*keep));
 	if (!keep)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (key_listed(st->o.drop_labels, st->o.ndrop, all[i].key) ||
-		    (group &&
-		     !key_listed(st->o.group_by, st->o.ngroup_by, all[i].key)))
+		if (key_listed(o->drop_labels, o->ndrop, all[i].key) ||
+		    (group && !key_listed(o->group_by, o->ngroup_by, all[i].key)) ||
+		    dim_key(strip, all[i].key))
 			continue;
 		keep[k++] = all[i];
 	}
 	r = k == n ? tally_labels_ref(ls) : tally_labels_new(keep, k);
 	free(keep);
 	return r;
+}
+
+static struct tally_labels *key_labels(const struct agg_state *st,
+				       struct tally_labels *ls, bool group)
+{
+	return key_labels_of(&st->o, ls, group, 0);
 }
 
 static bool agg_metric(struct agg_state *st, const struct tally_metric *m)
@@ -439,7 +472,7 @@ static bool agg_metric(struct agg_state *st, const struct tally_metric *m)
 		st->c.nomem++;
 		return true;
 	}
-	s = series_get(st, m->name, kind, ls);
+	s = series_get(st, m->name, kind, ls, false);
 	tally_labels_unref(ls);
 	if (!s)
 		return true;
@@ -452,6 +485,7 @@ static bool agg_metric(struct agg_state *st, const struct tally_metric *m)
 		break;
 	case K_GAUGE:
 		s->touched = true;
+		s->seq = st->c.samples;
 		s->count += 1;
 		if (m->form == TALLY_FORM_DELTA)
 			s->value += m->value;
@@ -520,7 +554,7 @@ static void span_count(struct agg_state *st, struct tally_labels *ls,
 		st->c.nomem++;
 		return;
 	}
-	s = series_get(st, name, K_COUNTER, ls);
+	s = series_get(st, name, K_COUNTER, ls, true);
 	if (!s)
 		return;
 	s->idle_ns = 0;
@@ -628,7 +662,7 @@ static void agg_span(struct agg_state *st, const struct tally_span *sp,
 	begin = frag ? open_take(st, sp) : sp->begin_ns;
 	snprintf(name, sizeof(name), "%sduration_seconds", st->o.prefix);
 	if (begin > 0 && ts_ns >= begin) {
-		s = series_get(st, name, K_HISTOGRAM, ls);
+		s = series_get(st, name, K_HISTOGRAM, ls, true);
 		if (s) {
 			s->idle_ns = 0;
 			series_observe(st, s, (double)(ts_ns - begin) / 1e9,
@@ -783,5 +817,355 @@ size_t agg_state_tick(struct agg_state *st, struct tally_batch *out,
 		series_reset(st, s, end_ns);
 	}
 	st->start_ns = end_ns;
+	st->emitted = st->c.samples + st->c.span_ends;
 	return n;
+}
+
+uint64_t agg_state_pending(const struct agg_state *st)
+{
+	return st->c.samples + st->c.span_ends - st->emitted;
+}
+
+/* One series' place under new options (agg_state_retune()). */
+struct agg_rekey {
+	struct tally_hnode h;	 /* in the table of new keys */
+	struct agg_series *s;
+	char *name;		 /* its new name, or NULL: unchanged */
+	struct tally_labels *ls; /* its new key labels (a reference) */
+	double *bk;		 /* histogram: its buckets under the new bounds */
+	double *v;		 /* merge target: room for the merged values */
+	uint32_t capv;
+	uint64_t nv;		 /* merge target: values offered to it */
+	struct agg_rekey *into;	 /* the earlier series it merges into */
+	bool fresh;		 /* due for a zero under its new key */
+};
+
+/*
+ * @s's histogram weights under the bounds @nb (@nnb of them, +Inf after)
+ * into @out (zeroed): counted again from its values when it kept them all
+ * and none was sampled (exact), else each old bucket's weight goes to the
+ * first new bucket whose bound holds the old one's (le stays an upper
+ * bound of every value it counts).
+ */
+static void rebucket(const struct agg_state *st, const struct agg_series *s,
+		     const double *nb, size_t nnb, double *out)
+{
+	if (s->nv == s->seen && s->count == (double)s->seen) {
+		for (uint32_t k = 0; k < s->nv; k++) {
+			size_t j = 0;
+
+			while (j < nnb && s->v[k] > nb[j])
+				j++;
+			out[j] += 1;
+		}
+		return;
+	}
+	for (size_t i = 0; i <= st->o.nbuckets; i++) {
+		double le = i < st->o.nbuckets ? st->o.buckets[i] : INFINITY;
+		size_t j = 0;
+
+		while (j < nnb && le > nb[j])
+			j++;
+		out[j] += s->bk[i];
+	}
+}
+
+/* Keep a uniform sample of @max of @s's values (max_samples shrank). */
+static void reservoir_shrink(struct agg_state *st, struct agg_series *s,
+			     uint32_t max)
+{
+	for (uint32_t i = 0; i < max; i++) {
+		uint32_t j = i + (uint32_t)(agg_rand(st) % (s->nv - i));
+		double x = s->v[i];
+
+		s->v[i] = s->v[j];
+		s->v[j] = x;
+	}
+	st->c.sampled += s->nv - max;
+	s->nv = max;
+}
+
+/* Move set @from's members into set @to (duplicates once). */
+static void members_move(struct agg_state *st, struct agg_series *to,
+			 struct agg_series *from)
+{
+	struct tally_hnode *p, *n, *q;
+	size_t i;
+
+	tally_htable_for_each_safe(&from->members, i, p, n)
+	{
+		struct agg_member *m =
+			tally_container_of(p, struct agg_member, h);
+		bool dup = false;
+
+		tally_htable_remove(&from->members, p);
+		tally_htable_for_each_hash(&to->members, p->hash, q)
+		{
+			if (!strcmp(tally_container_of(q, struct agg_member,
+						       h)->s,
+				    m->s)) {
+				dup = true;
+				break;
+			}
+		}
+		if (!dup && to->members.n >= st->o.max_samples) {
+			st->c.set_overflow++;
+			dup = true;
+		}
+		/* the table has its buckets (agg_state_retune()): no failure */
+		if (dup || tally_htable_reserve(&to->members) < 0) {
+			free(m);
+			continue;
+		}
+		tally_htable_insert(&to->members, &m->h);
+	}
+	to->value = (double)to->members.n;
+}
+
+/* Add series @from's figures to @to's (one key under the new options). */
+static void series_merge(struct agg_state *st, struct agg_series *to,
+			 struct agg_series *from)
+{
+	to->touched |= from->touched;
+	if (from->start_ns < to->start_ns)
+		to->start_ns = from->start_ns;
+	if (from->idle_ns < to->idle_ns)
+		to->idle_ns = from->idle_ns;
+	to->count += from->count;
+	switch (to->kind) {
+	case K_COUNTER:
+		to->value += from->value;
+		return;
+	case K_GAUGE:
+		/* the level of the one that had the latest sample */
+		if (from->seq > to->seq) {
+			to->value = from->value;
+			to->seq = from->seq;
+		}
+		return;
+	case K_SET:
+		members_move(st, to, from);
+		return;
+	default:
+		break;
+	}
+	to->sum += from->sum;
+	if (!(from->min >= to->min))
+		to->min = from->min;
+	if (!(from->max <= to->max))
+		to->max = from->max;
+	for (size_t i = 0; to->bk && i <= st->o.nbuckets; i++)
+		to->bk[i] += from->bk[i];
+	to->seen += from->seen;
+	for (uint32_t k = 0; k < from->nv; k++) {
+		if (to->nv < to->capv && to->nv < st->o.max_samples)
+			to->v[to->nv++] = from->v[k];
+		else
+			st->c.sampled++;
+	}
+}
+
+static void rekeys_free(struct agg_rekey *rk, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(rk[i].name);
+		tally_labels_unref(rk[i].ls);
+		free(rk[i].bk);
+		free(rk[i].v);
+	}
+	free(rk);
+}
+
+/*
+ * Phase one of agg_state_retune(): every series' name, key labels and
+ * buckets under @o, into @rk (in first-seen order), and the series they
+ * then merge into, found in @keys. Nothing of @st changes (but for bucket
+ * arrays reserved in sets that will take members). Return: 0, -1/ENOMEM.
+ */
+static int rekey_plan(struct agg_state *st, const struct agg_opts *o,
+		      struct agg_rekey *rk, struct tally_htable *keys)
+{
+	unsigned strip = st->o.dimensions & ~o->dimensions;
+	size_t plen = strlen(st->prefix), i = 0;
+	bool renamed = strcmp(st->prefix, o->prefix) != 0;
+	bool rebuck = o->nbuckets != st->o.nbuckets;
+	struct tally_list *p;
+
+	for (size_t k = 0; !rebuck && k < o->nbuckets; k++)
+		rebuck = o->buckets[k] != st->o.buckets[k];
+	for (p = tally_list_last(&st->order); p;
+	     p = tally_list_prev(&st->order, p), i++) {
+		struct agg_series *s =
+			tally_container_of(p, struct agg_series, order);
+		struct agg_rekey *r = &rk[i];
+		struct tally_hnode *q;
+		const char *name;
+
+		r->s = s;
+		r->ls = key_labels_of(o, s->labels, !s->span,
+				      s->span ? strip : 0);
+		if (!r->ls)
+			return -1;
+		if (s->span && renamed) {
+			size_t len = strlen(o->prefix) + strlen(s->name) + 1;
+
+			r->name = malloc(len);
+			if (!r->name)
+				return -1;
+			snprintf(r->name, len, "%s%s", o->prefix,
+				 s->name + plen);
+		}
+		if (s->kind == K_HISTOGRAM && rebuck) {
+			r->bk = calloc(o->nbuckets + 1, sizeof(*r->bk));
+			if (!r->bk)
+				return -1;
+			rebucket(st, s, o->buckets, o->nbuckets, r->bk);
+		}
+		name = r->name ? r->name : s->name;
+		r->fresh = s->fresh || r->name || r->ls != s->labels;
+		r->nv = s->nv;
+		r->h.hash = series_hash(name, s->kind, r->ls);
+		tally_htable_for_each_hash(keys, r->h.hash, q)
+		{
+			struct agg_rekey *t =
+				tally_container_of(q, struct agg_rekey, h);
+
+			if (t->s->kind == s->kind && t->ls == r->ls &&
+			    !strcmp(t->name ? t->name : t->s->name, name)) {
+				r->into = t;
+				break;
+			}
+		}
+		if (r->into) {
+			/* one of them seen by the outputs: so is the series */
+			r->into->fresh = r->into->fresh && r->fresh;
+			r->into->nv += s->nv;
+			if (s->kind == K_SET && s->members.n &&
+			    tally_htable_reserve(&r->into->s->members) < 0)
+				return -1;
+			continue;
+		}
+		if (tally_htable_reserve(keys) < 0)
+			return -1;
+		tally_htable_insert(keys, &r->h);
+	}
+	/* room for the values of the series merged into one */
+	for (i = 0; i < st->table.n; i++) {
+		struct agg_rekey *r = &rk[i];
+		uint64_t need = r->nv < o->max_samples ? r->nv : o->max_samples;
+
+		if (r->into || need <= r->s->capv)
+			continue;
+		r->v = malloc(need * sizeof(*r->v));
+		if (!r->v)
+			return -1;
+		r->capv = (uint32_t)need;
+	}
+	return 0;
+}
+
+int agg_state_retune(struct agg_state *st, const struct agg_opts *o)
+{
+	size_t n = st->table.n;
+	struct agg_state *tmp = agg_state_new(o, st->start_ns);
+	struct tally_htable keys = { 0 };
+	struct agg_rekey *rk = NULL;
+
+	if (!tmp)
+		return -1; /* errno set */
+	if (n) {
+		rk = calloc(n, sizeof(*rk));
+		if (!rk || rekey_plan(st, o, rk, &keys) < 0)
+			goto out_nomem;
+	}
+	tally_htable_fini(&keys);
+	/* from here on nothing fails: the series under their new keys */
+	for (size_t i = 0; i < n; i++)
+		tally_htable_remove(&st->table, &rk[i].s->h);
+	for (size_t i = 0; i < n; i++) {
+		struct agg_rekey *r = &rk[i];
+		struct agg_series *s = r->s;
+
+		if (r->name) {
+			free(s->name);
+			s->name = r->name;
+			r->name = NULL;
+		}
+		tally_labels_unref(s->labels);
+		s->labels = r->ls;
+		r->ls = NULL;
+		if (s->kind == K_HISTOGRAM && r->bk) {
+			free(s->bk);
+			s->bk = r->bk;
+			r->bk = NULL;
+		}
+		if (r->v) {
+			if (s->nv)
+				memcpy(r->v, s->v, s->nv * sizeof(*r->v));
+			free(s->v);
+			s->v = r->v;
+			s->capv = r->capv;
+			r->v = NULL;
+		}
+		s->h.hash = r->h.hash;
+		if (r->into) {
+			series_merge(tmp, r->into->s, s);
+			tally_list_del(&s->order);
+			series_free(s);
+			st->c.series--;
+			continue;
+		}
+		s->fresh = r->fresh;
+		/* the buckets stayed: reserve cannot fail */
+		(void)tally_htable_reserve(&st->table);
+		tally_htable_insert(&st->table, &s->h);
+	}
+	free(rk);
+	/* the counts series_merge() made with tmp's options */
+	st->c.sampled += tmp->c.sampled;
+	st->c.set_overflow += tmp->c.set_overflow;
+	for (struct tally_list *p = tally_list_last(&st->order); p;
+	     p = tally_list_prev(&st->order, p)) {
+		struct agg_series *s =
+			tally_container_of(p, struct agg_series, order);
+
+		if (s->nv > o->max_samples)
+			reservoir_shrink(st, s, o->max_samples);
+	}
+	/* the new options, in arrays of the state's own (tmp's) */
+	{
+		double *q = st->quantiles, *b = st->buckets;
+		char *pf = st->prefix;
+		struct tally_quantile *qs = st->qs;
+		struct tally_bucket *cb = st->cb;
+
+		st->o = tmp->o;
+		st->quantiles = tmp->quantiles;
+		st->buckets = tmp->buckets;
+		st->prefix = tmp->prefix;
+		st->qs = tmp->qs;
+		st->cb = tmp->cb;
+		tmp->quantiles = q;
+		tmp->buckets = b;
+		tmp->prefix = pf;
+		tmp->qs = qs;
+		tmp->cb = cb;
+	}
+	agg_state_free(tmp);
+	st->open.max = o->max_series;
+	while (tally_lru_count(&st->open) > st->open.max) {
+		struct tally_lru_node *old = tally_lru_oldest(&st->open);
+
+		tally_lru_remove(&st->open, old);
+		free(tally_container_of(old, struct agg_open, node));
+		st->c.open_evicted++;
+	}
+	return 0;
+out_nomem:
+	if (rk)
+		rekeys_free(rk, n);
+	tally_htable_fini(&keys);
+	agg_state_free(tmp);
+	errno = ENOMEM;
+	return -1;
 }

@@ -78,6 +78,10 @@
  * @expire_ns:   a series idle this long is forgotten, > 0
  * @zero_seed:   emit new counter/summary/histogram series at zero first
  * @prefix:      name prefix of span metrics ("tally_trace_region_")
+ *               (copied)
+ *
+ * @group_by and @drop_labels are not copied: they must outlive the state
+ * (or its next agg_state_retune()).
  */
 struct agg_opts {
 	const double *quantiles;
@@ -164,6 +168,39 @@ bool agg_state_record(struct agg_state *st, const struct tally_record *rec);
  */
 size_t agg_state_tick(struct agg_state *st, struct tally_batch *out,
 		      int64_t end_ns, bool final);
+
+/**
+ * agg_state_retune() - go on under new options, keeping the interval and
+ * the series
+ * @opts: the new options (copied as agg_state_new()'s; @group_by and
+ *        @drop_labels are not copied and must outlive their use)
+ *
+ * What a reload that changes the filter's options keeps: the open
+ * interval (its start and every series' partial figures), the series set
+ * (gauge levels, zero seeding done), the open flat calls. Each series is
+ * keyed again under @opts: group_by and drop_labels applied to its labels
+ * (a label dropped before cannot come back), span series renamed to the
+ * new prefix and stripped of the labels of dimensions no longer
+ * configured. Series that then share a key merge (counts and sums add,
+ * a gauge takes the level of the latest sample, sets unite, values join
+ * up to @max_samples); a series whose key changed is new to the outputs,
+ * so it is zero seeded again. Histograms are counted again under new
+ * buckets: exactly from their values when the interval's values were all
+ * kept and none had a sample rate, else each old bucket's weight goes to
+ * the first new bucket whose bound is at least the old one's. Reservoirs
+ * over a smaller @max_samples keep a uniform sample (counted as sampled);
+ * series over a smaller @max_series are kept (no new series until the
+ * count is under it), open flat calls over it are evicted.
+ * Return: 0, or -1 with errno = EINVAL (as agg_state_new()) or ENOMEM;
+ * @st is then unchanged.
+ */
+int agg_state_retune(struct agg_state *st, const struct agg_opts *opts);
+
+/**
+ * agg_state_pending() - samples and span ends taken since the last tick
+ * (what a state freed now, without its tick, would lose)
+ */
+uint64_t agg_state_pending(const struct agg_state *st);
 
 /** agg_state_counters() - the running totals */
 const struct agg_counters *agg_state_counters(const struct agg_state *st);

@@ -134,7 +134,7 @@ test_expect_success 'send statsd lines and a known trace, stop: the partial inte
 	interval gauge q 12 count=3 sum=0 min=NaN max=NaN median=NaN
 	interval gauge t -4 count=2 sum=0 min=NaN max=NaN median=NaN
 	interval gauge users 2 count=3 sum=0 min=NaN max=NaN median=NaN flags=set
-	interval summary db.query 0 count=0 sum=0 min=NaN max=NaN median=NaN quantiles=0.5:NaN,0.90000000000000002:NaN,0.94999999999999996:NaN,0.98999999999999999:NaN flags=seeded
+	interval summary db.query 0 count=0 sum=0 min=NaN max=NaN median=NaN flags=seeded
 	interval summary db.query 0 count=11 sum=0.065000000000000002 min=0.001 max=0.01 median=0.0050000000000000001 quantiles=0.5:0.0050000000000000001,0.90000000000000002:0.0089999999999999993,0.94999999999999996:0.01,0.98999999999999999:0.01
 	EOF
 	test_cmp expected agg.fig
@@ -145,11 +145,11 @@ test_expect_success 'spans: calls and duration histograms per region from the kn
 	cat >expected <<-\EOF &&
 	interval counter tally_trace_region_calls_total{rank="3",region="solve"} 0 count=0 sum=0 min=NaN max=NaN median=NaN flags=seeded
 	interval counter tally_trace_region_calls_total{rank="3",region="solve"} 2 count=2 sum=0 min=NaN max=NaN median=NaN
-	interval histogram tally_trace_region_duration_seconds{rank="3",region="solve"} 0 count=0 sum=0 min=NaN max=NaN median=NaN quantiles=0.5:NaN,0.90000000000000002:NaN,0.94999999999999996:NaN,0.98999999999999999:NaN buckets=1:0,5:0,10:0,+Inf:0 flags=seeded
+	interval histogram tally_trace_region_duration_seconds{rank="3",region="solve"} 0 count=0 sum=0 min=NaN max=NaN median=NaN buckets=1:0,5:0,10:0,+Inf:0 flags=seeded
 	interval histogram tally_trace_region_duration_seconds{rank="3",region="solve"} 0 count=2 sum=3.5 min=0.5 max=3 median=0.5 quantiles=0.5:0.5,0.90000000000000002:3,0.94999999999999996:3,0.98999999999999999:3 buckets=1:1,5:2,10:2,+Inf:2
 	interval counter tally_trace_region_calls_total{rank="3",region="main"} 0 count=0 sum=0 min=NaN max=NaN median=NaN flags=seeded
 	interval counter tally_trace_region_calls_total{rank="3",region="main"} 1 count=1 sum=0 min=NaN max=NaN median=NaN
-	interval histogram tally_trace_region_duration_seconds{rank="3",region="main"} 0 count=0 sum=0 min=NaN max=NaN median=NaN quantiles=0.5:NaN,0.90000000000000002:NaN,0.94999999999999996:NaN,0.98999999999999999:NaN buckets=1:0,5:0,10:0,+Inf:0 flags=seeded
+	interval histogram tally_trace_region_duration_seconds{rank="3",region="main"} 0 count=0 sum=0 min=NaN max=NaN median=NaN buckets=1:0,5:0,10:0,+Inf:0 flags=seeded
 	interval histogram tally_trace_region_duration_seconds{rank="3",region="main"} 0 count=1 sum=10 min=10 max=10 median=10 quantiles=0.5:10,0.90000000000000002:10,0.94999999999999996:10,0.98999999999999999:10 buckets=1:0,5:0,10:1,+Inf:1
 	EOF
 	test_cmp expected spans.fig

@@ -89,9 +89,9 @@ test_expect_success 'samples, a reload with new options, samples, stop: one inte
 	interval counter hits{dc="x"} 7 count=3 sum=0 min=NaN max=NaN median=NaN
 	interval gauge lvl{dc="x"} 11 count=3 sum=0 min=NaN max=NaN median=NaN
 	interval gauge users{dc="x"} 2 count=3 sum=0 min=NaN max=NaN median=NaN flags=set
-	interval histogram size 0 count=0 sum=0 min=NaN max=NaN median=NaN quantiles=0.5:NaN,0.75:NaN buckets=0.050000000000000003:0,0.5:0,+Inf:0 flags=seeded
+	interval histogram size 0 count=0 sum=0 min=NaN max=NaN median=NaN buckets=0.050000000000000003:0,0.5:0,+Inf:0 flags=seeded
 	interval histogram size 0 count=4 sum=2.2250000000000001 min=0.0050000000000000001 max=2 median=0.02 quantiles=0.5:0.02,0.75:0.20000000000000001 buckets=0.050000000000000003:2,0.5:3,+Inf:4
-	interval summary db.query 0 count=0 sum=0 min=NaN max=NaN median=NaN quantiles=0.5:NaN,0.75:NaN flags=seeded
+	interval summary db.query 0 count=0 sum=0 min=NaN max=NaN median=NaN flags=seeded
 	interval summary db.query 0 count=8 sum=0.035999999999999997 min=0.001 max=0.0080000000000000002 median=0.0040000000000000001 quantiles=0.5:0.0040000000000000001,0.75:0.0060000000000000001
 	EOF
 	test_cmp expected agg.fig

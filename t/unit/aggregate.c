@@ -182,9 +182,10 @@ static void test_timers(void)
 	cmp_ok(m->interval->buckets[3].count, "==", 7, "+Inf: 7");
 	cmp_ok(m->interval->count, "==", 7, "count 7");
 	m = find(out, "db.query", TALLY_SUMMARY);
-	ok(m && m->interval->count == 0 && isnan(m->interval->median) &&
-		   isnan(tally_interval_quantile(m, 0.9)),
-	   "an idle timer: count 0, no percentiles (NaN)");
+	ok(m && m->interval->count == 0 && isnan(m->interval->median),
+	   "an idle timer: count 0, no median");
+	ok(m && m->interval->nquantiles == 0 && !m->interval->quantiles,
+	   "an idle timer: no percentiles (rather than NaN ones)");
 	tally_batch_unref(out);
 	tally_batch_unref(in);
 	agg_state_free(st);
@@ -551,12 +552,18 @@ static void test_retune_seed_spans(void)
 	st = agg_state_new(&o, 0);
 	tally_batch_add_delta(in, TALLY_COUNTER, "old", NULL, NULL, 1, 1, 1);
 	tally_batch_add_delta(in, TALLY_COUNTER, "pc", NULL, pa, 1, 1, 1);
+	tally_batch_add_observation(in, TALLY_SUMMARY, "tm", NULL, NULL, 1, 1,
+				    1);
 	feed(st, in);
 	tally_batch_unref(in);
 	agg_state_tick(st, out, 10 * S, false);
 	m = find(out, "old", TALLY_COUNTER);
 	ok(m && (m->interval->flags & TALLY_INTERVAL_SEEDED),
 	   "old: its zero first");
+	m = find(out, "tm", TALLY_SUMMARY);
+	ok(m && (m->interval->flags & TALLY_INTERVAL_SEEDED) &&
+		   m->interval->nquantiles == 0,
+	   "a timer's zero record has no percentiles (never NaN ones)");
 	tally_batch_unref(out);
 	out = tally_batch_new();
 	in = tally_batch_new();

@@ -708,8 +708,10 @@ static double series_quantiles(struct agg_state *st, struct agg_series *s)
 	if (s->nv > st->ntmp) {
 		double *t = realloc(st->tmp, s->nv * sizeof(*t));
 
-		if (!t)
+		if (!t) {
+			st->c.nomem++;
 			return NAN;
+		}
 		st->tmp = t;
 		st->ntmp = s->nv;
 	}
@@ -747,17 +749,19 @@ static int series_emit(struct agg_state *st, struct agg_series *s,
 	}
 	if (s->kind == K_SET)
 		iv.flags |= TALLY_INTERVAL_SET;
-	if (s->kind == K_SUMMARY || s->kind == K_HISTOGRAM) {
-		if (zero) {
-			for (size_t i = 0; i < st->o.nquantiles; i++)
-				st->qs[i] = (struct tally_quantile){
-					st->o.quantiles[i], NAN
-				};
-		} else {
-			iv.median = series_quantiles(st, s);
+	/*
+	 * Percentiles of no value are none: a zero record, or an interval
+	 * without values, has no quantiles (and a NaN median, "none"), so
+	 * that no output shows a NaN percentile for it.
+	 */
+	if ((s->kind == K_SUMMARY || s->kind == K_HISTOGRAM) && !zero &&
+	    s->nv) {
+		iv.median = series_quantiles(st, s);
+		/* NaN: no memory to sort them (counted) */
+		if (!isnan(iv.median)) {
+			iv.nquantiles = (uint32_t)st->o.nquantiles;
+			iv.quantiles = st->qs;
 		}
-		iv.nquantiles = (uint32_t)st->o.nquantiles;
-		iv.quantiles = st->qs;
 	}
 	if (s->kind == K_HISTOGRAM) {
 		for (size_t i = 0; i <= st->o.nbuckets; i++) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -25,6 +26,10 @@
 /* core-private (core/core-internal.h): what the core does on emit */
 void tally_batch_set_source(struct tally_batch *b, const char *source,
 			    double interval);
+/* core-private: logging to stderr, its burst window (seconds) */
+enum tally_log_target { TALLY_LOG_STDERR, TALLY_LOG_SYSLOG };
+void tally_log_setup(enum tally_log_target target, int level);
+void tally_log_set_window(unsigned seconds);
 
 #define S 1000000000LL		/* ns per second */
 #define R0 (1700000000LL * S)	/* a CLOCK_REALTIME origin for spans */
@@ -1149,6 +1154,104 @@ static void test_process_gone(void)
 	prom_store_free(s);
 }
 
+/* Run @fn with stderr sent to a temp file; return what it wrote (static). */
+static char *capture_stderr(void (*fn)(void *), void *arg)
+{
+	static char buf[65536];
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	fn(arg);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(buf, 1, sizeof(buf) - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+	return buf;
+}
+
+static unsigned count_lines(const char *s, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* Three intervals of a series whose label keys collide once sanitized. */
+static void collide_3(void *arg)
+{
+	struct prom_store *s = arg;
+	struct tally_labels *ls = tally_labels_newv("k.1", "a", "k_1", "b",
+						    NULL);
+	struct tally_interval iv = { .count = 1 };
+
+	for (int i = 0; i < 3; i++) {
+		struct tally_batch *b = tally_batch_new();
+
+		iv.start_ns = i * 10 * S;
+		tally_batch_add_interval(b, TALLY_COUNTER, "clash", NULL, ls, 1,
+					 &iv, (i + 1) * 10 * S);
+		apply(s, b, (i + 1) * 10 * S);
+	}
+	tally_labels_unref(ls);
+}
+
+/*
+ * An overflowing counter is not finite, not negative: counted as
+ * not_finite; a refused series is refused (and counted) every interval,
+ * but warned about once.
+ */
+static void test_not_finite_and_warn_once(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_interval iv = { .count = 1 };
+	struct tally_batch *b = tally_batch_new();
+	char *text, *err;
+
+	/* 1e308 at @0.1 is an increment of +Inf */
+	tally_batch_add_delta(b, TALLY_COUNTER, "big", NULL, NULL, 1e308, 0.1,
+			      0);
+	/* two 1e308 increments: the total overflows */
+	tally_batch_add_delta(b, TALLY_COUNTER, "sum", NULL, NULL, 1e308, 1, 0);
+	tally_batch_add_delta(b, TALLY_COUNTER, "sum", NULL, NULL, 1e308, 1, 0);
+	/* an interval sum that overflowed (aggregate's) */
+	tally_batch_add_interval(b, TALLY_COUNTER, "agg", NULL, NULL, INFINITY,
+				 &iv, 10 * S);
+	tally_batch_add_interval(b, TALLY_COUNTER, "ok", NULL, NULL, 1e308,
+				 &iv, 10 * S);
+	tally_batch_add_interval(b, TALLY_COUNTER, "ok", NULL, NULL, 1e308,
+				 &iv, 10 * S);
+	apply(s, b, 10 * S);
+	cmp_ok(prom_store_stats(s)->not_finite, "==", 4,
+	       "+Inf increment, overflowing total, +Inf and overflowing "
+	       "interval sums: not_finite");
+	cmp_ok(prom_store_stats(s)->bad_delta, "==", 0, "none is bad_delta");
+	text = render(s, PROM_FMT_TEXT, 10 * S, R0);
+	is(sample(text, "sum_total"), "1e+308", "sum keeps its finite total");
+	ok(!strstr(text, "big_total") && !strstr(text, "agg_total") &&
+		   !strstr(text, "Inf"),
+	   "no infinite counter on the page");
+	free(text);
+
+	tally_log_setup(TALLY_LOG_STDERR, LOG_INFO);
+	tally_log_set_window(0); /* no burst suppression: every line shows */
+	err = capture_stderr(collide_3, s);
+	cmp_ok(prom_store_stats(s)->label_collision, "==", 3,
+	       "a label collision counted every interval");
+	cmp_ok(count_lines(err, "two label names become the same"), "==", 1,
+	       "and logged once");
+	tally_log_set_window(10);
+	prom_store_free(s);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -1167,5 +1270,6 @@ int main(void)
 	test_info_and_om_families();
 	test_order();
 	test_process_gone();
+	test_not_finite_and_warn_once();
 	return done_testing();
 }

@@ -24,6 +24,7 @@
 #include <tally/hash.h>
 #include <tally/io.h>
 #include <tally/log.h>
+#include <tally/lru.h>
 #include <tally/record.h>
 
 #include "store.h"
@@ -247,7 +248,20 @@ struct prom_store {
 	struct tally_label *lbuf;    /* a region's labels with the static */
 	struct tally_bucket *ivb;    /* an interval's cumulative buckets */
 	size_t nivb;
+	/* series refused with a warning: each is warned about once */
+	struct tally_lru warned;
+	bool quiet; /* the series being made was warned about already */
 };
+
+/* A refused series (name, label set) whose refusal was logged. */
+struct prom_warned {
+	struct tally_lru_node node;
+	struct tally_labels *labels;
+	char name[];
+};
+
+/* refused series remembered; beyond, the oldest may be warned about again */
+#define PROM_WARNED_MAX 4096
 
 #define NS_PER_S 1000000000LL
 
@@ -463,7 +477,8 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 		r->node.hash = tally_hash_str(TALLY_HASH_SEED, r->name);
 		if (reserved_owner(s, r->name)) {
 			DROP(s, name_collision, "name_collision");
-			tally_log(s->inst, LOG_WARNING,
+			if (!s->quiet)
+				tally_log(s->inst, LOG_WARNING,
 				  "%s is a sample or OpenMetrics family name "
 				  "of another family already: dropping family "
 				  "%s",
@@ -612,7 +627,8 @@ static struct prom_series *series_new(struct prom_store *s,
 	if (self ? s->nself >= PROM_SELF_SERIES
 		 : s->o.max_series && nuser >= s->o.max_series) {
 		DROP(s, series_limit, "series_limit");
-		tally_log(s->inst, LOG_WARNING,
+		if (!s->quiet)
+			tally_log(s->inst, LOG_WARNING,
 			  "%s{%s}: %zu series already (%s): dropping the new "
 			  "series",
 			  f->name, lbl, self ? s->nself : nuser,
@@ -749,9 +765,85 @@ static int metric_family_name(struct prom_store *s,
 	return b->err ? -1 : 0;
 }
 
+static bool warned_eq(const struct tally_lru_node *n, const void *key)
+{
+	const struct prom_warned *w =
+		tally_container_of(n, struct prom_warned, node);
+	const struct tally_metric *m = key;
+
+	return w->labels == m->labels && strcmp(w->name, m->name) == 0;
+}
+
+/* Remember that @m's series was refused with a warning (best effort). */
+static void warned_add(struct prom_store *s, const struct tally_metric *m,
+		       uint64_t rh)
+{
+	size_t len = strlen(m->name) + 1;
+	struct prom_warned *w = malloc(sizeof(*w) + len);
+
+	if (!w || tally_lru_reserve(&s->warned) < 0) {
+		free(w);
+		return;
+	}
+	if (tally_lru_full(&s->warned)) {
+		struct tally_lru_node *o = tally_lru_oldest(&s->warned);
+		struct prom_warned *ow =
+			tally_container_of(o, struct prom_warned, node);
+
+		tally_lru_remove(&s->warned, o);
+		tally_labels_unref(ow->labels);
+		free(ow);
+	}
+	memcpy(w->name, m->name, len);
+	w->labels = tally_labels_ref(m->labels);
+	tally_lru_insert(&s->warned, &w->node, rh);
+}
+
+static void warned_free(struct prom_store *s)
+{
+	struct tally_lru_node *n;
+
+	while ((n = tally_lru_oldest(&s->warned))) {
+		struct prom_warned *w =
+			tally_container_of(n, struct prom_warned, node);
+
+		tally_lru_remove(&s->warned, n);
+		tally_labels_unref(w->labels);
+		free(w);
+	}
+	tally_lru_fini(&s->warned);
+}
+
+static struct prom_series *metric_series_make(struct prom_store *s,
+					      const struct tally_metric *m,
+					      uint64_t rh);
+
+/*
+ * The series of @m, made. A series refused (a collision, a conflict, the
+ * limit) is refused again with every record (each interval, for
+ * aggregate's): each refusal is counted, but logged for the first only.
+ * Return: as metric_series_make().
+ */
 static struct prom_series *metric_series_new(struct prom_store *s,
 					     const struct tally_metric *m,
 					     uint64_t rh)
+{
+	struct prom_series *ser;
+	int err;
+
+	s->quiet = tally_lru_find(&s->warned, rh, warned_eq, m) != NULL;
+	ser = metric_series_make(s, m, rh);
+	err = errno;
+	if (!ser && !err && !s->quiet)
+		warned_add(s, m, rh);
+	s->quiet = false;
+	errno = err;
+	return ser;
+}
+
+static struct prom_series *metric_series_make(struct prom_store *s,
+					      const struct tally_metric *m,
+					      uint64_t rh)
 {
 	struct prom_family *f;
 	uint64_t fh, eh;
@@ -763,7 +855,8 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 	f = family_find(s, s->tmp.p, fh);
 	if (f && (f->type != m->type || f->kind != FAM_METRIC)) {
 		DROP(s, type_conflict, "type_conflict");
-		tally_log(s->inst, LOG_WARNING,
+		if (!s->quiet)
+			tally_log(s->inst, LOG_WARNING,
 			  "%s: exposed as %s already, dropping its %s samples",
 			  m->name,
 			  f->kind == FAM_METRIC ? type_name[f->type]
@@ -788,7 +881,8 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 		goto out_nomem;
 	if (rc > 0) {
 		DROP(s, label_collision, "label_collision");
-		tally_log(s->inst, LOG_WARNING,
+		if (!s->quiet)
+			tally_log(s->inst, LOG_WARNING,
 			  "%s: two label names become the same once sanitized: "
 			  "dropping the series",
 			  m->name);
@@ -804,7 +898,8 @@ static struct prom_series *metric_series_new(struct prom_store *s,
 	eh = exposed_hash(f, s->tmp2.p);
 	if (exposed_find(s, f, s->tmp2.p, eh)) {
 		DROP(s, series_collision, "series_collision");
-		tally_log(s->inst, LOG_WARNING,
+		if (!s->quiet)
+			tally_log(s->inst, LOG_WARNING,
 			  "%s{%s}: exposed already by another metric whose "
 			  "name or labels sanitize the same: dropping it",
 			  f->name, s->tmp2.p);
@@ -942,8 +1037,13 @@ static int delta_accumulate(struct prom_store *s, const struct prom_series *ser,
 
 	if (m->form != TALLY_FORM_DELTA ||
 	    (m->type != TALLY_COUNTER && m->type != TALLY_GAUGE) ||
-	    !isfinite(v) || (m->type == TALLY_COUNTER && v < 0)) {
+	    (m->type == TALLY_COUNTER && v < 0)) {
 		DROP(s, bad_delta, "bad_delta");
+		return 1;
+	}
+	/* an increment that overflows (1e308 at @0.1), or the total */
+	if (!isfinite(v) || !isfinite((ser ? ser->value : 0) + v)) {
+		DROP(s, not_finite, "not_finite");
 		return 1;
 	}
 	*acc = *m;
@@ -974,7 +1074,13 @@ static int interval_accumulate(struct prom_store *s,
 	acc->interval = NULL;
 	switch (m->type) {
 	case TALLY_COUNTER:
-		if (!(m->value >= 0) || isinf(m->value)) {
+		/* an interval's sum that overflowed, or the total */
+		if (!isfinite(m->value) ||
+		    !isfinite((ser ? ser->value : 0) + m->value)) {
+			DROP(s, not_finite, "not_finite");
+			return 1;
+		}
+		if (m->value < 0) {
 			DROP(s, bad_delta, "bad_delta");
 			return 1;
 		}
@@ -1516,6 +1622,7 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 	s->inst = inst;
 	s->epoch_ns = ts_clamp(tally_now_ns());
 	s->frozen_tail = &s->frozen;
+	tally_lru_init(&s->warned, PROM_WARNED_MAX);
 	if (!s->o.pid_alive)
 		s->o.pid_alive = tally_pid_alive;
 	if (o->local_host) {
@@ -1610,6 +1717,7 @@ void prom_store_free(struct prom_store *s)
 	tally_htable_fini(&s->reserved);
 	tally_htable_fini(&s->raw);
 	tally_htable_fini(&s->exposed);
+	warned_free(s);
 	free(s->local_host);
 	free(s->fams);
 	free(s->jobid);

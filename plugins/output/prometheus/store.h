@@ -133,6 +133,7 @@ struct prom_store_stats {
 	uint64_t span_duplicate;   /* begin of a span already open */
 	uint64_t series_limit;	   /* a new series beyond max_series */
 	uint64_t bad_delta;	   /* a negative counter delta, not a delta */
+	uint64_t not_finite;	   /* a delta or total infinite or NaN */
 	uint64_t nomem;
 	uint64_t span_process_gone; /* open spans of a process found gone (not
 				     * a drop: they stop counting) */

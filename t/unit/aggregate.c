@@ -583,7 +583,8 @@ static void test_retune_seed_spans(void)
 	ok(agg_state_retune(st, &o) == 0, "retune");
 	agg_state_tick(st, out, 20 * S, false);
 	m = find(out, "old", TALLY_COUNTER);
-	ok(m && m->value == 1 && !(m->interval->flags & TALLY_INTERVAL_SEEDED) &&
+	ok(m && m->value == 1 &&
+		   !(m->interval->flags & TALLY_INTERVAL_SEEDED) &&
 		   m->interval->start_ns == 0,
 	   "old: its figures of both intervals, not seeded again");
 	m = find(out, "pc", TALLY_COUNTER);

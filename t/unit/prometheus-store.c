@@ -1188,8 +1188,8 @@ static unsigned count_lines(const char *s, const char *needle)
 static void collide_3(void *arg)
 {
 	struct prom_store *s = arg;
-	struct tally_labels *ls = tally_labels_newv("k.1", "a", "k_1", "b",
-						    NULL);
+	struct tally_labels *ls =
+		tally_labels_newv("k.1", "a", "k_1", "b", NULL);
 	struct tally_interval iv = { .count = 1 };
 
 	for (int i = 0; i < 3; i++) {
@@ -1225,10 +1225,10 @@ static void test_not_finite_and_warn_once(void)
 	/* an interval sum that overflowed (aggregate's) */
 	tally_batch_add_interval(b, TALLY_COUNTER, "agg", NULL, NULL, INFINITY,
 				 &iv, 10 * S);
-	tally_batch_add_interval(b, TALLY_COUNTER, "ok", NULL, NULL, 1e308,
-				 &iv, 10 * S);
-	tally_batch_add_interval(b, TALLY_COUNTER, "ok", NULL, NULL, 1e308,
-				 &iv, 10 * S);
+	tally_batch_add_interval(b, TALLY_COUNTER, "ok", NULL, NULL, 1e308, &iv,
+				 10 * S);
+	tally_batch_add_interval(b, TALLY_COUNTER, "ok", NULL, NULL, 1e308, &iv,
+				 10 * S);
 	apply(s, b, 10 * S);
 	cmp_ok(prom_store_stats(s)->not_finite, "==", 4,
 	       "+Inf increment, overflowing total, +Inf and overflowing "

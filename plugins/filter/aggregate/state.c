@@ -245,8 +245,8 @@ static uint64_t series_hash(const char *name, enum agg_kind kind,
  * Return: the series, or NULL (table full or no memory: counted).
  */
 static struct agg_series *series_get(struct agg_state *st, const char *name,
-				     enum agg_kind kind, struct tally_labels *ls,
-				     bool span)
+				     enum agg_kind kind,
+				     struct tally_labels *ls, bool span)
 {
 	uint64_t h = series_hash(name, kind, ls);
 	struct tally_hnode *p;
@@ -424,7 +424,8 @@ static struct tally_labels *key_labels_of(const struct agg_opts *o,
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		if (key_listed(o->drop_labels, o->ndrop, all[i].key) ||
-		    (group && !key_listed(o->group_by, o->ngroup_by, all[i].key)) ||
+		    (group &&
+		     !key_listed(o->group_by, o->ngroup_by, all[i].key)) ||
 		    dim_key(strip, all[i].key))
 			continue;
 		keep[k++] = all[i];
@@ -832,16 +833,16 @@ uint64_t agg_state_pending(const struct agg_state *st)
 
 /* One series' place under new options (agg_state_retune()). */
 struct agg_rekey {
-	struct tally_hnode h;	 /* in the table of new keys */
+	struct tally_hnode h; /* in the table of new keys */
 	struct agg_series *s;
 	char *name;		 /* its new name, or NULL: unchanged */
 	struct tally_labels *ls; /* its new key labels (a reference) */
-	double *bk;		 /* histogram: its buckets under the new bounds */
-	double *v;		 /* merge target: room for the merged values */
+	double *bk; /* histogram: its buckets under the new bounds */
+	double *v;  /* merge target: room for the merged values */
 	uint32_t capv;
-	uint64_t nv;		 /* merge target: values offered to it */
-	struct agg_rekey *into;	 /* the earlier series it merges into */
-	bool fresh;		 /* due for a zero under its new key */
+	uint64_t nv;		/* merge target: values offered to it */
+	struct agg_rekey *into; /* the earlier series it merges into */
+	bool fresh;		/* due for a zero under its new key */
 };
 
 /*
@@ -905,9 +906,10 @@ static void members_move(struct agg_state *st, struct agg_series *to,
 		tally_htable_remove(&from->members, p);
 		tally_htable_for_each_hash(&to->members, p->hash, q)
 		{
-			if (!strcmp(tally_container_of(q, struct agg_member,
-						       h)->s,
-				    m->s)) {
+			const struct agg_member *o =
+				tally_container_of(q, struct agg_member, h);
+
+			if (!strcmp(o->s, m->s)) {
 				dup = true;
 				break;
 			}

@@ -479,10 +479,10 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 			DROP(s, name_collision, "name_collision");
 			if (!s->quiet)
 				tally_log(s->inst, LOG_WARNING,
-				  "%s is a sample or OpenMetrics family name "
-				  "of another family already: dropping family "
-				  "%s",
-				  r->name, name);
+					  "%s is a sample or OpenMetrics "
+					  "family name of another family "
+					  "already: dropping family %s",
+					  r->name, name);
 			family_free(f);
 			errno = 0;
 			return NULL;
@@ -629,10 +629,11 @@ static struct prom_series *series_new(struct prom_store *s,
 		DROP(s, series_limit, "series_limit");
 		if (!s->quiet)
 			tally_log(s->inst, LOG_WARNING,
-			  "%s{%s}: %zu series already (%s): dropping the new "
-			  "series",
-			  f->name, lbl, self ? s->nself : nuser,
-			  self ? "room for tallyd's own series" : "max_series");
+				  "%s{%s}: %zu series already (%s): dropping "
+				  "the new series",
+				  f->name, lbl, self ? s->nself : nuser,
+				  self ? "room for tallyd's own series"
+				       : "max_series");
 		errno = 0;
 		return NULL;
 	}
@@ -857,11 +858,12 @@ static struct prom_series *metric_series_make(struct prom_store *s,
 		DROP(s, type_conflict, "type_conflict");
 		if (!s->quiet)
 			tally_log(s->inst, LOG_WARNING,
-			  "%s: exposed as %s already, dropping its %s samples",
-			  m->name,
-			  f->kind == FAM_METRIC ? type_name[f->type]
-						: "span series",
-			  type_name[m->type]);
+				  "%s: exposed as %s already, dropping its %s "
+				  "samples",
+				  m->name,
+				  f->kind == FAM_METRIC ? type_name[f->type]
+							: "span series",
+				  type_name[m->type]);
 		errno = 0;
 		return NULL;
 	}
@@ -883,9 +885,9 @@ static struct prom_series *metric_series_make(struct prom_store *s,
 		DROP(s, label_collision, "label_collision");
 		if (!s->quiet)
 			tally_log(s->inst, LOG_WARNING,
-			  "%s: two label names become the same once sanitized: "
-			  "dropping the series",
-			  m->name);
+				  "%s: two label names become the same once "
+				  "sanitized: dropping the series",
+				  m->name);
 		errno = 0;
 		return NULL;
 	}
@@ -900,9 +902,10 @@ static struct prom_series *metric_series_make(struct prom_store *s,
 		DROP(s, series_collision, "series_collision");
 		if (!s->quiet)
 			tally_log(s->inst, LOG_WARNING,
-			  "%s{%s}: exposed already by another metric whose "
-			  "name or labels sanitize the same: dropping it",
-			  f->name, s->tmp2.p);
+				  "%s{%s}: exposed already by another metric "
+				  "whose name or labels sanitize the same: "
+				  "dropping it",
+				  f->name, s->tmp2.p);
 		errno = 0;
 		return NULL;
 	}

@@ -34,17 +34,6 @@ conf() {
 	EOF
 }
 
-count() {
-	grep -c "$1" tallyd.log || :
-}
-
-# reload - SIGHUP with cur.conf, and wait until it is applied
-reload() {
-	rl_n=$(count "configuration applied") &&
-	kill -HUP $TALLYD_PID &&
-	wait_for "test \$(count 'configuration applied') -gt $rl_n"
-}
-
 # spans FILE TRACE - "phase name flags" of the span lines of TRACE
 spans() {
 	sed -n "s/^span \([a-z]*\) trace=$2 name=\([^ ]*\) .* flags=\([^ ]*\) ts=.*/\1 \2 \3/p" "$1"
@@ -70,7 +59,7 @@ test_expect_success 'a reload changing keep: the open fragment ends, the new vie
 	emit=$! &&
 	wait_for "spans flat.out keep | grep -q \"^begin inner fragment$\"" &&
 	conf "\"flatten\"" "$(flat outermost)" &&
-	reload &&
+	reload_tallyd &&
 	cat >want.1 <<-EOF &&
 	begin outer fragment
 	end outer fragment
@@ -118,7 +107,7 @@ test_expect_success 'a reload that removes flatten ends its open fragment downst
 	emit=$! &&
 	wait_for "spans flat.out gone | grep -q \"^begin a fragment$\"" &&
 	conf "" "" &&
-	reload &&
+	reload_tallyd &&
 	touch go2 &&
 	wait $emit &&
 	wait_for "grep -q \"^span end trace=gone name=a \" full.out" &&
@@ -140,13 +129,13 @@ rl() {
 
 test_expect_success 'rate_limit: a reload keeps the buckets and the dropped begins' '
 	conf "\"rl\"" "$(rl 0.001)" &&
-	reload &&
+	reload_tallyd &&
 	{ "$TRACE_EMIT" "$EP" lim begin:a begin:b wait:go3 endid:b \
 		begin:c endid:c endid:a >lim.out & } &&
 	emit=$! &&
 	wait_for "grep -q \"^span begin trace=lim name=b \" full.out" &&
 	conf "\"rl\"" "$(rl 0.002)" &&
-	reload &&
+	reload_tallyd &&
 	touch go3 &&
 	wait $emit &&
 	wait_for "grep -q \"^span end trace=lim name=a \" full.out" &&

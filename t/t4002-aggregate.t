@@ -21,12 +21,6 @@ records_in() {
 		self.out | tail -n1 | grep . || echo 0
 }
 
-# Interval records without their seconds= (a partial interval's length
-# depends on when tallyd started and stopped)
-figures() {
-	sed "s/ seconds=[^ ]*//" "$1"
-}
-
 test_expect_success 'check: statsd -> aggregate -> prometheus is valid' '
 	cat >ok.conf <<-EOF &&
 	inputs = { sd = { plugin = "statsd"; listen = "127.0.0.1:0"; }; };
@@ -127,7 +121,7 @@ test_expect_success 'send statsd lines and a known trace, stop: the partial inte
 	EOF
 	wait_for "test \$(records_in agg) = 21 && test \$(records_in spans) = 6" &&
 	stop_tallyd &&
-	figures agg.out >agg.fig &&
+	interval_figures agg.out >agg.fig &&
 	cat >expected <<-\EOF &&
 	interval counter req.count 0 count=0 sum=0 min=NaN max=NaN median=NaN flags=seeded
 	interval counter req.count 17 count=13 sum=0 min=NaN max=NaN median=NaN
@@ -141,7 +135,7 @@ test_expect_success 'send statsd lines and a known trace, stop: the partial inte
 '
 
 test_expect_success 'spans: calls and duration histograms per region from the known trace' '
-	figures spans.out >spans.fig &&
+	interval_figures spans.out >spans.fig &&
 	cat >expected <<-\EOF &&
 	interval counter tally_trace_region_calls_total{rank="3",region="solve"} 0 count=0 sum=0 min=NaN max=NaN median=NaN flags=seeded
 	interval counter tally_trace_region_calls_total{rank="3",region="solve"} 2 count=2 sum=0 min=NaN max=NaN median=NaN

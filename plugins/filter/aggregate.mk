@@ -22,5 +22,5 @@ TESTS += t/unit/aggregate.t
 EXTRA_DIST += doc/plugins/aggregate.md
 
 # Integration: statsd -> aggregate -> capture and prometheus; spans.
-TESTS += t/t4002-aggregate.t t/t4003-aggregate-reload.t
-EXTRA_DIST += t/t4002-aggregate.t t/t4003-aggregate-reload.t
+TESTS += t/t4002-aggregate.t t/t4004-aggregate-reload.t
+EXTRA_DIST += t/t4002-aggregate.t t/t4004-aggregate-reload.t

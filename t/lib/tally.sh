@@ -186,6 +186,21 @@ start_tallyd() {
 	done
 }
 
+# reload_tallyd - SIGHUP the last daemon started, and wait until its log
+# ($TALLYD_LOG) says the new configuration is applied
+reload_tallyd() {
+	tally_rl_n=$(grep -c "configuration applied" "$TALLYD_LOG" || :) &&
+	kill -HUP "$TALLYD_PID" &&
+	wait_for "test \$(grep -c 'configuration applied' \"\$TALLYD_LOG\") -gt $tally_rl_n"
+}
+
+# interval_figures FILE - a capture file's interval records without their
+# seconds= (a partial interval's length depends on when tallyd started and
+# stopped)
+interval_figures() {
+	sed "s/ seconds=[^ ]*//" "$1"
+}
+
 tally_forget_pid_() {
 	tally_fp_keep=
 	for tally_fp_p in $TALLYD_PIDS; do

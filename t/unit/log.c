@@ -8,36 +8,6 @@
 #include "../../core/core-internal.h"
 #include "tap.h"
 
-/* Run @fn with stderr sent to a temp file; return what it wrote. */
-static char *capture_stderr(void (*fn)(void))
-{
-	static char buf[65536];
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t n;
-
-	fflush(stderr);
-	dup2(fileno(tmp), 2);
-	fn();
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(buf, 1, sizeof(buf) - 1, tmp);
-	buf[n] = '\0';
-	fclose(tmp);
-	return buf;
-}
-
-static unsigned count_lines(const char *s, const char *needle)
-{
-	unsigned n = 0;
-
-	for (const char *p = s; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
-}
-
 static void burst(void)
 {
 	for (int i = 0; i < 100; i++)
@@ -75,7 +45,7 @@ int main(void)
 	plan(NO_PLAN);
 
 	tally_log_setup(TALLY_LOG_STDERR, LOG_INFO);
-	out = capture_stderr(levels);
+	out = tap_capture_stderr(levels);
 	ok(!strstr(out, "debug line"), "debug is below the info level");
 	ok(strstr(out, "tallyd: info: info line\n") != NULL, "info line format");
 	ok(strstr(out, "tallyd: error: error line\n") != NULL,
@@ -86,22 +56,22 @@ int main(void)
 	   "line 0 means the whole file");
 
 	tally_log_set_window(1);
-	out = capture_stderr(burst);
-	cmp_ok(count_lines(out, "peer sent garbage"), "==", 5,
+	out = tap_capture_stderr(burst);
+	cmp_ok(tap_count(out, "peer sent garbage"), "==", 5,
 	       "a burst of 100 lines logs 5");
 	ok(strstr(out, "garbage 4\n") && !strstr(out, "garbage 5\n"),
 	   "the first five pass");
 	sleep(2);
-	out = capture_stderr(after_window);
+	out = tap_capture_stderr(after_window);
 	ok(strstr(out, "tallyd: warning: suppressed 95 similar messages\n") !=
 		   NULL,
 	   "the next window starts with the suppressed count");
 	ok(strstr(out, "garbage 100\n") != NULL, "and then the message");
 
-	out = capture_stderr(core_notices);
-	cmp_ok(count_lines(out, "SIGHUP: reloading"), "==", 8,
+	out = tap_capture_stderr(core_notices);
+	cmp_ok(tap_count(out, "SIGHUP: reloading"), "==", 8,
 	       "the core's info lines are never suppressed (8 reloads, 8 lines)");
-	cmp_ok(count_lines(out, ": tick "), "==", 5,
+	cmp_ok(tap_count(out, ": tick "), "==", 5,
 	       "an instance's info lines are");
 
 	cmp_ok(tally_log_level_parse("debug"), "==", LOG_DEBUG, "parse debug");

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -1154,40 +1153,12 @@ static void test_process_gone(void)
 	prom_store_free(s);
 }
 
-/* Run @fn with stderr sent to a temp file; return what it wrote (static). */
-static char *capture_stderr(void (*fn)(void *), void *arg)
-{
-	static char buf[65536];
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t n;
-
-	fflush(stderr);
-	dup2(fileno(tmp), 2);
-	fn(arg);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(buf, 1, sizeof(buf) - 1, tmp);
-	buf[n] = '\0';
-	fclose(tmp);
-	return buf;
-}
-
-static unsigned count_lines(const char *s, const char *needle)
-{
-	unsigned n = 0;
-
-	for (const char *p = s; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
-}
-
 /* Three intervals of a series whose label keys collide once sanitized. */
-static void collide_3(void *arg)
+static struct prom_store *collide_store;
+
+static void collide_3(void)
 {
-	struct prom_store *s = arg;
+	struct prom_store *s = collide_store;
 	struct tally_labels *ls =
 		tally_labels_newv("k.1", "a", "k_1", "b", NULL);
 	struct tally_interval iv = { .count = 1 };
@@ -1243,10 +1214,11 @@ static void test_not_finite_and_warn_once(void)
 
 	tally_log_setup(TALLY_LOG_STDERR, LOG_INFO);
 	tally_log_set_window(0); /* no burst suppression: every line shows */
-	err = capture_stderr(collide_3, s);
+	collide_store = s;
+	err = tap_capture_stderr(collide_3);
 	cmp_ok(prom_store_stats(s)->label_collision, "==", 3,
 	       "a label collision counted every interval");
-	cmp_ok(count_lines(err, "two label names become the same"), "==", 1,
+	cmp_ok(tap_count(err, "two label names become the same"), "==", 1,
 	       "and logged once");
 	tally_log_set_window(10);
 	prom_store_free(s);

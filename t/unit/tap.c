@@ -330,3 +330,34 @@ const char *tap_tmpdir(const char *prefix)
 	atexit(tap_tmpdir_remove);
 	return tap_dir;
 }
+
+char *tap_capture_stderr(void (*fn)(void))
+{
+	static char buf[65536];
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	if (!tmp || saved < 0)
+		bail_out("tap_capture_stderr: %s", strerror(errno));
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(buf, 1, sizeof(buf) - 1, tmp);
+	buf[n] = '\0';
+	fclose(tmp);
+	return buf;
+}
+
+unsigned tap_count(const char *s, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}

@@ -149,6 +149,16 @@ void bail_out(const char *fmt, ...)
  */
 const char *tap_tmpdir(const char *prefix);
 
+/**
+ * tap_capture_stderr() - run @fn with stderr sent to a temporary file
+ * Return: what it wrote, NUL-terminated (static storage, 64 KiB at most,
+ * valid until the next call).
+ */
+char *tap_capture_stderr(void (*fn)(void));
+
+/** tap_count() - how many times @needle occurs in @s (overlaps too) */
+unsigned tap_count(const char *s, const char *needle);
+
 /* Implementation of the macros above; call those instead. */
 int tap_ok_(const char *file, int line, int cond, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

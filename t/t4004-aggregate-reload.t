@@ -33,25 +33,9 @@ conf() {
 	EOF
 }
 
-count() {
-	grep -c "$1" tallyd.log || :
-}
-
-reload() {
-	rl_n=$(count "configuration applied") &&
-	kill -HUP $TALLYD_PID &&
-	wait_for "test \$(count 'configuration applied') -gt $rl_n"
-}
-
 # raw_lines - records the unfiltered pipeline has captured
 raw_lines() {
 	wc -l <raw.out 2>/dev/null || echo 0
-}
-
-# Interval records without their seconds= (the partial interval's length
-# depends on when tallyd started and stopped)
-figures() {
-	sed "s/ seconds=[^ ]*//" "$1"
 }
 
 test_expect_success 'start: statsd -> aggregate -> capture' '
@@ -71,7 +55,7 @@ test_expect_success 'samples, a reload with new options, samples, stop: one inte
 	send udp4 127.0.0.1:$udp d1 &&
 	wait_for "test \$(raw_lines) -ge 17" &&
 	conf "group_by = [\"dc\"]; percentiles = [50.0, 75.0]; buckets = [0.05, 0.5];" &&
-	reload &&
+	reload_tallyd &&
 	! test -s agg.out &&
 	printf "%s\n" "req.count:1|c" "q:+5|g" "hits:4|c|#dc:x,pod:a" \
 		"users:alice|s|#dc:x,pod:b" "size:2|h" \
@@ -80,7 +64,7 @@ test_expect_success 'samples, a reload with new options, samples, stop: one inte
 	send udp4 127.0.0.1:$udp d2 &&
 	wait_for "test \$(raw_lines) -ge 26" &&
 	stop_tallyd &&
-	figures agg.out >agg.fig &&
+	interval_figures agg.out >agg.fig &&
 	cat >expected <<-\EOF &&
 	interval counter req.count 0 count=0 sum=0 min=NaN max=NaN median=NaN flags=seeded
 	interval counter req.count 8 count=4 sum=0 min=NaN max=NaN median=NaN
@@ -95,6 +79,26 @@ test_expect_success 'samples, a reload with new options, samples, stop: one inte
 	interval summary db.query 0 count=8 sum=0.035999999999999997 min=0.001 max=0.0080000000000000002 median=0.0040000000000000001 quantiles=0.5:0.0040000000000000001,0.75:0.0060000000000000001
 	EOF
 	test_cmp expected agg.fig
+'
+
+test_expect_success 'a reload that takes aggregate out flushes its partial interval then' '
+	udp=$(free_port) &&
+	rm -f agg.out raw.out &&
+	conf "" &&
+	start_tallyd --wait "udp_bound $udp" cur.conf &&
+	printf "%s\n" "gone:2|c" "gone:3|c" >d3 &&
+	send udp4 127.0.0.1:$udp d3 &&
+	wait_for "test \$(raw_lines) -ge 2" &&
+	sed "s/through = \[\"agg\"\]; //" cur.conf >next.conf &&
+	mv next.conf cur.conf &&
+	reload_tallyd &&
+	interval_figures agg.out >agg.fig &&
+	cat >expected <<-\EOF &&
+	interval counter gone 0 count=0 sum=0 min=NaN max=NaN median=NaN flags=seeded
+	interval counter gone 5 count=2 sum=0 min=NaN max=NaN median=NaN
+	EOF
+	test_cmp expected agg.fig &&
+	stop_tallyd
 '
 
 test_done

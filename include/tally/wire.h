@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tally/wire.h - the trace wire format, version 1 (see doc/wire-format.md)
+ * tally/wire.h - the trace wire format, versions 1 and 2 (see
+ * doc/wire-format.md)
  *
  * One ZeroMQ message (one frame) per event, sent PUSH -> PULL. All integers
  * are little-endian, strings are UTF-8 without NUL terminator, lengths in
@@ -32,6 +33,14 @@
  * lengths. Receivers drop (and count) anything else. Unknown versions are
  * dropped; future versions keep the first 4 bytes' meaning.
  *
+ * Version 2 (TALLY_WIRE_VERSION2): the same header with the reserved field
+ * (offset 50) holding ext_len, the bytes of an item section after the
+ * strings (at most TALLY_WIRE_MAX_EXT), and a fourth message type,
+ * COUNTER. Each item is a tag (enum tally_wire_item), a uint16 payload
+ * length and the payload: a typed attribute of the span (ATTR) or of the
+ * sending process (SOURCE), or a counter snapshot (COUNTER). Senders use
+ * version 1 for messages without items.
+ *
  * Thread-safety: these are constants and inline pure functions.
  */
 #ifndef TALLY_WIRE_H
@@ -43,17 +52,70 @@
 #define TALLY_WIRE_MAGIC0	0x74 /* 't' */
 #define TALLY_WIRE_MAGIC1	0x59 /* 'Y' */
 #define TALLY_WIRE_VERSION	1
+#define TALLY_WIRE_VERSION2	2
 #define TALLY_WIRE_HDR_SIZE	52
 #define TALLY_WIRE_MAX_STR	1024 /* longest trace id, name or hostname */
 #define TALLY_WIRE_MAX_MSG	(TALLY_WIRE_HDR_SIZE + 3 * TALLY_WIRE_MAX_STR)
 
+/* Version 2 bounds (doc/wire-format.md, "Bounds") */
+#define TALLY_WIRE_MAX_EXT	 8192 /* item section, bytes */
+#define TALLY_WIRE_MAX_MSG2	 (TALLY_WIRE_MAX_MSG + TALLY_WIRE_MAX_EXT)
+#define TALLY_WIRE_ITEM_HDR	 3  /* tag, uint16 payload length */
+#define TALLY_WIRE_MAX_KEY	 64 /* attribute key, counter name, label key */
+#define TALLY_WIRE_MAX_ATTR_STR	 256 /* string attribute value, bytes */
+#define TALLY_WIRE_MAX_LABEL_VAL 128 /* counter label value, bytes */
+#define TALLY_WIRE_MAX_ATTRS	 32  /* ATTR items per message */
+#define TALLY_WIRE_MAX_SOURCE	 8   /* SOURCE items per message */
+#define TALLY_WIRE_MAX_COUNTERS	 64  /* COUNTER items per message */
+#define TALLY_WIRE_MAX_LABELS	 4   /* labels per counter */
+/* fixed part of a COUNTER payload: kind, name_len, nlabels, span, value */
+#define TALLY_WIRE_COUNTER_FIXED 19
+
 /** enum tally_wire_type - message types of version 1 */
 enum tally_wire_type {
-	TALLY_WIRE_BEGIN = 1, /* a span opens */
-	TALLY_WIRE_END = 2,   /* a span closes (by span_id) */
-	TALLY_WIRE_CLOSE = 3, /* a tracer closes: what it queued, so that the
-			       * collector can count what never arrived */
+	TALLY_WIRE_BEGIN = 1,	/* a span opens */
+	TALLY_WIRE_END = 2,	/* a span closes (by span_id) */
+	TALLY_WIRE_CLOSE = 3,	/* a tracer closes: what it queued, so that the
+				 * collector can count what never arrived */
+	TALLY_WIRE_COUNTER = 4, /* version 2: counter and source items only */
 };
+
+/** enum tally_wire_item - item tags of version 2 */
+enum tally_wire_item {
+	TALLY_WIRE_ITEM_ATTR = 1,    /* a typed attribute of the span */
+	TALLY_WIRE_ITEM_SOURCE = 2,  /* a typed attribute of the sender */
+	TALLY_WIRE_ITEM_COUNTER = 3, /* a counter snapshot */
+};
+
+/*
+ * Attribute value types (the values of enum tally_attr_type in
+ * tally/record.h) and counter kinds.
+ */
+#define TALLY_WIRE_T_INT64  1
+#define TALLY_WIRE_T_DOUBLE 2
+#define TALLY_WIRE_T_STRING 3
+#define TALLY_WIRE_T_BOOL   4
+#define TALLY_WIRE_DELTA    1 /* int64 >= 0: growth since the last one */
+#define TALLY_WIRE_GAUGE    2 /* double: the level */
+
+/**
+ * tally_wire_name_ok() - whether @s[0..@len) is a valid key or name:
+ * 1..TALLY_WIRE_MAX_KEY bytes of [A-Za-z_][A-Za-z0-9_]*
+ */
+static inline int tally_wire_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > TALLY_WIRE_MAX_KEY ||
+	    (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_'))
+			return 0;
+	}
+	return 1;
+}
 
 /* Little-endian helpers shared by the encoder and the decoder. */
 static inline void tally_wire_put16(uint8_t *p, uint16_t v)

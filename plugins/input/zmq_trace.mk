@@ -59,6 +59,7 @@ ZMQ_TRACE_TESTS = \
 	t/t3014-zmq-trace-clock.t \
 	t/t3020-zmq-trace-fdlimit.t \
 	t/t3021-zmq-trace-omnistat-endpoint.t \
-	t/t3022-zmq-trace-undelivered.t
+	t/t3022-zmq-trace-undelivered.t \
+	t/t3023-zmq-trace-v2.t
 TESTS += $(ZMQ_TRACE_TESTS)
 EXTRA_DIST += $(ZMQ_TRACE_TESTS) t/t30-lib.sh t/t30-zmq-send.py

@@ -173,11 +173,14 @@ static void test_native_malformed(void)
 	       "one stray byte: bad_magic");
 
 	memcpy(m, begin_msg, sizeof(begin_msg));
-	m[2] = 2;
+	m[2] = 3;
 	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_UNKNOWN_VERSION,
-	       "version 2: unknown_version");
+	       "version 3: unknown_version");
 	cmp_ok(dec(m, 4), "==", ZMQ_TRACE_ERR_UNKNOWN_VERSION,
-	       "short version 2 message: unknown_version, not truncated");
+	       "short version 3 message: unknown_version, not truncated");
+	m[2] = 2;
+	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_OK,
+	       "version 2 without items (its ext_len is 0) decodes");
 	m[2] = 0;
 	cmp_ok(dec(m, sizeof(begin_msg)), "==", ZMQ_TRACE_ERR_UNKNOWN_VERSION,
 	       "version 0: unknown_version");
@@ -441,7 +444,196 @@ static void test_doc_vectors(void)
 		       v->len, zmq_trace_err_reason(doc_reason(v->reason)),
 		       v->reason);
 	}
-	cmp_ok(nbad, ">=", 9, "the document's invalid vectors were all found");
+	cmp_ok(nbad, ">=", 16, "the document's invalid vectors were all found");
+}
+
+/* The version-2 vectors of the document, their contents by hand. */
+static void test_doc_v2(void)
+{
+	struct vector *v;
+
+	v = find_vector("v2-begin-source");
+	if (ok(v && v->len == 117, "v2-begin-source: 117 bytes") &&
+	    cmp_ok(dec(v->b, v->len), "==", ZMQ_TRACE_OK,
+		   "v2-begin-source decodes")) {
+		cmp_ok(ev.version, "==", 2, "version 2");
+		cmp_ok(ev.phase, "==", TALLY_SPAN_BEGIN, "a BEGIN");
+		ok(!ev.counter && !ev.close, "a span event");
+		is(ev.name, "solver", "name");
+		cmp_ok(ev.span_id, "==", 1, "span 1");
+		cmp_ok(ev.nattrs, "==", 0, "no span attribute");
+		cmp_ok(ev.ncounters, "==", 0, "no counter");
+		cmp_ok(ev.nsource, "==", 2, "two source attributes");
+		is(ev.source[0].key, "local_rank", "local_rank");
+		cmp_ok(ev.source[0].type, "==", TALLY_ATTR_T_INT, "an int");
+		cmp_ok(ev.source[0].i, "==", 1, "= 1");
+		is(ev.source[1].key, "rocr_visible_devices", "GPUs");
+		cmp_ok(ev.source[1].type, "==", TALLY_ATTR_T_STRING,
+		       "a string");
+		is(ev.source[1].s, "0,1", "= \"0,1\"");
+	}
+	v = find_vector("v2-end-attrs");
+	if (ok(v && v->len == 126, "v2-end-attrs: 126 bytes") &&
+	    cmp_ok(dec(v->b, v->len), "==", ZMQ_TRACE_OK,
+		   "v2-end-attrs decodes")) {
+		cmp_ok(ev.phase, "==", TALLY_SPAN_END, "an END");
+		cmp_ok(ev.ts_ns, "==", 1722000001000000000ll, "ts");
+		cmp_ok(ev.nattrs, "==", 4, "four attributes");
+		is(ev.attrs[0].key, "bytes", "bytes");
+		cmp_ok(ev.attrs[0].type, "==", TALLY_ATTR_T_INT, "int64");
+		cmp_ok(ev.attrs[0].i, "==", 4096, "= 4096");
+		is(ev.attrs[1].key, "ratio", "ratio");
+		cmp_ok(ev.attrs[1].type, "==", TALLY_ATTR_T_DOUBLE, "double");
+		ok(ev.attrs[1].d == 0.5, "= 0.5");
+		is(ev.attrs[2].key, "file", "file");
+		is(ev.attrs[2].s, "ckpt.h5", "= ckpt.h5");
+		is(ev.attrs[3].key, "ok", "ok");
+		cmp_ok(ev.attrs[3].type, "==", TALLY_ATTR_T_BOOL, "bool");
+		ok(ev.attrs[3].b, "= true");
+		cmp_ok(ev.nsource + ev.ncounters, "==", 0, "nothing else");
+	}
+	v = find_vector("v2-counter");
+	if (ok(v && v->len == 131, "v2-counter: 131 bytes") &&
+	    cmp_ok(dec(v->b, v->len), "==", ZMQ_TRACE_OK,
+		   "v2-counter decodes")) {
+		ok(ev.counter && !ev.close, "a COUNTER message");
+		cmp_ok(ev.ts_ns, "==", 1722000001500000000ll, "ts");
+		cmp_ok(ev.rank, "==", 3, "rank");
+		cmp_ok(ev.ncounters, "==", 2, "two counters");
+		is(ev.counters[0].name, "mpi_bytes", "mpi_bytes");
+		cmp_ok(ev.counters[0].kind, "==", TALLY_WIRE_DELTA, "delta");
+		cmp_ok(ev.counters[0].delta, "==", 1048576, "+1048576");
+		cmp_ok(ev.counters[0].span_id, "==", 1, "in span 1");
+		cmp_ok(ev.counters[0].nlabels, "==", 1, "one label");
+		is(ev.counters[0].labels[0].key, "peer", "peer");
+		is(ev.counters[0].labels[0].value, "2", "= 2");
+		is(ev.counters[1].name, "queue_depth", "queue_depth");
+		cmp_ok(ev.counters[1].kind, "==", TALLY_WIRE_GAUGE, "gauge");
+		ok(ev.counters[1].gauge == 3.5, "= 3.5");
+		cmp_ok(ev.counters[1].span_id, "==", 0, "no span");
+		cmp_ok(ev.counters[1].nlabels, "==", 0, "no label");
+	}
+}
+
+/* A v2 message: begin_msg's header as @type with items @x[0..@xl). */
+static size_t build2(uint8_t *m, uint8_t type, const char *name,
+		     const uint8_t *x, size_t xl)
+{
+	size_t len = build(m, type, "t", 1, name, strlen(name), "", 0);
+
+	m[2] = 2;
+	m[50] = (uint8_t)xl;
+	m[51] = (uint8_t)(xl >> 8);
+	memcpy(m + len, x, xl);
+	return len + xl;
+}
+
+static void test_v2_rules(void)
+{
+	static uint8_t m[TALLY_WIRE_MAX_MSG2 + 64];
+	static uint8_t big[TALLY_WIRE_MAX_EXT + 8];
+	/* counter "c", delta, no label, no span, value @v (8 bytes) */
+#define CTR(kind, b0, b7)                                                   \
+	3, 20, 0, kind, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, b0, 0, 0, 0, 0, 0, 0, \
+		b7, 'c'
+	static const uint8_t one[] = { CTR(1, 5, 0) };
+	static const uint8_t neg[] = { CTR(1, 0, 0x80) };
+	static const uint8_t nan[] = { CTR(2, 0,
+					   0x7f) }; /* 0x7f..: see below */
+	static const uint8_t kind[] = { CTR(3, 0, 0) };
+	static const uint8_t attr[] = { 1, 5, 0, 2, 4, 'o', 'k', 1 };
+	static const uint8_t skip[] = { 9, 2, 0, 0xaa, 0xbb, CTR(1, 5, 0) };
+	static const uint8_t lab[] = {
+		3, 27, 0, 1, 1, 1, 0, 0,   0, 0, 0,   0,   0,	0,   1,
+		0, 0,  0, 0, 0, 0, 0, 'c', 4, 1, 'h', 'o', 's', 't', 'x'
+	};
+	static const uint8_t badname[] = { 3, 20, 0, 1, 1, 0, 0, 0, 0, 0, 0,  0,
+					   0, 0,  1, 0, 0, 0, 0, 0, 0, 0, '9' };
+	uint8_t nanv[sizeof(nan)];
+	size_t len, n;
+
+	len = build2(m, TALLY_WIRE_COUNTER, "", one, sizeof(one));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "COUNTER with one delta");
+	cmp_ok(ev.ncounters, "==", 1, "one counter");
+	cmp_ok(ev.counters[0].delta, "==", 5, "of 5");
+	m[2] = 1;
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_TYPE,
+	       "type 4 in version 1: bad_type");
+
+	len = build2(m, TALLY_WIRE_END, "n", skip, sizeof(skip));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "an unknown item is skipped");
+	cmp_ok(ev.ncounters, "==", 1, "the next one read");
+	cmp_ok(ev.counters[0].delta, "==", 5, "right");
+
+	len = build2(m, TALLY_WIRE_BEGIN, "n", one, sizeof(one));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "counters ride on a BEGIN");
+	cmp_ok(ev.ncounters, "==", 1, "its counter");
+
+	len = build2(m, TALLY_WIRE_END, "n", NULL, 0);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "v2 END without items");
+
+	len = build2(m, TALLY_WIRE_COUNTER, "", neg, sizeof(neg));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE, "negative delta");
+	memcpy(nanv, nan, sizeof(nan));
+	nanv[3 + 3 + 8 + 6] = 0xf8; /* 0x7ff8000000000000: NaN */
+	nanv[3 + 3 + 8 + 7] = 0x7f;
+	len = build2(m, TALLY_WIRE_COUNTER, "", nanv, sizeof(nanv));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE, "NaN gauge");
+	len = build2(m, TALLY_WIRE_COUNTER, "", kind, sizeof(kind));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE, "unknown kind");
+	len = build2(m, TALLY_WIRE_COUNTER, "", attr, sizeof(attr));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE,
+	       "an ATTR in a COUNTER message");
+	len = build2(m, TALLY_WIRE_COUNTER, "", NULL, 0);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE,
+	       "a COUNTER message without items");
+	len = build2(m, TALLY_WIRE_COUNTER, "x", one, sizeof(one));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE,
+	       "a COUNTER message with a name");
+	len = build2(m, TALLY_WIRE_CLOSE, "", one, sizeof(one));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE,
+	       "a CLOSE with items");
+	len = build2(m, TALLY_WIRE_COUNTER, "", lab, sizeof(lab));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE,
+	       "a counter label named host (the collector's)");
+	len = build2(m, TALLY_WIRE_COUNTER, "", badname, sizeof(badname));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE,
+	       "a counter name starting with a digit");
+	len = build2(m, TALLY_WIRE_COUNTER, "", one, sizeof(one) - 1);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "an item past the section's end");
+
+	/* bounds: 33 attributes, 65 counters, a section above 8192 */
+	for (n = 0; n < 33; n++) {
+		uint8_t *a = big + n * 9;
+
+		memcpy(a, (const uint8_t[]){ 1, 6, 0, 3, 4, 'k', '0', '0', 1 },
+		       9);
+		a[6] = (uint8_t)('a' + n / 10);
+		a[7] = (uint8_t)('0' + n % 10);
+	}
+	len = build2(m, TALLY_WIRE_END, "n", big, 32 * 9);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "32 attributes");
+	cmp_ok(ev.nattrs, "==", 32, "all kept");
+	len = build2(m, TALLY_WIRE_END, "n", big, 33 * 9);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE, "33 attributes");
+	for (n = 0; n < 65; n++)
+		memcpy(big + n * sizeof(one), one, sizeof(one));
+	len = build2(m, TALLY_WIRE_COUNTER, "", big, 64 * sizeof(one));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "64 counters");
+	len = build2(m, TALLY_WIRE_COUNTER, "", big, 65 * sizeof(one));
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_VALUE, "65 counters");
+	memset(big, 0, sizeof(big));
+	big[0] = 9; /* one unknown item filling the section */
+	big[1] = (uint8_t)(TALLY_WIRE_MAX_EXT - 3);
+	big[2] = (uint8_t)((TALLY_WIRE_MAX_EXT - 3) >> 8);
+	len = build2(m, TALLY_WIRE_END, "n", big, TALLY_WIRE_MAX_EXT);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_OK, "an 8192-byte section");
+	big[1]++;
+	len = build2(m, TALLY_WIRE_END, "n", big, TALLY_WIRE_MAX_EXT + 1);
+	cmp_ok(dec(m, len), "==", ZMQ_TRACE_ERR_BAD_LENGTH,
+	       "an 8193-byte section");
+#undef CTR
 }
 
 static enum zmq_trace_err jdec(const char *s)
@@ -675,6 +867,8 @@ int main(void)
 	test_native_malformed();
 	test_native_utf8();
 	test_doc_vectors();
+	test_doc_v2();
+	test_v2_rules();
 	test_json_valid();
 	test_json_malformed();
 	test_json_lengths();

@@ -77,12 +77,66 @@ static int sink_span(void *ctx, const struct tally_span *sp, int64_t ts)
 		outlen += (size_t)snprintf(out + outlen, sizeof(out) - outlen,
 					   " BAD-begin_ns=%lld",
 					   (long long)sp->begin_ns);
+	for (uint32_t i = 0; i < sp->nvalues; i++) {
+		const struct tally_attr *a = &sp->values[i];
+
+		outlen += (size_t)snprintf(out + outlen, sizeof(out) - outlen,
+					   " %s=", a->key);
+		if (a->type == TALLY_ATTR_T_INT)
+			outlen += (size_t)snprintf(out + outlen,
+						   sizeof(out) - outlen, "%lld",
+						   (long long)a->i);
+		else if (a->type == TALLY_ATTR_T_DOUBLE)
+			outlen += (size_t)snprintf(
+				out + outlen, sizeof(out) - outlen, "%g", a->d);
+		else if (a->type == TALLY_ATTR_T_STRING)
+			outlen += (size_t)snprintf(out + outlen,
+						   sizeof(out) - outlen, "'%s'",
+						   a->s);
+		else
+			outlen += (size_t)snprintf(out + outlen,
+						   sizeof(out) - outlen, "%s",
+						   a->b ? "true" : "false");
+	}
 	out[outlen++] = '\n';
 	out[outlen] = '\0';
 	return 0;
 }
 
 static const struct zmq_trace_sink sink = { .span = sink_span };
+
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct tally_label *)a)->key,
+		      ((const struct tally_label *)b)->key);
+}
+
+/* One line per sample: NAME{labels sorted} value ts, type letter first. */
+static int sink_metric(void *ctx, enum tally_metric_type type, const char *name,
+		       const struct tally_label *labels, size_t n, double value,
+		       int64_t ts)
+{
+	struct tally_label l[16];
+
+	(void)ctx;
+	memcpy(l, labels, n * sizeof(*l));
+	qsort(l, n, sizeof(*l), label_cmp);
+	outlen += (size_t)snprintf(out + outlen, sizeof(out) - outlen, "%c %s{",
+				   type == TALLY_COUNTER ? 'c'
+				   : type == TALLY_GAUGE ? 'g'
+							 : 'i',
+				   name);
+	for (size_t i = 0; i < n; i++)
+		outlen += (size_t)snprintf(out + outlen, sizeof(out) - outlen,
+					   "%s%s=%s", i ? "," : "", l[i].key,
+					   l[i].value);
+	outlen += (size_t)snprintf(out + outlen, sizeof(out) - outlen,
+				   "} %.17g %lld\n", value, (long long)ts);
+	return 0;
+}
+
+static const struct zmq_trace_sink msink = { .span = sink_span,
+					     .metric = sink_metric };
 
 static const char *take(void)
 {
@@ -1012,6 +1066,123 @@ static void test_pid_alive_zombie(void)
 	ok(!tally_pid_alive((uint32_t)pid), "reaped: gone");
 }
 
+/* v2: span attributes, counter series, source figures */
+static void test_v2(void)
+{
+	struct zmq_trace_state_opts o = {
+		.local_host = "here",
+		.max_open_spans = 8,
+		.max_sources = 8,
+		.abandon_ns = 60 * SEC,
+		.idle_ns = 10 * SEC,
+		.gone_grace_ns = 1 * SEC,
+		.max_counter_series = 3,
+		.pid_alive = fake_alive,
+	};
+	struct zmq_trace_state *st = zmq_trace_state_new(&o);
+	struct zmq_trace_event *ev;
+	struct zmq_trace_counter *c;
+
+	take();
+	ev = nat(B, 10, 10, 1, 0, "io", 1000);
+	ev->version = 2;
+	ev->nsource = 2;
+	ev->source[0] = TALLY_ATTR_INT("local_rank", 1);
+	ev->source[1] = TALLY_ATTR_STRING("rocr_visible_devices", "0,1");
+	zmq_trace_state_apply(st, ev, 0, &msink);
+	ev = nat(E, 10, 10, 1, 0, "io", 2000);
+	ev->version = 2;
+	ev->dropped = 4;
+	ev->nattrs = 2;
+	ev->attrs[0] = TALLY_ATTR_INT("bytes", 4096);
+	ev->attrs[1] = TALLY_ATTR_DOUBLE("ratio", 0.5);
+	zmq_trace_state_apply(st, ev, 0, &msink);
+	is(take(),
+	   "span begin trace=T name=io id=1 parent=0 depth=0 host=here "
+	   "pid=10 tid=10 rank=2 flags=0 ts=1000\n"
+	   "span end trace=T name=io id=1 parent=0 depth=0 host=here "
+	   "pid=10 tid=10 rank=2 flags=0 ts=2000 begin=1000 bytes=4096 "
+	   "ratio=0.5\n",
+	   "attributes of an END land on its span record");
+
+	/* a COUNTER message: a delta twice (labels in either order), a
+	 * gauge, then a fourth series beyond max_counter_series = 3 */
+	ev = nat(E, 10, 10, 0, 0, "", 3000);
+	ev->version = 2;
+	ev->counter = true;
+	ev->ncounters = 2;
+	c = &ev->counters[0];
+	*c = (struct zmq_trace_counter){
+		.name = "calls", .kind = 1, .nlabels = 2, .delta = 5
+	};
+	c->labels[0].key = "peer";
+	c->labels[0].value = "3";
+	c->labels[1].key = "op";
+	c->labels[1].value = "send";
+	c = &ev->counters[1];
+	*c = (struct zmq_trace_counter){ .name = "depth",
+					 .kind = 2,
+					 .gauge = 2.5 };
+	cmp_ok(zmq_trace_state_apply(st, ev, 0, &msink), "==", 0,
+	       "a COUNTER message applies");
+	c = &ev->counters[0];
+	c->labels[0].key = "op";
+	c->labels[0].value = "send";
+	c->labels[1].key = "peer";
+	c->labels[1].value = "3";
+	c->delta = 7;
+	ev->counters[1].gauge = 1.25;
+	ev->ts_ns = 4000;
+	zmq_trace_state_apply(st, ev, 0, &msink);
+	is(take(),
+	   "c tally_app_calls_total{host=here,op=send,peer=3,rank=2,trace=T}"
+	   " 5 3000\n"
+	   "g tally_app_depth{host=here,rank=2,trace=T} 2.5 3000\n"
+	   "c tally_app_calls_total{host=here,op=send,peer=3,rank=2,trace=T}"
+	   " 12 4000\n"
+	   "g tally_app_depth{host=here,rank=2,trace=T} 1.25 4000\n",
+	   "deltas add up per series, whatever the label order; a gauge "
+	   "takes the level; no span record");
+	ev->ncounters = 1;
+	c->labels[1].value = "4"; /* a third series: fits */
+	zmq_trace_state_apply(st, ev, 0, &msink);
+	c->labels[1].value = "5"; /* a fourth: does not */
+	zmq_trace_state_apply(st, ev, 0, &msink);
+	is(take(),
+	   "c tally_app_calls_total{host=here,op=send,peer=4,rank=2,trace=T}"
+	   " 7 4000\n",
+	   "a series beyond max_counter_series is dropped");
+	cmp_ok(zmq_trace_state_counters(st)->counter_limit, "==", 1,
+	       "and counted");
+	cmp_ok(zmq_trace_state_open_spans(st), "==", 0, "no span opened");
+
+	/* the check reports each source kept */
+	zmq_trace_state_check(st, 2 * SEC, 77 * SEC, false, &msink);
+	is(take(),
+	   "c tally_trace_source_messages_total{host=here,pid=10,rank=2,"
+	   "trace=T} 6 77000000000\n"
+	   "c tally_trace_source_dropped_total{host=here,pid=10,rank=2,"
+	   "trace=T} 4 77000000000\n"
+	   "g tally_trace_source_last_seen_timestamp_seconds{host=here,"
+	   "pid=10,rank=2,trace=T} 3.9999999999999998e-06 77000000000\n"
+	   "i tally_trace_source_info{host=here,local_rank=1,pid=10,rank=2,"
+	   "rocr_visible_devices=0,1,trace=T} 1 77000000000\n",
+	   "per source: messages, client drops, last seen, announcement");
+
+	/* idle: the source is forgotten with its series, room again */
+	zmq_trace_state_check(st, 20 * SEC, 78 * SEC, false, &msink);
+	is(take(), "", "a forgotten source is no longer reported");
+	cmp_ok(zmq_trace_state_sources(st), "==", 0, "gone");
+	c->labels[1].value = "6";
+	ev->pid = 11;
+	zmq_trace_state_apply(st, ev, 0, &msink);
+	is(take(),
+	   "c tally_app_calls_total{host=here,op=send,peer=6,rank=2,trace=T}"
+	   " 7 4000\n",
+	   "its series made room");
+	zmq_trace_state_free(st);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -1033,5 +1204,6 @@ int main(void)
 	test_retune();
 	test_abandon_all();
 	test_undelivered();
+	test_v2();
 	return done_testing();
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plugins/input/zmq_trace/decode.c - native v1 and Omnistat JSON decoders
+ * plugins/input/zmq_trace/decode.c - native v1/v2 and Omnistat JSON decoders
  *
  * Pure functions over untrusted bytes: every read is bounds-checked against
  * the message end, nothing is allocated, and each rejection names a reason.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -52,12 +53,231 @@ static const char *zmq_trace_put_str(struct zmq_trace_event *ev, size_t off,
 	return ev->buf + off;
 }
 
+/* Reading the item section of a v2 message (doc/wire-format.md). */
+struct zmq_trace_items {
+	struct zmq_trace_event *ev;
+	size_t used; /* bytes of ev->xbuf taken */
+};
+
+/* Copy @len bytes at @src into the event's item buffer as a C string. */
+static const char *zmq_trace_xstr(struct zmq_trace_items *it,
+				  const uint8_t *src, size_t len)
+{
+	char *d = it->ev->xbuf + it->used;
+
+	/* bounded: every string is a part of the section, plus its NUL,
+	 * and items have headers of more than one byte per string */
+	memcpy(d, src, len);
+	d[len] = '\0';
+	it->used += len + 1;
+	return d;
+}
+
+static bool zmq_trace_key_dup(const struct tally_attr *a, uint32_t n,
+			      const char *key)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(a[i].key, key))
+			return true;
+	return false;
+}
+
+/* An ATTR or SOURCE payload @p[0..@len) into @a[*n]. */
+static enum zmq_trace_err zmq_trace_attr(struct zmq_trace_items *it,
+					 const uint8_t *p, size_t len,
+					 struct tally_attr *a, uint32_t *n,
+					 uint32_t max)
+{
+	struct tally_attr *v;
+	size_t kl, vl;
+	uint64_t bits;
+	const char *key;
+
+	if (len < 2)
+		return ZMQ_TRACE_ERR_BAD_LENGTH;
+	kl = p[0];
+	if (2 + kl > len)
+		return ZMQ_TRACE_ERR_BAD_LENGTH;
+	vl = len - 2 - kl;
+	if (!tally_wire_name_ok((const char *)p + 2, kl))
+		return kl > TALLY_WIRE_MAX_KEY ? ZMQ_TRACE_ERR_BAD_LENGTH
+					       : ZMQ_TRACE_ERR_BAD_VALUE;
+	if (*n == max)
+		return ZMQ_TRACE_ERR_BAD_VALUE;
+	switch (p[1]) {
+	case TALLY_WIRE_T_INT64:
+	case TALLY_WIRE_T_DOUBLE:
+		if (vl != 8)
+			return ZMQ_TRACE_ERR_BAD_LENGTH;
+		break;
+	case TALLY_WIRE_T_STRING:
+		if (vl > TALLY_WIRE_MAX_ATTR_STR)
+			return ZMQ_TRACE_ERR_BAD_LENGTH;
+		if (!tally_utf8_valid(p + 2 + kl, vl))
+			return ZMQ_TRACE_ERR_BAD_UTF8;
+		break;
+	case TALLY_WIRE_T_BOOL:
+		if (vl != 1)
+			return ZMQ_TRACE_ERR_BAD_LENGTH;
+		if (p[2 + kl] > 1)
+			return ZMQ_TRACE_ERR_BAD_VALUE;
+		break;
+	default:
+		return ZMQ_TRACE_ERR_BAD_VALUE;
+	}
+	key = zmq_trace_xstr(it, p + 2, kl);
+	if (zmq_trace_key_dup(a, *n, key))
+		return ZMQ_TRACE_ERR_BAD_VALUE;
+	v = &a[(*n)++];
+	v->key = key;
+	v->type = (enum tally_attr_type)p[1];
+	p += 2 + kl;
+	switch (v->type) {
+	case TALLY_ATTR_T_INT:
+		v->i = (int64_t)tally_wire_get64(p);
+		break;
+	case TALLY_ATTR_T_DOUBLE:
+		bits = tally_wire_get64(p);
+		memcpy(&v->d, &bits, sizeof(v->d));
+		if (!isfinite(v->d))
+			return ZMQ_TRACE_ERR_BAD_VALUE;
+		break;
+	case TALLY_ATTR_T_STRING:
+		v->s = zmq_trace_xstr(it, p, vl);
+		break;
+	default:
+		v->b = p[0] != 0;
+		break;
+	}
+	return ZMQ_TRACE_OK;
+}
+
+static bool zmq_trace_label_reserved(const char *k)
+{
+	return !strcmp(k, "trace") || !strcmp(k, "rank") ||
+	       !strcmp(k, "host") || !strcmp(k, "pid");
+}
+
+/* A COUNTER payload @p[0..@len) into the event's next counter. */
+static enum zmq_trace_err zmq_trace_counter(struct zmq_trace_items *it,
+					    const uint8_t *p, size_t len)
+{
+	struct zmq_trace_event *ev = it->ev;
+	struct zmq_trace_counter *c;
+	const uint8_t *e = p + len;
+	size_t nl, nlab;
+	uint64_t bits;
+
+	if (len < TALLY_WIRE_COUNTER_FIXED)
+		return ZMQ_TRACE_ERR_BAD_LENGTH;
+	nl = p[1];
+	nlab = p[2];
+	if (p[0] != TALLY_WIRE_DELTA && p[0] != TALLY_WIRE_GAUGE)
+		return ZMQ_TRACE_ERR_BAD_VALUE;
+	if (nlab > TALLY_WIRE_MAX_LABELS ||
+	    ev->ncounters == TALLY_WIRE_MAX_COUNTERS)
+		return ZMQ_TRACE_ERR_BAD_VALUE;
+	if (nl > TALLY_WIRE_MAX_KEY || nl > len - TALLY_WIRE_COUNTER_FIXED)
+		return ZMQ_TRACE_ERR_BAD_LENGTH;
+	if (!tally_wire_name_ok((const char *)p + TALLY_WIRE_COUNTER_FIXED, nl))
+		return ZMQ_TRACE_ERR_BAD_VALUE;
+	c = &ev->counters[ev->ncounters];
+	c->kind = p[0];
+	c->nlabels = (uint8_t)nlab;
+	c->span_id = tally_wire_get64(p + 3);
+	bits = tally_wire_get64(p + 11);
+	c->delta = 0;
+	c->gauge = 0;
+	if (c->kind == TALLY_WIRE_DELTA) {
+		c->delta = (int64_t)bits;
+		if (c->delta < 0)
+			return ZMQ_TRACE_ERR_BAD_VALUE;
+	} else {
+		memcpy(&c->gauge, &bits, sizeof(c->gauge));
+		if (!isfinite(c->gauge))
+			return ZMQ_TRACE_ERR_BAD_VALUE;
+	}
+	c->name = zmq_trace_xstr(it, p + TALLY_WIRE_COUNTER_FIXED, nl);
+	p += TALLY_WIRE_COUNTER_FIXED + nl;
+	for (size_t i = 0; i < nlab; i++) {
+		size_t kl, vl;
+
+		if (e - p < 2)
+			return ZMQ_TRACE_ERR_BAD_LENGTH;
+		kl = p[0];
+		vl = p[1];
+		if (kl > TALLY_WIRE_MAX_KEY || vl > TALLY_WIRE_MAX_LABEL_VAL ||
+		    (size_t)(e - p) < 2 + kl + vl)
+			return ZMQ_TRACE_ERR_BAD_LENGTH;
+		if (!tally_wire_name_ok((const char *)p + 2, kl))
+			return ZMQ_TRACE_ERR_BAD_VALUE;
+		if (!tally_utf8_valid(p + 2 + kl, vl))
+			return ZMQ_TRACE_ERR_BAD_UTF8;
+		c->labels[i].key = zmq_trace_xstr(it, p + 2, kl);
+		c->labels[i].value = zmq_trace_xstr(it, p + 2 + kl, vl);
+		if (zmq_trace_label_reserved(c->labels[i].key))
+			return ZMQ_TRACE_ERR_BAD_VALUE;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(c->labels[j].key, c->labels[i].key))
+				return ZMQ_TRACE_ERR_BAD_VALUE;
+		p += 2 + kl + vl;
+	}
+	if (p != e)
+		return ZMQ_TRACE_ERR_BAD_LENGTH;
+	ev->ncounters++;
+	return ZMQ_TRACE_OK;
+}
+
+/* The item section @p[0..@len) of a v2 message of type @type. */
+static enum zmq_trace_err zmq_trace_items(struct zmq_trace_event *ev,
+					  uint8_t type, const uint8_t *p,
+					  size_t len)
+{
+	struct zmq_trace_items it = { .ev = ev };
+	const uint8_t *e = p + len;
+	enum zmq_trace_err err = ZMQ_TRACE_OK;
+
+	while (p < e) {
+		size_t il;
+
+		if (e - p < TALLY_WIRE_ITEM_HDR)
+			return ZMQ_TRACE_ERR_BAD_LENGTH;
+		il = tally_wire_get16(p + 1);
+		if ((size_t)(e - p) - TALLY_WIRE_ITEM_HDR < il)
+			return ZMQ_TRACE_ERR_BAD_LENGTH;
+		switch (p[0]) {
+		case TALLY_WIRE_ITEM_ATTR:
+			if (type == TALLY_WIRE_COUNTER)
+				return ZMQ_TRACE_ERR_BAD_VALUE;
+			err = zmq_trace_attr(&it, p + TALLY_WIRE_ITEM_HDR, il,
+					     ev->attrs, &ev->nattrs,
+					     TALLY_WIRE_MAX_ATTRS);
+			break;
+		case TALLY_WIRE_ITEM_SOURCE:
+			err = zmq_trace_attr(&it, p + TALLY_WIRE_ITEM_HDR, il,
+					     ev->source, &ev->nsource,
+					     TALLY_WIRE_MAX_SOURCE);
+			break;
+		case TALLY_WIRE_ITEM_COUNTER:
+			err = zmq_trace_counter(&it, p + TALLY_WIRE_ITEM_HDR,
+						il);
+			break;
+		default:
+			break; /* a later extension's item: skipped */
+		}
+		if (err)
+			return err;
+		p += TALLY_WIRE_ITEM_HDR + il;
+	}
+	return ZMQ_TRACE_OK;
+}
+
 enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 					   struct zmq_trace_event *ev)
 {
 	const uint8_t *str;
-	size_t tl, nl, hl;
-	uint8_t type;
+	size_t tl, nl, hl, xl = 0;
+	uint8_t type, version;
 
 	/*
 	 * Check in the order a future version keeps stable: magic, then
@@ -72,28 +292,40 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 			       : ZMQ_TRACE_ERR_BAD_MAGIC;
 	if (len < 3)
 		return ZMQ_TRACE_ERR_TRUNCATED;
-	if (msg[2] != TALLY_WIRE_VERSION)
+	version = msg[2];
+	if (version != TALLY_WIRE_VERSION && version != TALLY_WIRE_VERSION2)
 		return ZMQ_TRACE_ERR_UNKNOWN_VERSION;
 	if (len < TALLY_WIRE_HDR_SIZE)
 		return ZMQ_TRACE_ERR_TRUNCATED;
 
 	type = msg[3];
 	if (type != TALLY_WIRE_BEGIN && type != TALLY_WIRE_END &&
-	    type != TALLY_WIRE_CLOSE)
+	    type != TALLY_WIRE_CLOSE &&
+	    (type != TALLY_WIRE_COUNTER || version == TALLY_WIRE_VERSION))
 		return ZMQ_TRACE_ERR_BAD_TYPE;
 
 	tl = tally_wire_get16(msg + 44);
 	nl = tally_wire_get16(msg + 46);
 	hl = tally_wire_get16(msg + 48);
+	/* v1: reserved, ignored; v2: the item section's length */
+	if (version == TALLY_WIRE_VERSION2)
+		xl = tally_wire_get16(msg + 50);
 	if (tl == 0 || tl > TALLY_WIRE_MAX_STR || nl > TALLY_WIRE_MAX_STR ||
-	    hl > TALLY_WIRE_MAX_STR || (type == TALLY_WIRE_BEGIN && nl == 0) ||
+	    hl > TALLY_WIRE_MAX_STR || xl > TALLY_WIRE_MAX_EXT ||
+	    (type == TALLY_WIRE_BEGIN && nl == 0) ||
 	    (type == TALLY_WIRE_CLOSE && nl != 0))
 		return ZMQ_TRACE_ERR_BAD_LENGTH;
-	if (len != TALLY_WIRE_HDR_SIZE + tl + nl + hl)
+	if (len != TALLY_WIRE_HDR_SIZE + tl + nl + hl + xl)
 		return ZMQ_TRACE_ERR_BAD_LENGTH;
+	if ((type == TALLY_WIRE_CLOSE && xl) ||
+	    (type == TALLY_WIRE_COUNTER && (nl || !xl)))
+		return ZMQ_TRACE_ERR_BAD_VALUE;
 
 	ev->format = ZMQ_TRACE_NATIVE;
+	ev->version = version;
 	ev->close = type == TALLY_WIRE_CLOSE;
+	ev->counter = type == TALLY_WIRE_COUNTER;
+	ev->nattrs = ev->nsource = ev->ncounters = 0;
 	ev->phase =
 		type == TALLY_WIRE_BEGIN ? TALLY_SPAN_BEGIN : TALLY_SPAN_END;
 	ev->dropped = tally_wire_get32(msg + 4);
@@ -105,7 +337,9 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 	ev->rank = (int32_t)tally_wire_get32(msg + 40);
 	/* The reserved field (offset 50) is ignored for forward compatibility;
 	 * a timestamp before 1970 is odd but well-formed. */
-	if (ev->span_id == 0 && !ev->close)
+	if (ev->counter)
+		ev->span_id = ev->parent_id = 0; /* unused, ignored */
+	else if (ev->span_id == 0 && !ev->close)
 		return ZMQ_TRACE_ERR_BAD_SPAN_ID;
 
 	str = msg + TALLY_WIRE_HDR_SIZE;
@@ -122,7 +356,9 @@ enum zmq_trace_err zmq_trace_decode_native(const uint8_t *msg, size_t len,
 	ev->trace_len = (uint16_t)tl;
 	ev->name_len = (uint16_t)nl;
 	ev->host_len = (uint16_t)hl;
-	return ZMQ_TRACE_OK;
+	if (!xl)
+		return ZMQ_TRACE_OK;
+	return zmq_trace_items(ev, type, str + tl + nl + hl, xl);
 }
 
 /*
@@ -479,7 +715,10 @@ enum zmq_trace_err zmq_trace_decode_json(const uint8_t *msg, size_t len,
 		return ZMQ_TRACE_ERR_BAD_VALUE;
 
 	ev->format = ZMQ_TRACE_OMNISTAT;
+	ev->version = 0;
 	ev->close = false;
+	ev->counter = false;
+	ev->nattrs = ev->nsource = ev->ncounters = 0;
 	ev->dropped = 0;
 	ev->span_id = 0;
 	ev->parent_id = 0;

@@ -20,6 +20,8 @@
  *     parent that the depth needs anyway.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +44,35 @@ struct zmq_trace_open {
 	char inl[ZMQ_TRACE_INLINE_NAME];
 };
 
+/*
+ * What a source announced about itself (v2 SOURCE items): its keys and
+ * values as label pairs, values formatted as text, sized to fit.
+ */
+struct zmq_trace_announce {
+	uint32_t n;
+	struct tally_label pairs[TALLY_WIRE_MAX_SOURCE];
+	char strs[];
+};
+
+struct zmq_trace_source;
+
+/*
+ * One application counter series (v2 COUNTER items) of one source, in the
+ * state's bounded table; forgotten with its source.
+ */
+struct zmq_trace_series {
+	struct tally_lru_node node; /* in zmq_trace_state.series */
+	struct zmq_trace_source *src;
+	struct zmq_trace_series *next; /* the source's series */
+	double value;		       /* delta: the sum; gauge: the level */
+	uint8_t kind;
+	uint8_t nlabels;
+	const char *name;   /* as sent */
+	const char *metric; /* tally_app_NAME[_total] */
+	struct tally_label labels[TALLY_WIRE_MAX_LABELS]; /* sorted by key */
+	char strs[];
+};
+
 struct zmq_trace_source {
 	struct tally_lru_node node; /* in zmq_trace_state.sources */
 	enum zmq_trace_format format;
@@ -61,6 +92,11 @@ struct zmq_trace_source {
 	uint64_t announced;	 /* events queued, summed over CLOSEs */
 	int64_t announced_first; /* the earliest first event they name */
 	bool closed;		 /* a CLOSE arrived */
+	uint64_t messages;	 /* every message, v2 COUNTER included */
+	uint64_t client_dropped; /* drops its messages reported */
+	int64_t newest_ts;	 /* newest timestamp of any of them */
+	struct zmq_trace_announce *announce; /* NULL: none */
+	struct zmq_trace_series *series;
 	struct zmq_trace_open *ring;
 	uint32_t cap; /* power of two, 0 before the first begin */
 	uint32_t head;
@@ -74,6 +110,7 @@ struct zmq_trace_state {
 	struct zmq_trace_state_opts opts;
 	char *local_host;
 	struct tally_lru sources; /* struct zmq_trace_source, max_sources */
+	struct tally_lru series;  /* struct zmq_trace_series */
 	uint64_t nopen;
 	int64_t job_end_ns; /* zmq_trace_state_job_ended(), 0: none */
 	struct zmq_trace_counters counters;
@@ -112,6 +149,7 @@ zmq_trace_state_new(const struct zmq_trace_state_opts *opts)
 		goto out_free;
 	st->opts.local_host = st->local_host;
 	tally_lru_init(&st->sources, opts->max_sources);
+	tally_lru_init(&st->series, opts->max_counter_series);
 	return st;
 
 out_free:
@@ -131,10 +169,19 @@ static struct zmq_trace_open *zmq_trace_at(struct zmq_trace_source *src,
 	return &src->ring[(src->head + i) & (src->cap - 1)];
 }
 
-static void zmq_trace_source_free(struct zmq_trace_source *src)
+static void zmq_trace_source_free(struct zmq_trace_state *st,
+				  struct zmq_trace_source *src)
 {
+	struct zmq_trace_series *se, *next;
+
+	for (se = src->series; se; se = next) {
+		next = se->next;
+		tally_lru_remove(&st->series, &se->node);
+		free(se);
+	}
 	for (uint32_t i = 0; i < src->count; i++)
 		free(zmq_trace_at(src, i)->heap);
+	free(src->announce);
 	free(src->ring);
 	free(src);
 }
@@ -152,9 +199,10 @@ void zmq_trace_state_free(struct zmq_trace_state *st)
 		return;
 	while ((n = tally_lru_oldest(&st->sources))) {
 		tally_lru_remove(&st->sources, n);
-		zmq_trace_source_free(zmq_trace_source_of(n));
+		zmq_trace_source_free(st, zmq_trace_source_of(n));
 	}
 	tally_lru_fini(&st->sources);
+	tally_lru_fini(&st->series);
 	free(st->local_host);
 	free(st);
 }
@@ -281,7 +329,7 @@ static void zmq_trace_source_unlink(struct zmq_trace_state *st,
 	zmq_trace_settle(st, src);
 	tally_lru_remove(&st->sources, &src->node);
 	st->nopen -= src->count;
-	zmq_trace_source_free(src);
+	zmq_trace_source_free(st, src);
 }
 
 static void zmq_trace_emit(struct zmq_trace_state *st,
@@ -308,11 +356,12 @@ static void zmq_trace_span_init(struct tally_span *sp,
  * the begin's thread even when another thread ended it, so that begin/end
  * pairs nest per (pid, tid) as Chrome's trace format requires.
  */
-static void zmq_trace_emit_end(struct zmq_trace_state *st,
-			       const struct zmq_trace_sink *sink,
-			       const struct zmq_trace_source *src,
-			       const struct zmq_trace_open *o, uint32_t flags,
-			       int64_t ts_ns)
+static void zmq_trace_emit_end_v(struct zmq_trace_state *st,
+				 const struct zmq_trace_sink *sink,
+				 const struct zmq_trace_source *src,
+				 const struct zmq_trace_open *o, uint32_t flags,
+				 int64_t ts_ns, const struct tally_attr *values,
+				 uint32_t nvalues)
 {
 	struct tally_span sp;
 
@@ -325,7 +374,18 @@ static void zmq_trace_emit_end(struct zmq_trace_state *st,
 	sp.flags = flags;
 	sp.src.tid = o->tid;
 	sp.begin_ns = o->begin_ns;
+	sp.values = nvalues ? values : NULL;
+	sp.nvalues = nvalues;
 	zmq_trace_emit(st, sink, &sp, ts_ns);
+}
+
+static void zmq_trace_emit_end(struct zmq_trace_state *st,
+			       const struct zmq_trace_sink *sink,
+			       const struct zmq_trace_source *src,
+			       const struct zmq_trace_open *o, uint32_t flags,
+			       int64_t ts_ns)
+{
+	zmq_trace_emit_end_v(st, sink, src, o, flags, ts_ns, NULL, 0);
 }
 
 /* Remove open span number @i (0 = oldest) of @src. */
@@ -507,6 +567,8 @@ static int zmq_trace_begin(struct zmq_trace_state *st,
 	sp.depth = o.depth;
 	sp.src.tid = ev->tid;
 	sp.begin_ns = ev->ts_ns;
+	sp.values = ev->nattrs ? ev->attrs : NULL;
+	sp.nvalues = ev->nattrs;
 	zmq_trace_emit(st, sink, &sp, ev->ts_ns);
 	return 0;
 }
@@ -556,7 +618,8 @@ static void zmq_trace_end(struct zmq_trace_state *st,
 					    sink);
 			o = zmq_trace_at(src, (uint32_t)i);
 		}
-		zmq_trace_emit_end(st, sink, src, o, 0, ev->ts_ns);
+		zmq_trace_emit_end_v(st, sink, src, o, 0, ev->ts_ns, ev->attrs,
+				     ev->nattrs);
 		zmq_trace_remove(st, src, (uint32_t)i);
 		if (gap)
 			zmq_trace_gap(st, src, ev, parent, sink);
@@ -581,6 +644,8 @@ static void zmq_trace_end(struct zmq_trace_state *st,
 	sp.phase = TALLY_SPAN_END;
 	sp.flags = TALLY_SPAN_ORPHAN_END;
 	sp.src.tid = ev->tid;
+	sp.values = ev->nattrs ? ev->attrs : NULL;
+	sp.nvalues = ev->nattrs;
 	if (ev->format == ZMQ_TRACE_NATIVE) {
 		sp.span_id = ev->span_id;
 		sp.parent_id = ev->parent_id;
@@ -638,6 +703,251 @@ static void zmq_trace_evict_source(struct zmq_trace_state *st,
 	zmq_trace_source_unlink(st, src);
 }
 
+/* A value as label text: integers exactly, doubles as %.17g. */
+static void zmq_trace_attr_text(const struct tally_attr *a, char *out,
+				size_t size)
+{
+	switch (a->type) {
+	case TALLY_ATTR_T_INT:
+		snprintf(out, size, "%" PRId64, a->i);
+		break;
+	case TALLY_ATTR_T_DOUBLE:
+		snprintf(out, size, "%.17g", a->d);
+		break;
+	case TALLY_ATTR_T_STRING:
+		snprintf(out, size, "%s", a->s);
+		break;
+	default:
+		snprintf(out, size, "%s", a->b ? "true" : "false");
+		break;
+	}
+}
+
+/* @ev's SOURCE items replace what @src announced before. */
+static void zmq_trace_announce(struct zmq_trace_source *src,
+			       const struct zmq_trace_event *ev)
+{
+	char vals[TALLY_WIRE_MAX_SOURCE][TALLY_WIRE_MAX_ATTR_STR + 1];
+	struct zmq_trace_announce *an;
+	size_t size = 0;
+	char *p;
+
+	for (uint32_t i = 0; i < ev->nsource; i++) {
+		zmq_trace_attr_text(&ev->source[i], vals[i], sizeof(vals[0]));
+		size += strlen(ev->source[i].key) + strlen(vals[i]) + 2;
+	}
+	an = malloc(sizeof(*an) + size);
+	if (!an)
+		return; /* keep the last one; the next may fit */
+	an->n = 0;
+	p = an->strs;
+	for (uint32_t i = 0; i < ev->nsource; i++) {
+		const char *key = ev->source[i].key;
+
+		/* the labels the collector adds win */
+		if (!strcmp(key, "trace") || !strcmp(key, "host") ||
+		    !strcmp(key, "pid") || !strcmp(key, "rank"))
+			continue;
+		an->pairs[an->n].key = p;
+		p += sprintf(p, "%s", key) + 1;
+		an->pairs[an->n].value = p;
+		p += sprintf(p, "%s", vals[i]) + 1;
+		an->n++;
+	}
+	free(src->announce);
+	src->announce = an;
+}
+
+/* A counter's series key: its source, kind, name and sorted labels. */
+struct zmq_trace_series_key {
+	const struct zmq_trace_source *src;
+	const struct zmq_trace_counter *c;
+	uint8_t order[TALLY_WIRE_MAX_LABELS]; /* @c's labels by key */
+};
+
+static uint64_t zmq_trace_series_hash(const struct zmq_trace_series_key *k)
+{
+	uint8_t sep = 0xff;
+	uint64_t h = TALLY_HASH_SEED;
+
+	h = tally_hash_bytes(h, &k->src, sizeof(k->src));
+	h = tally_hash_bytes(h, &k->c->kind, 1);
+	h = tally_hash_bytes(h, k->c->name, strlen(k->c->name));
+	for (uint8_t i = 0; i < k->c->nlabels; i++) {
+		const char *key = k->c->labels[k->order[i]].key;
+		const char *val = k->c->labels[k->order[i]].value;
+
+		h = tally_hash_bytes(h, &sep, 1);
+		h = tally_hash_bytes(h, key, strlen(key));
+		h = tally_hash_bytes(h, &sep, 1);
+		h = tally_hash_bytes(h, val, strlen(val));
+	}
+	return h;
+}
+
+static bool zmq_trace_series_eq(const struct tally_lru_node *n, const void *key)
+{
+	const struct zmq_trace_series *se =
+		tally_container_of(n, struct zmq_trace_series, node);
+	const struct zmq_trace_series_key *k = key;
+
+	if (se->src != k->src || se->kind != k->c->kind ||
+	    se->nlabels != k->c->nlabels || strcmp(se->name, k->c->name))
+		return false;
+	for (uint8_t i = 0; i < se->nlabels; i++)
+		if (strcmp(se->labels[i].key, k->c->labels[k->order[i]].key) ||
+		    strcmp(se->labels[i].value,
+			   k->c->labels[k->order[i]].value))
+			return false;
+	return true;
+}
+
+/* A new series for @k in @src. Return: it, or NULL (ENOMEM). */
+static struct zmq_trace_series *
+zmq_trace_series_new(struct zmq_trace_state *st, struct zmq_trace_source *src,
+		     const struct zmq_trace_series_key *k, uint64_t h)
+{
+	const struct zmq_trace_counter *c = k->c;
+	size_t nl = strlen(c->name), size = 2 * nl + 32;
+	struct zmq_trace_series *se;
+	char *p;
+
+	for (uint8_t i = 0; i < c->nlabels; i++)
+		size += strlen(c->labels[i].key) + strlen(c->labels[i].value) +
+			2;
+	if (tally_lru_reserve(&st->series) < 0)
+		return NULL;
+	se = calloc(1, sizeof(*se) + size);
+	if (!se)
+		return NULL;
+	p = se->strs;
+	se->name = p;
+	p += sprintf(p, "%s", c->name) + 1;
+	se->metric = p;
+	p += sprintf(p, "tally_app_%s%s", c->name,
+		     c->kind == TALLY_WIRE_DELTA ? "_total" : "") +
+	     1;
+	for (uint8_t i = 0; i < c->nlabels; i++) {
+		se->labels[i].key = p;
+		p += sprintf(p, "%s", c->labels[k->order[i]].key) + 1;
+		se->labels[i].value = p;
+		p += sprintf(p, "%s", c->labels[k->order[i]].value) + 1;
+	}
+	se->src = src;
+	se->kind = c->kind;
+	se->nlabels = c->nlabels;
+	se->next = src->series;
+	src->series = se;
+	(void)tally_lru_insert(&st->series, &se->node, h); /* reserved */
+	return se;
+}
+
+/* Apply @ev's counter snapshots to their series and emit their values. */
+static void zmq_trace_counters(struct zmq_trace_state *st,
+			       struct zmq_trace_source *src,
+			       const struct zmq_trace_event *ev,
+			       const struct zmq_trace_sink *sink)
+{
+	for (uint32_t i = 0; i < ev->ncounters; i++) {
+		const struct zmq_trace_counter *c = &ev->counters[i];
+		struct zmq_trace_series_key k = { .src = src, .c = c };
+		struct tally_label l[3 + TALLY_WIRE_MAX_LABELS];
+		struct zmq_trace_series *se;
+		struct tally_lru_node *n;
+		char rank[16];
+		uint64_t h;
+
+		/* insertion sort of at most 4 labels by key */
+		for (uint8_t j = 0; j < c->nlabels; j++) {
+			uint8_t x = j;
+
+			while (x > 0 && strcmp(c->labels[k.order[x - 1]].key,
+					       c->labels[j].key) > 0) {
+				k.order[x] = k.order[x - 1];
+				x--;
+			}
+			k.order[x] = j;
+		}
+		h = zmq_trace_series_hash(&k);
+		n = tally_lru_find(&st->series, h, zmq_trace_series_eq, &k);
+		if (n) {
+			se = tally_container_of(n, struct zmq_trace_series,
+						node);
+		} else if (tally_lru_count(&st->series) >=
+			   st->opts.max_counter_series) {
+			st->counters.counter_limit++;
+			continue;
+		} else {
+			se = zmq_trace_series_new(st, src, &k, h);
+			if (!se) {
+				st->counters.emit_failed++;
+				continue;
+			}
+		}
+		if (se->kind == TALLY_WIRE_DELTA)
+			se->value += (double)c->delta;
+		else
+			se->value = c->gauge;
+		if (!sink->metric)
+			continue;
+		snprintf(rank, sizeof(rank), "%" PRId32, src->rank);
+		l[0] = (struct tally_label){ "trace", src->trace };
+		l[1] = (struct tally_label){ "host", src->host };
+		l[2] = (struct tally_label){ "rank", rank };
+		memcpy(l + 3, se->labels, se->nlabels * sizeof(*l));
+		if (sink->metric(sink->ctx,
+				 se->kind == TALLY_WIRE_DELTA ? TALLY_COUNTER
+							      : TALLY_GAUGE,
+				 se->metric, l, 3u + se->nlabels, se->value,
+				 ev->ts_ns))
+			st->counters.emit_failed++;
+	}
+}
+
+/* Emit @src's figures (see zmq_trace_state_check()) at @real_ns. */
+static void zmq_trace_source_figures(struct zmq_trace_state *st,
+				     const struct zmq_trace_source *src,
+				     int64_t real_ns,
+				     const struct zmq_trace_sink *sink)
+{
+	struct tally_label l[4 + TALLY_WIRE_MAX_SOURCE];
+	char pid[16], rank[16];
+	const struct {
+		enum tally_metric_type type;
+		const char *name;
+		double value;
+	} fig[] = {
+		{ TALLY_COUNTER, "tally_trace_source_messages_total",
+		  (double)src->messages },
+		{ TALLY_COUNTER, "tally_trace_source_dropped_total",
+		  (double)src->client_dropped },
+		{ TALLY_GAUGE, "tally_trace_source_last_seen_timestamp_seconds",
+		  (double)src->newest_ts / 1e9 },
+	};
+	size_t n = 4;
+
+	if (!sink->metric)
+		return;
+	snprintf(pid, sizeof(pid), "%" PRIu32, src->pid);
+	snprintf(rank, sizeof(rank), "%" PRId32, src->rank);
+	l[0] = (struct tally_label){ "trace", src->trace };
+	l[1] = (struct tally_label){ "host", src->host };
+	l[2] = (struct tally_label){ "pid", pid };
+	l[3] = (struct tally_label){ "rank", rank };
+	for (size_t i = 0; i < sizeof(fig) / sizeof(fig[0]); i++)
+		if (sink->metric(sink->ctx, fig[i].type, fig[i].name, l, 4,
+				 fig[i].value, real_ns))
+			st->counters.emit_failed++;
+	if (src->announce) {
+		memcpy(l + 4, src->announce->pairs,
+		       src->announce->n * sizeof(*l));
+		n += src->announce->n;
+	}
+	if (sink->metric(sink->ctx, TALLY_INFO, "tally_trace_source_info", l, n,
+			 1, real_ns))
+		st->counters.emit_failed++;
+}
+
 int zmq_trace_state_apply(struct zmq_trace_state *st,
 			  const struct zmq_trace_event *ev, int64_t now_ns,
 			  const struct zmq_trace_sink *sink)
@@ -658,6 +968,18 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
 	if (!src)
 		return -1;
 	src->last_seen = now_ns;
+	src->messages++;
+	src->client_dropped += ev->dropped;
+	if (ev->ts_ns > src->newest_ts || src->messages == 1)
+		src->newest_ts = ev->ts_ns;
+	if (ev->nsource)
+		zmq_trace_announce(src, ev);
+	if (ev->ncounters) {
+		src->rank = ev->rank;
+		zmq_trace_counters(st, src, ev, sink);
+	}
+	if (ev->counter)
+		return 0;
 	if (ev->close) {
 		if (!src->closed ||
 		    (int64_t)ev->parent_id < src->announced_first)
@@ -721,6 +1043,7 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			   silent >= st->opts.abandon_ns) {
 			closed += zmq_trace_abandon(st, src, src->last_ts, sink);
 		} else if (src->count || silent < st->opts.idle_ns) {
+			zmq_trace_source_figures(st, src, real_ns, sink);
 			continue;
 		}
 		zmq_trace_source_unlink(st, src);
@@ -746,7 +1069,10 @@ int zmq_trace_state_retune(struct zmq_trace_state *st,
 	st->opts.abandon_ns = opts->abandon_ns;
 	st->opts.idle_ns = opts->idle_ns;
 	st->opts.gone_grace_ns = opts->gone_grace_ns;
+	st->opts.max_counter_series = opts->max_counter_series;
 	st->sources.max = opts->max_sources;
+	st->series.max =
+		opts->max_counter_series ? opts->max_counter_series : 1;
 	while (tally_lru_count(&st->sources) > st->opts.max_sources)
 		zmq_trace_evict_source(st, sink);
 	for (struct tally_lru_node *n = tally_lru_oldest(&st->sources); n;

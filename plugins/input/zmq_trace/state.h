@@ -28,14 +28,22 @@
 #include "decode.h"
 
 /**
- * struct zmq_trace_sink - where span events go
- * @span: append @span (strings borrowed for the call only) with event time
- *        @ts_ns; return 0, or -1 when it could not be stored (counted in
- *        emit_failed, the state stays consistent)
- * @ctx:  passed back to @span
+ * struct zmq_trace_sink - where span events and metric samples go
+ * @span:   append @span (strings borrowed for the call only) with event
+ *          time @ts_ns; return 0, or -1 when it could not be stored
+ *          (counted in emit_failed, the state stays consistent)
+ * @metric: append a cumulative sample of @type (TALLY_COUNTER, TALLY_GAUGE
+ *          or TALLY_INFO) named @name with the @n labels @labels (any
+ *          order, keys unique; borrowed for the call only) and @value at
+ *          @ts_ns; return as @span. NULL: no sample is made (counters and
+ *          per-source figures are still kept)
+ * @ctx:    passed back to both
  */
 struct zmq_trace_sink {
 	int (*span)(void *ctx, const struct tally_span *span, int64_t ts_ns);
+	int (*metric)(void *ctx, enum tally_metric_type type, const char *name,
+		      const struct tally_label *labels, size_t n, double value,
+		      int64_t ts_ns);
 	void *ctx;
 };
 
@@ -56,6 +64,10 @@ struct zmq_trace_sink {
  * @gone_grace_ns:  a local process found dead is closed only once it has
  *                  been silent this long too, so that its last messages,
  *                  still in flight, land first
+ * @max_counter_series: application counter series kept (v2 COUNTER items,
+ *                  one series per source, kind, name and labels); a new
+ *                  series beyond it is dropped, counted as counter_limit;
+ *                  0 keeps none
  * @pid_alive:      liveness probe, returns false when @pid no longer
  *                  exists; NULL means tally_pid_alive(). Asked only
  *                  about pids 1..INT32_MAX of native sources on this
@@ -68,6 +80,7 @@ struct zmq_trace_state_opts {
 	int64_t abandon_ns;
 	int64_t idle_ns;
 	int64_t gone_grace_ns;
+	uint32_t max_counter_series;
 	bool (*pid_alive)(uint32_t pid);
 };
 
@@ -87,6 +100,8 @@ struct zmq_trace_state_opts {
  *                tracers' CLOSE messages announced beyond what arrived,
  *                counted when the source is forgotten or at the final
  *                check
+ * @counter_limit: counter snapshots of new series dropped because
+ *                max_counter_series series were kept
  */
 struct zmq_trace_counters {
 	uint64_t orphan_end;
@@ -96,6 +111,7 @@ struct zmq_trace_counters {
 	uint64_t source_limit;
 	uint64_t emit_failed;
 	uint64_t undelivered;
+	uint64_t counter_limit;
 };
 
 struct zmq_trace_state;
@@ -116,6 +132,13 @@ void zmq_trace_state_free(struct zmq_trace_state *st);
  * @st:      state
  * @ev:      a successfully decoded event
  * @now_ns:  CLOCK_MONOTONIC ns (for silence and idle timeouts)
+ * A v2 event's typed attributes go on its span record; its counter
+ * snapshots update their series (deltas add up, gauges take the level),
+ * each then emitted through @sink->metric as tally_app_NAME_total
+ * (delta) or tally_app_NAME (gauge) with the labels trace, host, rank and
+ * its own; its source attributes replace the source's announcement. A
+ * COUNTER event is no span event.
+ *
  * @sink:    receives the span records: the event itself, preceded by the
  *           end of an evicted span when the source was full, by the ends
  *           of the open spans of the source forgotten to make room, or by
@@ -143,7 +166,14 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
  *           at this time
  * @final:   shutdown after the socket was drained: skip the grace period
  * @sink:    receives one end record (flag ABANDONED) per closed span,
- *           innermost first
+ *           innermost first; and, per source still kept, its figures
+ *           (@sink->metric, at @real_ns, labels trace, host, pid, rank):
+ *           tally_trace_source_messages_total (messages received),
+ *           tally_trace_source_dropped_total (drops its clients reported),
+ *           tally_trace_source_last_seen_timestamp_seconds (the newest
+ *           timestamp it sent), and tally_trace_source_info (1) with its
+ *           announced attributes as further labels. A forgotten source's
+ *           figures are no longer emitted: outputs expire them.
  *
  * Spans of a silent source end at its last event's time; spans of a dead
  * process at the last time it was known to run: its last event, or the

@@ -64,7 +64,7 @@
  * drop that sender's connection as soon as it reads the frame's size,
  * before allocating it (the sender reconnects; the message is lost, and
  * not counted here: libzmq does not tell the socket's reader). Native
- * messages are at most TALLY_WIRE_MAX_MSG (3124) bytes, but an Omnistat
+ * messages are at most TALLY_WIRE_MAX_MSG2 (11316) bytes, but an Omnistat
  * JSON message holds two strings of up to 1024 bytes that json.dumps may
  * escape as \uXXXX, 6 bytes per byte: 16 KiB admits every valid message
  * of both formats, and longer native ones up to it are still read and
@@ -98,6 +98,7 @@ struct zmq_trace {
 	double min_drain_interval;
 	int64_t max_open_spans;
 	int64_t max_sources;
+	int64_t max_counter_series;
 	double abandon_timeout;
 	double check_interval;
 	double max_clock_skew;
@@ -149,6 +150,30 @@ static int zmq_trace_sink_span(void *ctx, const struct tally_span *sp,
 			return -1;
 	}
 	return tally_batch_add_span(zt->batch, sp, ts_ns);
+}
+
+/* Append a sample (application counters, per-source figures) likewise. */
+static int zmq_trace_sink_metric(void *ctx, enum tally_metric_type type,
+				 const char *name,
+				 const struct tally_label *labels, size_t n,
+				 double value, int64_t ts_ns)
+{
+	struct zmq_trace *zt = ctx;
+	struct tally_labels *ls;
+	int ret;
+
+	if (!zt->batch) {
+		zt->batch = tally_batch_new();
+		if (!zt->batch)
+			return -1;
+	}
+	ls = tally_labels_new(labels, n);
+	if (!ls)
+		return -1;
+	ret = tally_batch_add_metric(zt->batch, type, name, NULL, ls, value,
+				     ts_ns);
+	tally_labels_unref(ls);
+	return ret;
 }
 
 /* Pass the growth of a state counter to tally_count_drop(); return it. */
@@ -263,6 +288,14 @@ static void zmq_trace_flush(struct zmq_trace *zt)
 			  "= %lld per process, or max_sources reached)",
 			  (unsigned long long)n, (long long)zt->max_open_spans);
 	zmq_trace_count(zt, &zt->reported.emit_failed, c->emit_failed, "nomem");
+	n = zmq_trace_count(zt, &zt->reported.counter_limit, c->counter_limit,
+			    "counter_limit");
+	if (n)
+		tally_log(zt->inst, LOG_WARNING,
+			  "max_counter_series = %lld reached: dropped %llu "
+			  "snapshots of new application counter series",
+			  (long long)zt->max_counter_series,
+			  (unsigned long long)n);
 	n = zmq_trace_count(zt, &zt->reported.undelivered, c->undelivered,
 			    "undelivered");
 	if (n)
@@ -283,7 +316,10 @@ static void zmq_trace_malformed(struct zmq_trace *zt, enum zmq_trace_err err,
 		zt->pending_len[err] = len;
 }
 
-/* Decode and apply one message. Return: true for a CLOSE, not an event. */
+/*
+ * Decode and apply one message. Return: true for a CLOSE or a COUNTER
+ * message, not an event.
+ */
 static bool zmq_trace_message(struct zmq_trace *zt, const void *data,
 			      size_t len, int64_t now, int64_t real)
 {
@@ -305,7 +341,7 @@ static bool zmq_trace_message(struct zmq_trace *zt, const void *data,
 	}
 	/* An event lost to ENOMEM is counted by the state. */
 	(void)zmq_trace_state_apply(zt->state, &zt->ev, now, &zt->sink);
-	return zt->ev.close;
+	return zt->ev.close || zt->ev.counter;
 }
 
 /*
@@ -321,7 +357,7 @@ static bool zmq_trace_message(struct zmq_trace *zt, const void *data,
 static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max, bool flush)
 {
 	int64_t now = tally_monotonic_ns(), real = tally_now_ns();
-	unsigned n = 0, msgs = 0, closes = 0;
+	unsigned n = 0, msgs = 0, closes = 0, counters = 0;
 	zmq_msg_t msg;
 
 	zmq_msg_init(&msg);
@@ -344,17 +380,21 @@ static unsigned zmq_trace_drain(struct zmq_trace *zt, unsigned max, bool flush)
 			zt->in_multipart = zmq_msg_more(&msg);
 			continue;
 		}
-		if (zmq_trace_message(zt, zmq_msg_data(&msg),
-				      zmq_msg_size(&msg), now, real))
-			closes++;
-		else
+		if (!zmq_trace_message(zt, zmq_msg_data(&msg),
+				       zmq_msg_size(&msg), now, real))
 			msgs++;
+		else if (zt->ev.counter)
+			counters++;
+		else
+			closes++;
 	}
 	zmq_msg_close(&msg);
 	zt->received += msgs;
 	tally_count_event(zt->inst, "messages_received", msgs);
 	if (closes)
 		tally_count_event(zt->inst, "tracer_closes", closes);
+	if (counters)
+		tally_count_event(zt->inst, "counter_messages", counters);
 	if (flush)
 		zmq_trace_flush(zt);
 	return n;
@@ -534,6 +574,7 @@ static void zmq_trace_state_opts(const struct zmq_trace *zt,
 		.abandon_ns = (int64_t)(zt->abandon_timeout * 1e9),
 		.idle_ns = ZMQ_TRACE_IDLE_NS,
 		.gone_grace_ns = ZMQ_TRACE_GONE_GRACE_NS,
+		.max_counter_series = (uint32_t)zt->max_counter_series,
 	};
 }
 
@@ -583,6 +624,7 @@ static int zmq_trace_init(struct tally_instance *inst, void *state)
 	if (!zt->state)
 		goto out_free;
 	zt->sink.span = zmq_trace_sink_span;
+	zt->sink.metric = zmq_trace_sink_metric;
 	zt->sink.ctx = zt;
 	zt->max_skew_ns = (int64_t)(zt->max_clock_skew * 1e9);
 	return 0;
@@ -992,9 +1034,9 @@ static const struct tally_option zmq_trace_options[] = {
 		      max_messages_per_wakeup, "256", 1, 1000000,
 		      "messages read per drain before yielding to the loop"),
 	TALLY_OPT_DURATION("min_drain_interval", struct zmq_trace,
-			 min_drain_interval, "0.005", 0, 1,
-			 "seconds between drains unless one hit "
-			 "max_messages_per_wakeup (coalesces wake-ups)"),
+			   min_drain_interval, "0.005", 0, 1,
+			   "seconds between drains unless one hit "
+			   "max_messages_per_wakeup (coalesces wake-ups)"),
 	TALLY_OPT_INT("max_open_spans", struct zmq_trace, max_open_spans,
 		      "1024", 1, 1000000,
 		      "open spans kept per (trace, process); beyond, the "
@@ -1004,20 +1046,26 @@ static const struct tally_option zmq_trace_options[] = {
 		      "(trace, process) pairs tracked; beyond, the least "
 		      "recently active one is forgotten (its open spans "
 		      "end as evicted)"),
+	TALLY_OPT_INT("max_counter_series", struct zmq_trace,
+		      max_counter_series, "10000", 0, 100000000,
+		      "application counter series kept (one per process, "
+		      "counter and labels, trace protocol v2); beyond, the "
+		      "snapshots of new series are dropped and counted as "
+		      "counter_limit"),
 	TALLY_OPT_DURATION("abandon_timeout", struct zmq_trace, abandon_timeout,
-			 "3600", 0, 1e9,
-			 "seconds of silence after which a process's open "
-			 "spans are closed as abandoned (0 = never; dead "
-			 "local processes are detected sooner)"),
+			   "3600", 0, 1e9,
+			   "seconds of silence after which a process's open "
+			   "spans are closed as abandoned (0 = never; dead "
+			   "local processes are detected sooner)"),
 	TALLY_OPT_DURATION("max_clock_skew", struct zmq_trace, max_clock_skew,
-			 "300", 0, 1e9,
-			 "seconds an event's timestamp may differ from this "
-			 "host's clock; beyond, the message is dropped and "
-			 "counted as clock_skew (0 = no bound)"),
+			   "300", 0, 1e9,
+			   "seconds an event's timestamp may differ from this "
+			   "host's clock; beyond, the message is dropped and "
+			   "counted as clock_skew (0 = no bound)"),
 	TALLY_OPT_DURATION("check_interval", struct zmq_trace, check_interval,
-			 "5", 0.01, 3600,
-			 "seconds between checks for dead processes and "
-			 "silent sources"),
+			   "5", 0.01, 3600,
+			   "seconds between checks for dead processes and "
+			   "silent sources"),
 	TALLY_OPT_END
 };
 

@@ -22,7 +22,8 @@ test_expect_success 'start tallyd' '
 	global = { log_level = "info"; };
 	inputs = {
 		tr = { plugin = "zmq_trace"; endpoint = "$EP";
-		       max_clock_skew = 0; check_interval = 0.1; };
+		       max_clock_skew = 0; check_interval = 0.1;
+		       source_metrics = true; };
 		self = { plugin = "self"; interval = 0.1; };
 	};
 	outputs = {

@@ -110,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			.idle_ns = 20,
 			.gone_grace_ns = 5,
 			.max_counter_series = 16,
+			.source_figures = true,
 			.pid_alive = fuzz_alive,
 		};
 

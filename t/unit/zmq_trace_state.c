@@ -1077,6 +1077,7 @@ static void test_v2(void)
 		.idle_ns = 10 * SEC,
 		.gone_grace_ns = 1 * SEC,
 		.max_counter_series = 3,
+		.source_figures = true,
 		.pid_alive = fake_alive,
 	};
 	struct zmq_trace_state *st = zmq_trace_state_new(&o);

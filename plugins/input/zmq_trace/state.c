@@ -926,7 +926,7 @@ static void zmq_trace_source_figures(struct zmq_trace_state *st,
 	};
 	size_t n = 4;
 
-	if (!sink->metric)
+	if (!sink->metric || !st->opts.source_figures)
 		return;
 	snprintf(pid, sizeof(pid), "%" PRIu32, src->pid);
 	snprintf(rank, sizeof(rank), "%" PRId32, src->rank);
@@ -1070,6 +1070,7 @@ int zmq_trace_state_retune(struct zmq_trace_state *st,
 	st->opts.idle_ns = opts->idle_ns;
 	st->opts.gone_grace_ns = opts->gone_grace_ns;
 	st->opts.max_counter_series = opts->max_counter_series;
+	st->opts.source_figures = opts->source_figures;
 	st->sources.max = opts->max_sources;
 	st->series.max =
 		opts->max_counter_series ? opts->max_counter_series : 1;

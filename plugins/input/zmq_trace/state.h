@@ -68,6 +68,8 @@ struct zmq_trace_sink {
  *                  one series per source, kind, name and labels); a new
  *                  series beyond it is dropped, counted as counter_limit;
  *                  0 keeps none
+ * @source_figures: emit each source's figures at every check (see
+ *                  zmq_trace_state_check())
  * @pid_alive:      liveness probe, returns false when @pid no longer
  *                  exists; NULL means tally_pid_alive(). Asked only
  *                  about pids 1..INT32_MAX of native sources on this
@@ -81,6 +83,7 @@ struct zmq_trace_state_opts {
 	int64_t idle_ns;
 	int64_t gone_grace_ns;
 	uint32_t max_counter_series;
+	bool source_figures;
 	bool (*pid_alive)(uint32_t pid);
 };
 
@@ -166,7 +169,8 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
  *           at this time
  * @final:   shutdown after the socket was drained: skip the grace period
  * @sink:    receives one end record (flag ABANDONED) per closed span,
- *           innermost first; and, per source still kept, its figures
+ *           innermost first; and, with opts.source_figures, per source
+ *           still kept, its figures
  *           (@sink->metric, at @real_ns, labels trace, host, pid, rank):
  *           tally_trace_source_messages_total (messages received),
  *           tally_trace_source_dropped_total (drops its clients reported),

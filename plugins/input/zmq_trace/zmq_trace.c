@@ -99,6 +99,7 @@ struct zmq_trace {
 	int64_t max_open_spans;
 	int64_t max_sources;
 	int64_t max_counter_series;
+	bool source_metrics;
 	double abandon_timeout;
 	double check_interval;
 	double max_clock_skew;
@@ -575,6 +576,7 @@ static void zmq_trace_state_opts(const struct zmq_trace *zt,
 		.idle_ns = ZMQ_TRACE_IDLE_NS,
 		.gone_grace_ns = ZMQ_TRACE_GONE_GRACE_NS,
 		.max_counter_series = (uint32_t)zt->max_counter_series,
+		.source_figures = zt->source_metrics,
 	};
 }
 
@@ -1052,6 +1054,12 @@ static const struct tally_option zmq_trace_options[] = {
 		      "counter and labels, trace protocol v2); beyond, the "
 		      "snapshots of new series are dropped and counted as "
 		      "counter_limit"),
+	TALLY_OPT_BOOL("source_metrics", struct zmq_trace, source_metrics,
+		       "false",
+		       "emit per process, at every check: messages received, "
+		       "client drops, last-seen time and what it announced "
+		       "(tally_trace_source_*); off by default: one set of "
+		       "series per process"),
 	TALLY_OPT_DURATION("abandon_timeout", struct zmq_trace, abandon_timeout,
 			   "3600", 0, 1e9,
 			   "seconds of silence after which a process's open "

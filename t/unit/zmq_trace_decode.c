@@ -524,7 +524,8 @@ static size_t build2(uint8_t *m, uint8_t type, const char *name,
 	m[2] = 2;
 	m[50] = (uint8_t)xl;
 	m[51] = (uint8_t)(xl >> 8);
-	memcpy(m + len, x, xl);
+	if (xl)
+		memcpy(m + len, x, xl);
 	return len + xl;
 }
 

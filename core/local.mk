@@ -62,6 +62,15 @@ pkginclude_HEADERS += \
 	include/tally/http.h \
 	include/tally/wire.h
 
+# Plugins built outside the tree: pkg-config tally-plugin (headers above,
+# libtally, the plugin directory); contrib/example-plugin uses it.
+pkgconfig_DATA += core/tally-plugin.pc
+TESTS += t/t0090-plugin-sdk.t
+EXTRA_DIST += t/t0090-plugin-sdk.t
+EXTRA_DIST += core/tally-plugin.pc.in contrib/example-plugin/Makefile \
+	contrib/example-plugin/example.c contrib/example-plugin/test.sh \
+	contrib/example-plugin/README.md doc/plugin-guide.md
+
 sbin_PROGRAMS += core/tallyd
 core_tallyd_SOURCES = core/tallyd.c core/tallyd-accept.c
 # accept and accept4 interpose libc's for libzmq and libevent (fdlimit.h)

@@ -22,6 +22,7 @@
 #define TALLY_MODE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {

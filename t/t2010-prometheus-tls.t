@@ -59,6 +59,44 @@ test_expect_success 'tls_cert_file without tls_key_file is refused' '
 	grep "tls_cert_file set without tls_key_file: HTTPS needs both" err
 '
 
+test_expect_success 'relative or missing TLS files are refused by --check-config' '
+	cat >rel.conf <<-EOF &&
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { prom = { plugin = "prometheus"; listen = "127.0.0.1:0";
+	                     tls_cert_file = "server.crt";
+	                     tls_key_file = "$PWD/nothere.key"; }; };
+	pipelines = { p = { from = ["self"]; to = ["prom"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c rel.conf 2>err &&
+	grep "tls_cert_file \"server.crt\": an absolute path is needed" err &&
+	grep "tls_key_file $PWD/nothere.key: No such file or directory" err
+'
+
+test_expect_success 'an encrypted key: refused with the reason, no prompt even on a terminal' '
+	openssl pkey -in one.key -aes128 -passout pass:secret \
+		-out enc.key 2>openssl.err &&
+	grep ENCRYPTED enc.key &&
+	port=$(free_port) &&
+	cat >enc.conf <<-EOF &&
+	inputs = { self = { plugin = "self"; }; };
+	outputs = { prom = { plugin = "prometheus";
+	                     listen = "127.0.0.1:$port";
+	                     tls_cert_file = "$PWD/one.crt";
+	                     tls_key_file = "$PWD/enc.key"; }; };
+	pipelines = { p = { from = ["self"]; to = ["prom"]; }; };
+	EOF
+	test_must_fail timeout 20 "$TALLYD" -c enc.conf --foreground 2>err &&
+	grep "tls_key_file $PWD/enc.key is encrypted: tallyd cannot ask for a pass phrase" err &&
+	if command -v script >/dev/null; then
+		# a terminal: OpenSSL would prompt on it and wait
+		test_must_fail timeout 20 script -qec \
+			"\"$TALLYD\" -c enc.conf --foreground" tty.log \
+			</dev/null >/dev/null 2>&1 &&
+		grep "is encrypted" tty.log &&
+		! grep -i "pass phrase:" tty.log
+	fi
+'
+
 test_expect_success 'a key that is not the certificate'"'"'s: tallyd does not start' '
 	port=$(free_port) &&
 	cat >bad.conf <<-EOF &&

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -427,7 +428,30 @@ static int prometheus_check_allow(struct tally_instance *inst,
 	return -1;
 }
 
-/* TLS options: both files or neither, and a build that has TLS. */
+/*
+ * A TLS file option: an absolute path (a daemon leaves its start directory,
+ * and SIGHUP reads the files again) to a file tallyd can read now.
+ */
+static int prometheus_check_tls_file(struct tally_instance *inst,
+				     const char *option, const char *path)
+{
+	if (path[0] != '/') {
+		tally_log(inst, LOG_ERR,
+			  "%s \"%s\": an absolute path is needed (tallyd "
+			  "reads it again on SIGHUP, from any directory)",
+			  option, path);
+		return -1;
+	}
+	if (access(path, R_OK) < 0) {
+		tally_log(inst, LOG_ERR, "%s %s: %s", option, path,
+			  strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* TLS options: both files or neither, absolute, readable, and a build
+ * that has TLS. */
 static int prometheus_check_tls(struct tally_instance *inst,
 				const struct prometheus *p)
 {
@@ -450,7 +474,10 @@ static int prometheus_check_tls(struct tally_instance *inst,
 			  cert ? "tls_key_file" : "tls_cert_file");
 		return -1;
 	}
-	return 0;
+	return prometheus_check_tls_file(inst, "tls_cert_file",
+					 p->tls_cert_file) |
+	       prometheus_check_tls_file(inst, "tls_key_file",
+					 p->tls_key_file);
 }
 
 /*

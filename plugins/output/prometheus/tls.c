@@ -27,6 +27,7 @@ struct prom_tls {
 	char *cert_file;
 	char *key_file;
 	SSL_CTX *ctx;
+	bool encrypted; /* the key asked for a pass phrase */
 };
 
 const char *prom_tls_missing(void)
@@ -45,6 +46,22 @@ static const char *tls_error(char *buf, size_t size)
 		ERR_error_string_n(e, buf, size);
 	ERR_clear_error();
 	return buf;
+}
+
+/*
+ * OpenSSL's pass phrase callback for an encrypted key: none. Without it
+ * OpenSSL prompts on the terminal, and a tallyd started from one (or
+ * reloaded while attached to one) waited there for ever.
+ */
+static int tls_no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	struct prom_tls *t = u;
+
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	t->encrypted = true;
+	return 0;
 }
 
 /* A context from the files, or NULL (logged). */
@@ -69,8 +86,21 @@ static SSL_CTX *tls_ctx(struct prom_tls *t)
 			  tls_error(err, sizeof(err)));
 		goto out_free;
 	}
+	SSL_CTX_set_default_passwd_cb(ctx, tls_no_passphrase);
+	SSL_CTX_set_default_passwd_cb_userdata(ctx, t);
+	t->encrypted = false;
 	if (SSL_CTX_use_PrivateKey_file(ctx, t->key_file, SSL_FILETYPE_PEM) !=
 	    1) {
+		if (t->encrypted) {
+			ERR_clear_error();
+			tally_log(t->inst, LOG_ERR,
+				  "tls_key_file %s is encrypted: tallyd cannot "
+				  "ask for a pass phrase; keep the key "
+				  "unencrypted, readable by tallyd's user "
+				  "only",
+				  t->key_file);
+			goto out_free;
+		}
 		tally_log(t->inst, LOG_ERR,
 			  "tls_key_file %s: cannot use it: %s", t->key_file,
 			  tls_error(err, sizeof(err)));

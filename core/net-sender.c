@@ -67,6 +67,12 @@ struct sender_ticket {
 	struct evdns_getaddrinfo_request *req;
 };
 
+/* An accepted message: where it ends in the stream, what it carries. */
+struct sender_msg {
+	uint64_t end;
+	uint64_t records;
+};
+
 struct tally_net_sender {
 	struct tally_instance *inst;
 	struct event_base *base;
@@ -89,8 +95,9 @@ struct tally_net_sender {
 
 	struct evbuffer *pending;
 	uint64_t base_off, queued, written;
-	uint64_t *ends; /* ring of message end offsets */
+	struct sender_msg *ends; /* ring of the accepted, unsent messages */
 	size_t ends_head, ends_len, ends_cap;
+	uint64_t records_pending; /* sum of their records */
 
 	unsigned fails; /* consecutive attempts or connections that failed */
 	int64_t up_ns;
@@ -138,11 +145,12 @@ static double sender_backoff(struct tally_net_sender *s)
 				 &s->rng);
 }
 
-static int ends_push(struct tally_net_sender *s, uint64_t end)
+static int ends_push(struct tally_net_sender *s, uint64_t end,
+		     uint64_t records)
 {
 	if (s->ends_len == s->ends_cap) {
 		size_t cap = s->ends_cap ? s->ends_cap * 2 : 64;
-		uint64_t *v = malloc(cap * sizeof(*v));
+		struct sender_msg *v = malloc(cap * sizeof(*v));
 
 		if (!v)
 			return -1;
@@ -153,9 +161,19 @@ static int ends_push(struct tally_net_sender *s, uint64_t end)
 		s->ends_cap = cap;
 		s->ends_head = 0;
 	}
-	s->ends[(s->ends_head + s->ends_len) % s->ends_cap] = end;
+	s->ends[(s->ends_head + s->ends_len) % s->ends_cap] =
+		(struct sender_msg){ .end = end, .records = records };
 	s->ends_len++;
+	s->records_pending += records;
 	return 0;
+}
+
+/* Take back the message ends_push() just added (its bytes were not). */
+static void ends_pop_last(struct tally_net_sender *s)
+{
+	s->ends_len--;
+	s->records_pending -=
+		s->ends[(s->ends_head + s->ends_len) % s->ends_cap].records;
 }
 
 static void sender_ready(evutil_socket_t fd, short what, void *arg)
@@ -182,11 +200,13 @@ static void sender_maybe_ready(struct tally_net_sender *s)
 /* Messages the kernel took whole leave pending; ready() if room came. */
 static void sender_retire(struct tally_net_sender *s)
 {
-	while (s->ends_len && s->ends[s->ends_head] <= s->written) {
-		uint64_t end = s->ends[s->ends_head];
+	while (s->ends_len && s->ends[s->ends_head].end <= s->written) {
+		const struct sender_msg *m = &s->ends[s->ends_head];
 
-		evbuffer_drain(s->pending, end - s->base_off);
-		s->base_off = end;
+		evbuffer_drain(s->pending, m->end - s->base_off);
+		s->base_off = m->end;
+		s->records_pending -= m->records;
+		s->st.records_sent += m->records;
 		s->ends_head = (s->ends_head + 1) % s->ends_cap;
 		s->ends_len--;
 		s->st.messages_sent++;
@@ -663,7 +683,8 @@ out_nomem:
 }
 
 /* Accept @len more bytes? Else EAGAIN, and ready() once room is back. */
-static int sender_room(struct tally_net_sender *s, size_t len)
+static int sender_room(struct tally_net_sender *s, size_t len,
+		       uint64_t records)
 {
 	size_t buffered = evbuffer_get_length(s->pending);
 
@@ -673,7 +694,7 @@ static int sender_room(struct tally_net_sender *s, size_t len)
 		errno = EAGAIN;
 		return -1;
 	}
-	if (ends_push(s, sender_in(s) + len) < 0) {
+	if (ends_push(s, sender_in(s) + len, records) < 0) {
 		errno = ENOMEM;
 		return -1;
 	}
@@ -685,10 +706,10 @@ int tally_net_sender_send(struct tally_net_sender *s, const void *data,
 {
 	if (!len)
 		return 0;
-	if (sender_room(s, len) < 0)
+	if (sender_room(s, len, 0) < 0)
 		return -1;
 	if (evbuffer_add(s->pending, data, len) < 0) {
-		s->ends_len--;
+		ends_pop_last(s);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -699,14 +720,20 @@ int tally_net_sender_send(struct tally_net_sender *s, const void *data,
 int tally_net_sender_send_buffer(struct tally_net_sender *s,
 				 struct evbuffer *buf)
 {
+	return tally_net_sender_send_records(s, buf, 0);
+}
+
+int tally_net_sender_send_records(struct tally_net_sender *s,
+				  struct evbuffer *buf, uint64_t records)
+{
 	size_t len = evbuffer_get_length(buf);
 
 	if (!len)
 		return 0;
-	if (sender_room(s, len) < 0)
+	if (sender_room(s, len, records) < 0)
 		return -1;
 	if (evbuffer_add_buffer(s->pending, buf) < 0) {
-		s->ends_len--;
+		ends_pop_last(s);
 		errno = ENOMEM;
 		return -1;
 	}
@@ -756,6 +783,7 @@ void tally_net_sender_get_stats(const struct tally_net_sender *s,
 {
 	*out = s->st;
 	out->buffered = evbuffer_get_length(s->pending);
+	out->records_buffered = s->records_pending;
 	out->connected = s->state == SENDER_UP;
 }
 

@@ -703,7 +703,12 @@ struct tally_net_sender_opts {
  * @bytes_resent:     of those, bytes written again after a connection
  *                    ended in the middle of a message
  * @messages_sent:    messages whose last byte was written
+ * @records_sent:     of those, the sum of the records their senders
+ *                    counted (tally_net_sender_send_records())
  * @buffered:         bytes accepted and not yet sent (now)
+ * @records_buffered: records of the messages accepted and not yet sent
+ *                    (now): what tally_net_sender_free() would discard,
+ *                    in the caller's unit (points, lines, ...)
  * @connected:        a connection is established (now)
  * @backoff:          seconds the current wait before the next attempt
  *                    lasts (0 when not waiting)
@@ -716,7 +721,9 @@ struct tally_net_sender_stats {
 	uint64_t bytes_sent;
 	uint64_t bytes_resent;
 	uint64_t messages_sent;
+	uint64_t records_sent;
 	size_t buffered;
+	uint64_t records_buffered;
 	bool connected;
 	double backoff;
 };
@@ -767,6 +774,19 @@ int tally_net_sender_send(struct tally_net_sender *s, const void *data,
  */
 int tally_net_sender_send_buffer(struct tally_net_sender *s,
 				 struct evbuffer *buf);
+
+/**
+ * tally_net_sender_send_records() - tally_net_sender_send_buffer() of a
+ * message that carries @records records (points, lines: the caller's
+ * unit)
+ *
+ * The sender counts them with the message: the stats' @records_sent when
+ * it is sent, @records_buffered until then, so that an output counts
+ * what is discarded at exit without keeping a ring of its own beside the
+ * sender's. Same return and errno as tally_net_sender_send().
+ */
+int tally_net_sender_send_records(struct tally_net_sender *s,
+				  struct evbuffer *buf, uint64_t records);
 
 /**
  * tally_net_sender_flush() - at shutdown: write what waits, blocking

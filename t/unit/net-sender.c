@@ -547,12 +547,15 @@ static void test_names_and_unix(void)
 	t = tally_net_sender_new(NULL, base, "x", &a, NULL);
 	b = evbuffer_new();
 	evbuffer_add(b, "u1\nu2\n", 6);
-	ok(tally_net_sender_send_buffer(t, b) == 0 &&
+	ok(tally_net_sender_send_records(t, b, 2) == 0 &&
 		   evbuffer_get_length(b) == 0,
-	   "send_buffer takes the whole buffer");
+	   "send_records takes the whole buffer");
 	WAIT((cfd >= 0 || (cfd = accept(lfd, NULL, NULL)) >= 0) &&
 	     (r = recv(cfd, buf, sizeof(buf) - 1, MSG_DONTWAIT)) == 6);
 	is(buf, "u1\nu2\n", "over a unix socket");
+	ok(WAIT(stats(t).messages_sent == 1), "the message is sent");
+	cmp_ok(stats(t).records_sent, "==", 2, "with its 2 records");
+	cmp_ok(stats(t).records_buffered, "==", 0, "none left buffered");
 	tally_net_sender_free(t);
 	evbuffer_free(b);
 	if (cfd >= 0)
@@ -607,14 +610,24 @@ static void test_hold_when_down(void)
 /* Free with data still held: counted for the caller, nothing leaks. */
 static void test_free_pending(void)
 {
+	struct evbuffer *b;
 	struct tally_net_sender *t;
 	struct tally_net_addr a;
 	struct srv s;
 
 	t = srv_sender(&s, false, 0, NULL);
 	tally_net_sender_send(t, "0123456789", 10);
+	b = evbuffer_new();
+	evbuffer_add(b, "a\nb\nc\n", 6);
+	ok(tally_net_sender_send_records(t, b, 3) == 0, "records taken");
+	evbuffer_add(b, "d\ne\n", 4);
+	ok(tally_net_sender_send_records(t, b, 2) == 0, "and more");
+	evbuffer_free(b);
 	turn();
-	cmp_ok(stats(t).buffered, "==", 10, "buffered says what free drops");
+	cmp_ok(stats(t).buffered, "==", 20, "buffered says what free drops");
+	cmp_ok(stats(t).records_buffered, "==", 5,
+	       "records_buffered too, in the caller's unit");
+	cmp_ok(stats(t).records_sent, "==", 0, "none sent");
 	tally_net_sender_free(t);
 	tally_net_sender_free(NULL);
 	pumped = NULL;

@@ -48,12 +48,6 @@ struct graphite {
 	struct tally_net_dgram *dgram;
 	struct gr_render render;
 	struct evbuffer *buf;
-	/* points of each message accepted and not yet sent, oldest first,
-	 * so that what fini discards is counted in points */
-	uint64_t *inflight;
-	size_t if_head, if_len, if_cap;
-	uint64_t accepted; /* messages the sender took */
-	uint64_t retired;  /* of those, known sent (or counted lost) */
 };
 
 static const char *const graphite_formats[] = { "path", "tags", NULL };
@@ -104,40 +98,6 @@ static void graphite_ready(void *arg)
 	tally_output_ready(g->inst);
 }
 
-/* Forget the messages the sender says are sent. */
-static void graphite_retire(struct graphite *g)
-{
-	struct tally_net_sender_stats st;
-
-	if (!g->sender)
-		return;
-	tally_net_sender_get_stats(g->sender, &st);
-	while (g->if_len && g->retired < st.messages_sent) {
-		g->if_head = (g->if_head + 1) % g->if_cap;
-		g->if_len--;
-		g->retired++;
-	}
-}
-
-static int graphite_track(struct graphite *g, uint64_t points)
-{
-	if (g->if_len == g->if_cap) {
-		size_t cap = g->if_cap ? g->if_cap * 2 : 64;
-		uint64_t *v = malloc(cap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		for (size_t i = 0; i < g->if_len; i++)
-			v[i] = g->inflight[(g->if_head + i) % g->if_cap];
-		free(g->inflight);
-		g->inflight = v;
-		g->if_cap = cap;
-		g->if_head = 0;
-	}
-	g->inflight[(g->if_head + g->if_len++) % g->if_cap] = points;
-	return 0;
-}
-
 static void graphite_count(struct graphite *g, const struct gr_counts *c)
 {
 	tally_count_event(g->inst, "points", c->points);
@@ -156,7 +116,6 @@ static int graphite_write(struct tally_instance *inst, void *state,
 	struct gr_counts c = { 0 };
 	int err;
 
-	graphite_retire(g);
 	evbuffer_drain(g->buf, evbuffer_get_length(g->buf));
 	if (gr_render_batch(&g->render, b, g->buf, &c) < 0)
 		goto out_abort;
@@ -170,11 +129,10 @@ static int graphite_write(struct tally_instance *inst, void *state,
 		if (tally_net_dgram_send(g->dgram, g->buf, '\n') < 0)
 			goto out_abort;
 	} else {
-		if (tally_net_sender_send_buffer(g->sender, g->buf) < 0)
+		/* the sender counts the points with the message, for fini */
+		if (tally_net_sender_send_records(g->sender, g->buf,
+						  c.points) < 0)
 			goto out_abort;
-		if (graphite_track(g, c.points) < 0)
-			g->retired++; /* untracked: fini cannot count it */
-		g->accepted++;
 	}
 	gr_render_commit(&g->render);
 	graphite_count(g, &c);
@@ -250,11 +208,11 @@ static void graphite_fini(struct tally_instance *inst, void *state)
 	struct graphite *g = state;
 
 	if (g->sender) {
-		uint64_t lost = 0;
+		struct tally_net_sender_stats st;
+		uint64_t lost;
 
-		graphite_retire(g);
-		for (size_t i = 0; i < g->if_len; i++)
-			lost += g->inflight[(g->if_head + i) % g->if_cap];
+		tally_net_sender_get_stats(g->sender, &st);
+		lost = st.records_buffered;
 		if (lost) {
 			tally_log(inst, LOG_WARNING,
 				  "%llu points not sent to carbon at exit",
@@ -267,7 +225,6 @@ static void graphite_fini(struct tally_instance *inst, void *state)
 	gr_render_fini(&g->render);
 	if (g->buf)
 		evbuffer_free(g->buf);
-	free(g->inflight);
 }
 
 static const struct tally_option graphite_options[] = {

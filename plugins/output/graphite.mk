@@ -22,6 +22,8 @@ TESTS += t/unit/graphite-render.t
 EXTRA_DIST += doc/plugins/graphite.md
 
 # Integration: a real carbon-cache started by the test (t/t24-carbon.sh).
-TESTS += t/t2401-graphite-carbon.t t/t2402-graphite-restart.t
+TESTS += t/t2401-graphite-carbon.t t/t2402-graphite-restart.t \
+	t/t2403-graphite-statsd.t
 EXTRA_DIST += t/t2401-graphite-carbon.t t/t2402-graphite-restart.t \
+	t/t2403-graphite-statsd.t \
 	t/t24-carbon.sh t/t24-carbon.py

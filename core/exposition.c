@@ -238,6 +238,63 @@ size_t tally_expo_escape_help(char *dst, size_t size, const char *src,
 	return out_end(&o);
 }
 
+/*
+ * A non-integer with at most 15 significant digits in printf's fixed range
+ * (1e-4 <= |v| < 1e15), by hand: what "%.15g" prints, and reads back.
+ * m = |v| * 10^k rounded is below 10^15, exact in a double, and so is
+ * 10^k (k <= 19), so m / 10^k is the correctly rounded value of the
+ * decimal m e-k, which is what strtod reads: when it is |v|, that decimal
+ * reads back exactly. The first such k gives the shortest one; being on
+ * the 15-digit grid within half an ulp of v (the grid is coarser than
+ * ulps), it is also the one "%.15g" rounds v to. Return: its length, or 0
+ * (not such a value: the caller uses printf).
+ */
+static size_t format_short_fixed(char *buf, double v)
+{
+	static const double p10[] = { 1e0,  1e1,  1e2,	1e3,  1e4,
+				      1e5,  1e6,  1e7,	1e8,  1e9,
+				      1e10, 1e11, 1e12, 1e13, 1e14,
+				      1e15, 1e16, 1e17, 1e18, 1e19 };
+	double a = fabs(v);
+	char digits[24];
+	char *p = buf;
+	uint64_t u;
+	size_t nd = 0, k;
+
+	if (!(a >= 1e-4 && a < 1e15))
+		return 0;
+	for (k = 1; k < sizeof(p10) / sizeof(p10[0]); k++) {
+		double m = nearbyint(a * p10[k]);
+
+		if (m >= 1e15)
+			return 0; /* more than 15 digits */
+		if (m / p10[k] == a)
+			break;
+	}
+	if (k == sizeof(p10) / sizeof(p10[0]))
+		return 0;
+	u = (uint64_t)nearbyint(a * p10[k]);
+	do {
+		digits[nd++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (signbit(v))
+		*p++ = '-';
+	if (nd <= k) {
+		*p++ = '0';
+		*p++ = '.';
+		for (size_t z = nd; z < k; z++)
+			*p++ = '0';
+	}
+	while (nd) {
+		if (nd == k && p > buf && p[-1] != '.')
+			*p++ = '.';
+		*p++ = digits[--nd];
+	}
+	*p = '\0';
+	return (size_t)(p - buf);
+}
+
 size_t tally_expo_format_double(char *buf, double v)
 {
 	char *p;
@@ -270,6 +327,9 @@ size_t tally_expo_format_double(char *buf, double v)
 		p[n] = '\0';
 		return (size_t)(p - buf) + n;
 	}
+	n = format_short_fixed(buf, v);
+	if (n)
+		return n;
 	/* Shortest of 15, 16, 17 significant digits that reads back exactly. */
 	for (int prec = 15;; prec++) {
 		int len = snprintf(buf, TALLY_EXPO_DOUBLE_MAX, "%.*g", prec, v);

@@ -9,6 +9,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +203,46 @@ static void test_format_double(void)
 	}
 	ok(bad == 0, "200000 random doubles round-trip through strtod");
 	cmp_ok(longest, "<=", 24, "longest output fits with room to spare");
+
+	/*
+	 * Short decimals (and their neighbours) in printf's fixed range are
+	 * formatted by hand: the same text as the shortest of "%.15g",
+	 * "%.16g", "%.17g" that reads back.
+	 */
+	bad = 0;
+	for (int i = 0; i < 200000; i++) {
+		static const double p10[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5,
+					      1e6, 1e7, 1e8, 1e9, 1e10 };
+		uint64_t m = (uint64_t)rand() << 20 ^ (uint64_t)rand();
+		char want[TALLY_EXPO_DOUBLE_MAX];
+		double v;
+
+		m %= (uint64_t)p10[1 + rand() % 10];
+		v = (double)m / p10[rand() % 11];
+		if (i & 1)
+			v = -v;
+		if (i % 3 == 0)
+			v = nextafter(v, INFINITY);
+		if (v == floor(v))
+			continue;
+		for (int prec = 15; prec <= 17; prec++) {
+			snprintf(want, sizeof(want), "%.*g", prec, v);
+			if (strtod(want, NULL) == v)
+				break;
+		}
+		tally_expo_format_double(buf, v);
+		if (strcmp(buf, want) && bad++ < 5)
+			diag("%a printed as %s, printf: %s", v, buf, want);
+	}
+	ok(bad == 0, "200000 short decimals: the same text as printf's");
+	tally_expo_format_double(buf, 0.0001);
+	is(buf, "0.0001", "the smallest fixed-range value");
+	tally_expo_format_double(buf, 0.00009);
+	is(buf, "9e-05", "below it, printf's exponent form");
+	tally_expo_format_double(buf, -0.0059090909090909);
+	is(buf, "-0.0059090909090909", "15 digits, negative");
+	tally_expo_format_double(buf, 99999999999999.9);
+	is(buf, "99999999999999.9", "15 digits, the largest fixed");
 }
 
 static void test_format_labels(void)

@@ -15,10 +15,12 @@
 
 #include <event2/buffer.h>
 
+#include <tally/exposition.h>
 #include <tally/labels.h>
 #include <tally/record.h>
 
 #include "../../plugins/output/graphite/render.h"
+
 #include "tap.h"
 
 /* 2024-07-26 13:20:00.75 UTC */
@@ -119,14 +121,15 @@ static void test_values(void)
 	} cases[] = {
 		{ 0.1, "0.1" },		{ 42, "42" },
 		{ -3.5, "-3.5" },	{ 1e300, "1e+300" },
-		{ 1.0 / 3, "0.33333333333333331" },
+		{ 1.0 / 3, "0.3333333333333333" },
 		{ 123456789012.0, "123456789012" },
 		{ 0, "0" },
 	};
-	char buf[32];
+	char buf[TALLY_EXPO_DOUBLE_MAX];
 
+	/* the core's shortest form that reads back (carbon keeps doubles) */
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		gr_format_value(buf, cases[i].v);
+		tally_expo_format_double(buf, cases[i].v);
 		is(buf, cases[i].want, "value %s", cases[i].want);
 		ok(strtod(buf, NULL) == cases[i].v, "reads back exactly");
 	}

@@ -14,6 +14,8 @@
 
 #include <event2/buffer.h>
 
+#include <tally/exposition.h>
+
 #include "render.h"
 
 /* ---- escaping ------------------------------------------------------------ */
@@ -67,15 +69,6 @@ size_t gr_escape(char *dst, const char *src, enum gr_ctx ctx)
 		while (n && dst[n - 1] == '.')
 			n--;
 	dst[n] = '\0';
-	return n;
-}
-
-int gr_format_value(char *buf, double v)
-{
-	int n = snprintf(buf, 32, "%.15g", v);
-
-	if (strtod(buf, NULL) != v)
-		n = snprintf(buf, 32, "%.17g", v);
 	return n;
 }
 
@@ -279,9 +272,9 @@ static int line_raw(struct gr_render *r, size_t *len, const char *s)
 	return 0;
 }
 
-/* The name node(s): NAME plus SUFFIX, "_" if the name escapes to nothing. */
-static int line_name(struct gr_render *r, size_t *len, const char *name,
-		     const char *suffix)
+/* The name node(s), "_" if the name escapes to nothing; a suffix goes
+ * after them (r->mark). */
+static int line_name(struct gr_render *r, size_t *len, const char *name)
 {
 	size_t at = *len;
 
@@ -289,7 +282,8 @@ static int line_name(struct gr_render *r, size_t *len, const char *name,
 		return -1;
 	if (*len == at && line_raw(r, len, at ? "._" : "_") < 0)
 		return -1;
-	return suffix ? line_raw(r, len, suffix) : 0;
+	r->mark = *len;
+	return 0;
 }
 
 static bool part_named(const struct gr_render *r, const char *key)
@@ -311,24 +305,18 @@ static const char *pairs_get(const struct tally_label *v, size_t n,
 }
 
 /*
- * One line: NAME+SUFFIX with labels @v (sorted, @n) at @ts_s. Non-finite
- * values are counted and left out.
+ * The path of series NAME with labels @v (sorted, @n) into r->line
+ * (r->len bytes), without a suffix: that goes at r->mark, after the name.
  */
-static int emit(struct gr_render *r, struct evbuffer *out, const char *name,
-		const char *suffix, const struct tally_label *v, size_t n,
-		double value, int64_t ts_s, struct gr_counts *c)
+static int path_build(struct gr_render *r, const char *name,
+		      const struct tally_label *v, size_t n)
 {
-	char num[32];
 	size_t len = 0;
 
-	if (!isfinite(value)) {
-		c->non_finite++;
-		return 0;
-	}
 	if (r->format == GR_FMT_TAGS) {
 		if (r->prefix[0] && line_raw(r, &len, r->prefix) < 0)
 			return -1;
-		if (line_name(r, &len, name, suffix) < 0)
+		if (line_name(r, &len, name) < 0)
 			return -1;
 		for (size_t i = 0; i < n; i++) {
 			if (!v[i].value[0])
@@ -357,7 +345,7 @@ static int emit(struct gr_render *r, struct evbuffer *out, const char *name,
 						       GR_CTX_NAME, true);
 				break;
 			case GR_PART_NAME:
-				rc = line_name(r, &len, name, suffix);
+				rc = line_name(r, &len, name);
 				break;
 			case GR_PART_LABEL:
 				val = pairs_get(v, n, p->key);
@@ -379,10 +367,64 @@ static int emit(struct gr_render *r, struct evbuffer *out, const char *name,
 				return -1;
 		}
 	}
-	if (evbuffer_add(out, r->line, len) < 0)
+	r->len = len;
+	return 0;
+}
+
+/* Decimal digits of @v (no sign) ending at @end; return: the first. */
+static char *u64_digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+/*
+ * One line of the path in r->line with @suffix (NULL: none) after the
+ * name, straight into @out's space. Non-finite values are counted and
+ * left out.
+ */
+static int path_emit(struct gr_render *r, struct evbuffer *out,
+		     const char *suffix, double value, int64_t ts_s,
+		     struct gr_counts *c)
+{
+	char num[TALLY_EXPO_DOUBLE_MAX], tsb[24], *t = tsb + sizeof(tsb);
+	size_t slen = suffix ? strlen(suffix) : 0, nlen, tlen, len;
+	struct evbuffer_iovec iov;
+	char *p;
+
+	if (!isfinite(value)) {
+		c->non_finite++;
+		return 0;
+	}
+	nlen = tally_expo_format_double(num, value);
+	t = u64_digits(t, ts_s < 0 ? (uint64_t)0 - (uint64_t)ts_s
+				   : (uint64_t)ts_s);
+	if (ts_s < 0)
+		*--t = '-';
+	tlen = (size_t)(tsb + sizeof(tsb) - t);
+	len = r->len + slen + nlen + tlen + 3;
+	if (evbuffer_reserve_space(out, (ev_ssize_t)len, &iov, 1) < 1)
 		goto out_nomem;
-	gr_format_value(num, value);
-	if (evbuffer_add_printf(out, " %s %lld\n", num, (long long)ts_s) < 0)
+	p = iov.iov_base;
+	memcpy(p, r->line, r->mark);
+	p += r->mark;
+	if (slen)
+		memcpy(p, suffix, slen);
+	p += slen;
+	memcpy(p, r->line + r->mark, r->len - r->mark);
+	p += r->len - r->mark;
+	*p++ = ' ';
+	memcpy(p, num, nlen);
+	p += nlen;
+	*p++ = ' ';
+	memcpy(p, t, tlen);
+	p += tlen;
+	*p++ = '\n';
+	iov.iov_len = len;
+	if (evbuffer_commit_space(out, &iov, 1) < 0)
 		goto out_nomem;
 	c->points++;
 	return 0;
@@ -390,6 +432,20 @@ static int emit(struct gr_render *r, struct evbuffer *out, const char *name,
 out_nomem:
 	errno = ENOMEM;
 	return -1;
+}
+
+/* One line: NAME+SUFFIX with labels @v (sorted, @n) at @ts_s. */
+static int emit(struct gr_render *r, struct evbuffer *out, const char *name,
+		const char *suffix, const struct tally_label *v, size_t n,
+		double value, int64_t ts_s, struct gr_counts *c)
+{
+	if (!isfinite(value)) {
+		c->non_finite++;
+		return 0;
+	}
+	if (path_build(r, name, v, n) < 0)
+		return -1;
+	return path_emit(r, out, suffix, value, ts_s, c);
 }
 
 /* Room for @n pairs in each half of the scratch array. */
@@ -447,7 +503,7 @@ static void fmt_le(char *buf, size_t len, double le)
 	if (isinf(le))
 		snprintf(buf, len, "+Inf");
 	else
-		gr_format_value(buf, le);
+		tally_expo_format_double(buf, le);
 }
 
 static int render_histogram(struct gr_render *r, struct evbuffer *out,
@@ -480,7 +536,7 @@ static int render_summary(struct gr_render *r, struct evbuffer *out,
 	const struct tally_label *v;
 
 	for (size_t i = 0; i < m->n; i++) {
-		gr_format_value(q, m->quantiles[i].q);
+		tally_expo_format_double(q, m->quantiles[i].q);
 		v = with_pair(r, n, "quantile", q, &k);
 		if (emit(r, out, m->name, NULL, v, k, m->quantiles[i].value, ts,
 			 c) < 0)
@@ -502,12 +558,12 @@ static int render_summary(struct gr_render *r, struct evbuffer *out,
  * silently: that is no value, not a bad one.
  */
 static int emit_stat(struct gr_render *r, struct evbuffer *out,
-		     const char *name, const char *suffix, size_t n, double v,
-		     int64_t ts, struct gr_counts *c)
+		     const char *suffix, double v, int64_t ts,
+		     struct gr_counts *c)
 {
 	if (isnan(v))
 		return 0;
-	return emit(r, out, name, suffix, r->pairs, n, v, ts, c);
+	return path_emit(r, out, suffix, v, ts, c);
 }
 
 static int render_interval(struct gr_render *r, struct evbuffer *out,
@@ -515,7 +571,7 @@ static int render_interval(struct gr_render *r, struct evbuffer *out,
 			   struct gr_counts *c)
 {
 	const struct tally_interval *iv = m->interval;
-	char sfx[64], num[32];
+	char sfx[64], num[TALLY_EXPO_DOUBLE_MAX];
 
 	if (!iv) {
 		c->other++;
@@ -523,15 +579,7 @@ static int render_interval(struct gr_render *r, struct evbuffer *out,
 	}
 	switch (m->type) {
 	case TALLY_COUNTER:
-		if (emit(r, out, m->name, ".count", r->pairs, n, m->value, ts,
-			 c) < 0)
-			return -1;
-		return emit(r, out, m->name, ".rate", r->pairs, n,
-			    tally_interval_rate(m), ts, c);
 	case TALLY_GAUGE:
-		return emit(r, out, m->name,
-			    (iv->flags & TALLY_INTERVAL_SET) ? ".count" : NULL,
-			    r->pairs, n, m->value, ts, c);
 	case TALLY_HISTOGRAM:
 	case TALLY_SUMMARY:
 		break;
@@ -539,16 +587,31 @@ static int render_interval(struct gr_render *r, struct evbuffer *out,
 		c->other++;
 		return 0;
 	}
-	if (emit(r, out, m->name, ".count", r->pairs, n, iv->count, ts, c) <
+	/* the series' path once, its statistics' lines after it */
+	if (path_build(r, m->name, r->pairs, n) < 0)
+		return -1;
+	switch (m->type) {
+	case TALLY_COUNTER:
+		if (path_emit(r, out, ".count", m->value, ts, c) < 0)
+			return -1;
+		return path_emit(r, out, ".rate", tally_interval_rate(m), ts,
+				 c);
+	case TALLY_GAUGE:
+		return path_emit(r, out,
+				 (iv->flags & TALLY_INTERVAL_SET) ? ".count"
+								  : NULL,
+				 m->value, ts, c);
+	default:
+		break;
+	}
+	if (path_emit(r, out, ".count", iv->count, ts, c) < 0 ||
+	    path_emit(r, out, ".count_ps", tally_interval_rate(m), ts, c) <
 		    0 ||
-	    emit(r, out, m->name, ".count_ps", r->pairs, n,
-		 tally_interval_rate(m), ts, c) < 0 ||
-	    emit(r, out, m->name, ".sum", r->pairs, n, iv->sum, ts, c) < 0 ||
-	    emit_stat(r, out, m->name, ".mean", n, tally_interval_mean(m), ts,
-		      c) < 0 ||
-	    emit_stat(r, out, m->name, ".lower", n, iv->min, ts, c) < 0 ||
-	    emit_stat(r, out, m->name, ".upper", n, iv->max, ts, c) < 0 ||
-	    emit_stat(r, out, m->name, ".median", n, iv->median, ts, c) < 0)
+	    path_emit(r, out, ".sum", iv->sum, ts, c) < 0 ||
+	    emit_stat(r, out, ".mean", tally_interval_mean(m), ts, c) < 0 ||
+	    emit_stat(r, out, ".lower", iv->min, ts, c) < 0 ||
+	    emit_stat(r, out, ".upper", iv->max, ts, c) < 0 ||
+	    emit_stat(r, out, ".median", iv->median, ts, c) < 0)
 		return -1;
 	for (uint32_t i = 0; i < iv->nquantiles; i++) {
 		size_t k;
@@ -559,8 +622,7 @@ static int render_interval(struct gr_render *r, struct evbuffer *out,
 			if (num[k] == '.')
 				num[k] = '_';
 		snprintf(sfx, sizeof(sfx), ".upper_%s", num);
-		if (emit_stat(r, out, m->name, sfx, n, iv->quantiles[i].value,
-			      ts, c) < 0)
+		if (emit_stat(r, out, sfx, iv->quantiles[i].value, ts, c) < 0)
 			return -1;
 	}
 	for (uint32_t i = 0; i < iv->nbuckets; i++) {
@@ -570,13 +632,14 @@ static int render_interval(struct gr_render *r, struct evbuffer *out,
 		if (isinf(iv->buckets[i].le))
 			snprintf(num, sizeof(num), "inf");
 		else
-			gr_format_value(num, iv->buckets[i].le);
+			tally_expo_format_double(num, iv->buckets[i].le);
 		for (k = 0; num[k]; k++)
 			if (num[k] == '.' || num[k] == '-')
 				num[k] = num[k] == '.' ? '_' : 'm';
 		snprintf(sfx, sizeof(sfx), ".histogram.bin_%s", num);
-		if (emit(r, out, m->name, sfx, r->pairs, n,
-			 (double)(iv->buckets[i].count - below), ts, c) < 0)
+		if (path_emit(r, out, sfx,
+			      (double)(iv->buckets[i].count - below), ts,
+			      c) < 0)
 			return -1;
 	}
 	return 0;

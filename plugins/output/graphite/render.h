@@ -78,17 +78,6 @@ enum gr_ctx {
  */
 size_t gr_escape(char *dst, const char *src, enum gr_ctx ctx);
 
-/**
- * gr_format_value() - a sample value as carbon reads it back
- * @buf: at least 32 bytes
- * @v:   a finite value
- *
- * The shortest of "%.15g" and "%.17g" that reads back as @v exactly
- * (carbon and whisper keep doubles), so 0.1 is "0.1".
- * Return: the length. Pure.
- */
-int gr_format_value(char *buf, double v);
-
 /* Most parts a layout may have. */
 #define GR_MAX_PARTS 16
 
@@ -140,8 +129,10 @@ struct gr_render {
 	struct tally_labels *labels; /* static labels, referenced */
 	size_t max_regions;
 	/* scratch, grown as needed */
-	char *line;
+	char *line;	/* the path being written */
 	size_t line_cap;
+	size_t len;	/* its length */
+	size_t mark;	/* where a suffix goes: after the name */
 	struct tally_label *pairs;
 	size_t pairs_cap;
 	/* spans: region time */

@@ -18,7 +18,8 @@ BENCH_SHELL_FILES = \
 	contrib/bench/run-all \
 	contrib/bench/rocm-smi-bench \
 	contrib/bench/pyzmq-drain.py \
-	contrib/bench/statsd-send.py
+	contrib/bench/statsd-send.py \
+	contrib/bench/count-recv.py
 BENCH_C_FILES = \
 	contrib/bench/bench.h \
 	contrib/bench/zmq-send.c \

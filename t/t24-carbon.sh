@@ -1,5 +1,6 @@
 # t/t24-carbon.sh - a real carbon-cache for the graphite tests (t24xx),
-# sourced after t/lib/tally.sh
+# sourced after t/lib/tally.sh; skips the test where carbon-cache or
+# python3-whisper is missing
 #
 #	start_carbon DIR
 #		generate DIR/carbon.conf and DIR/storage-schemas.conf with
@@ -20,6 +21,10 @@
 #		the counting relay of t24-carbon.py between tallyd (on a free
 #		port: RELAY_PORT) and carbon's PORT; lines it passed in
 #		relay.log
+require_cmd carbon-cache "carbon-cache not installed (Debian: graphite-carbon)"
+"$PYTHON3" -c 'import whisper, carbon' 2>/dev/null ||
+	require_cmd no-python3-whisper "python3-whisper or graphite-carbon missing"
+
 CARBON_PID=
 RELAY_PID=
 

@@ -6,9 +6,6 @@ the inputs produced; the escaping table as carbon accepts it'
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 
-require_cmd carbon-cache "carbon-cache not installed (Debian: graphite-carbon)"
-"$PYTHON3" -c 'import whisper, carbon' 2>/dev/null ||
-	require_cmd no-python3-whisper "python3-whisper or graphite-carbon missing"
 . "$SHARNESS_TEST_SRCDIR/t24-carbon.sh"
 
 # captured SELECTOR - "SECONDS VALUE" of each capture line starting with

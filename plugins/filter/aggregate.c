@@ -39,8 +39,7 @@ struct aggregate {
 	struct tally_instance *inst;
 	struct agg_state *st;
 	struct agg_counters shown; /* counters already published */
-	bool *keep;		   /* per record of the batch being decided */
-	size_t keep_cap;
+	struct tally_keep keep;	   /* per record of the batch being decided */
 };
 
 static const char *const aggregate_dims[] = { "trace", "rank", "host",
@@ -159,22 +158,6 @@ static void aggregate_publish(struct tally_instance *inst, struct aggregate *a)
 	*p = *k;
 }
 
-/* Room for @n keep flags. Return: the flags, or NULL (ENOMEM). */
-static bool *aggregate_keep(struct aggregate *a, size_t n)
-{
-	size_t cap = a->keep_cap ? a->keep_cap : 256;
-	bool *k;
-
-	while (cap < n)
-		cap *= 2;
-	k = realloc(a->keep, cap * sizeof(*k));
-	if (!k)
-		return NULL;
-	a->keep = k;
-	a->keep_cap = cap;
-	return k;
-}
-
 static struct tally_batch *aggregate_process(struct tally_instance *inst,
 					     void *state,
 					     struct tally_batch *in)
@@ -184,14 +167,14 @@ static struct tally_batch *aggregate_process(struct tally_instance *inst,
 	size_t n = tally_batch_count(in), kept = 0;
 	struct tally_batch *out;
 
-	if (n > a->keep_cap && !aggregate_keep(a, n)) {
+	if (!tally_keep_reserve(&a->keep, n)) {
 		tally_count_drop(inst, "nomem", n);
 		errno = ENOMEM;
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++) {
-		a->keep[i] = !agg_state_record(a->st, &recs[i]);
-		kept += a->keep[i];
+		a->keep.flags[i] = !agg_state_record(a->st, &recs[i]);
+		kept += a->keep.flags[i];
 	}
 	if (memcmp(agg_state_counters(a->st), &a->shown, sizeof(a->shown)))
 		aggregate_publish(inst, a);
@@ -201,7 +184,7 @@ static struct tally_batch *aggregate_process(struct tally_instance *inst,
 		errno = 0; /* aggregated: its records come with the tick */
 		return NULL;
 	}
-	out = tally_batch_select(in, a->keep);
+	out = tally_batch_select(in, a->keep.flags);
 	if (!out)
 		tally_count_drop(inst, "nomem", kept);
 	return out;
@@ -290,7 +273,7 @@ static void aggregate_fini(struct tally_instance *inst, void *state)
 
 	(void)inst;
 	agg_state_free(a->st);
-	free(a->keep);
+	tally_keep_free(&a->keep);
 }
 
 static const struct tally_option aggregate_options[] = {

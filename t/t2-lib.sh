@@ -16,6 +16,8 @@
 #	promq_one EXPR
 #		the single value of an instant query to it, "none" when the
 #		result is not one value
+#	self_signed_cert NAME CN
+#		NAME.crt and NAME.key, self-signed for 127.0.0.1 and localhost
 #	clients MODE N SECONDS OUT [ARG]
 #		t2-prom-clients.py MODE against $port in the background (pid
 #		in clients_pid, killed when the test ends, whatever its
@@ -74,4 +76,14 @@ import json
 d = json.load(open("q.json"))
 r = d["data"]["result"] if d.get("status") == "success" else []
 print(r[0]["value"][1] if len(r) == 1 else "none")'
+}
+
+# self_signed_cert NAME CN - a self-signed certificate NAME.crt and key
+# NAME.key (EC P-256, unencrypted) for 127.0.0.1 and localhost, subject CN
+self_signed_cert() {
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -days 2 -subj "/CN=$2" \
+		-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+		-keyout "$1.key" -out "$1.crt" 2>openssl.err ||
+	{ cat openssl.err; false; }
 }

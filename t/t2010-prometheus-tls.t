@@ -23,16 +23,6 @@ if ! "$TALLYD" --describe prometheus 2>&1 | grep -q tls_cert_file; then
 	test_done
 fi
 
-# cert NAME CN - a self-signed certificate NAME.crt and key NAME.key for
-# 127.0.0.1 and localhost, subject CN
-cert() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-		-nodes -days 2 -subj "/CN=$2" \
-		-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
-		-keyout "$1.key" -out "$1.crt" 2>openssl.err ||
-	{ cat openssl.err; false; }
-}
-
 # get CA [CURL ARGS] - GET https://127.0.0.1:$port/metrics trusting CA
 get() {
 	tally_g_ca=$1
@@ -42,8 +32,8 @@ get() {
 }
 
 test_expect_success 'certificates made with openssl req' '
-	cert one tally-one &&
-	cert two tally-two &&
+	self_signed_cert one tally-one &&
+	self_signed_cert two tally-two &&
 	cp one.crt server.crt &&
 	cp one.key server.key
 '

@@ -54,10 +54,7 @@ test_expect_success 'hashes and a certificate' '
 	bob=$(bcrypt "b0b pass:with colon") &&
 	case $alice in "\$2y\$10\$"*) ;; *) false ;; esac &&
 	case $bob in "\$2b\$10\$"*) ;; *) false ;; esac &&
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-		-nodes -days 2 -subj "/CN=tally-auth" \
-		-addext "subjectAltName=IP:127.0.0.1" \
-		-keyout server.key -out server.crt 2>openssl.err
+	self_signed_cert server tally-auth
 '
 
 test_expect_success 'a hash that is not bcrypt is refused at --check-config' '

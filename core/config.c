@@ -11,9 +11,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -235,6 +237,8 @@ struct conf_global {
 	char *output_dir;
 	int user_ports;
 	struct tally_labels *labels;
+	char *user;
+	char *group;
 };
 
 static const char *const conf_user_ports[] = { "ephemeral", "configured",
@@ -266,6 +270,12 @@ static const struct tally_option global_options[] = {
 	TALLY_OPT_LABELS("labels", struct conf_global, labels,
 			 "static labels every output adds to what it writes "
 			 "(a record's own labels win)"),
+	TALLY_OPT_STRING("user", struct conf_global, user, NULL,
+			 "user tallyd runs as once every socket is bound and "
+			 "every plugin set up (started as root only)"),
+	TALLY_OPT_STRING("group", struct conf_global, group, NULL,
+			 "group tallyd runs as then (default: the user's); "
+			 "the owner group of the files it creates"),
 	TALLY_OPT_END,
 };
 
@@ -336,6 +346,17 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 					"global.log_level \"%s\" is not one of "
 					"error, warning, notice, info, debug",
 					g.log_level);
+			else if (!strcmp(key, "user") && !getpwnam(g.user))
+				CONF_ERR_AT(c, at(c, f, s),
+					    "global.user \"%s\": no such user "
+					    "(create it, or name the user "
+					    "tallyd should run as)",
+					    g.user);
+			else if (!strcmp(key, "group") && !getgrnam(g.group))
+				CONF_ERR_AT(c, at(c, f, s),
+					    "global.group \"%s\": no such "
+					    "group",
+					    g.group);
 		}
 	}
 	c->interval = g.interval;
@@ -347,6 +368,10 @@ static void conf_global(struct tally_conf *c, struct tally_loader *ld)
 	c->output_dir = g.output_dir;
 	c->user_ports_configured = g.user_ports == 1;
 	c->labels = g.labels;
+	c->user = g.user;
+	c->group = g.group;
+	g.user = NULL;
+	g.group = NULL;
 	g.log = NULL;
 	g.log_level = NULL;
 	g.output_dir = NULL;
@@ -947,6 +972,8 @@ void tally_conf_free(struct tally_conf *c)
 	free(c->log);
 	free(c->log_level);
 	free(c->output_dir);
+	free(c->user);
+	free(c->group);
 	tally_labels_unref(c->labels);
 	free(c);
 }

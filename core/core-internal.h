@@ -97,6 +97,34 @@ void tally_fd_restore(void);
 int tally_accept_guarded(int fd, struct sockaddr *sa, socklen_t *len,
 			 int flags);
 
+/*
+ * priv.c: global.user and global.group (tallyd(8), "Privileges").
+ * tally_priv_setup(): resolve them, before anything is created; -1 (logged)
+ * with errno EPERM when tallyd is not root, ENOENT when one is gone.
+ * tally_priv_uid(), tally_priv_gid(): the identity tallyd runs as once set
+ * up (its own without global.user/group).
+ * tally_priv_owner(): whether a file owned by @uid is this collector's (its
+ * uid now, or the one it drops to: a restart finds the files it made).
+ * tally_priv_chown(): give what tallyd made before the drop (@fd, or @path
+ * when @fd < 0) to that identity; 0 when there is nothing to do; -1
+ * (logged) with errno.
+ * tally_priv_drop(): once every instance has started: supplementary
+ * groups, gid, uid, verified. 0, or -1 (logged) with errno EPERM.
+ */
+struct tally_conf;
+int tally_priv_setup(const struct tally_conf *conf);
+uid_t tally_priv_uid(void);
+gid_t tally_priv_gid(void);
+bool tally_priv_owner(uid_t uid);
+int tally_priv_chown(const char *path, int fd);
+/*
+ * A file made before the drop was given group @gid (a socket a group may
+ * use): keep @gid among the supplementary groups, so that the collector
+ * can give a file that group again after a reload.
+ */
+void tally_priv_keep_group(gid_t gid);
+int tally_priv_drop(void);
+
 /* loader.c */
 struct tally_loader;
 struct tally_loader *tally_loader_new(void);
@@ -268,6 +296,7 @@ struct tally_conf {
 	char *log_level;
 	char *output_dir;		/* global.output_dir, as written */
 	bool user_ports_configured;	/* global.user_ports = "configured" */
+	char *user, *group;		/* global.user, global.group, or NULL */
 	struct tally_labels *labels;	/* global.labels, or NULL */
 	struct tally_conf_decl *decls;
 	size_t ndecls;
@@ -596,6 +625,14 @@ const char *tally_mode_conf_dir(void);
  * could not be opened (logged). System mode: 0, nothing done.
  */
 int tally_runtime_dir_lock(void);
+/*
+ * Create pid file @path and hold a lock on it (flock) while running, with
+ * tallyd's pid in it: a second collector given the same pid file refuses
+ * to start, naming the first one's pid; a file nobody holds (its collector
+ * died) is taken over. Removed by tally_mode_cleanup(). 0, or -1 (logged)
+ * with errno = EBUSY (held) or why it could not be created.
+ */
+int tally_pid_file_create(const char *path);
 /* the wrapped command's trace id: the job id, else "tallyd-PID" */
 const char *tally_mode_trace_id(char *buf, size_t size);
 /*

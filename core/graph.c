@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tally/log.h>
 
@@ -633,6 +634,24 @@ static void reload_log_level(const struct tally_conf *conf)
 				    : LOG_INFO);
 }
 
+static bool str_differ(const char *a, const char *b)
+{
+	return (a == NULL) != (b == NULL) || (a && strcmp(a, b));
+}
+
+/* The identity is given up at start: a reload cannot change it. */
+static void reload_identity(const struct tally_conf *old,
+			    const struct tally_conf *conf)
+{
+	if (str_differ(old->user, conf->user) ||
+	    str_differ(old->group, conf->group))
+		tally_log(NULL, LOG_WARNING,
+			  "reload: global.user and global.group take effect "
+			  "at the next start only: still running as uid %u, "
+			  "gid %u",
+			  (unsigned)geteuid(), (unsigned)getegid());
+}
+
 int tally_core_reload(struct tally_core *core)
 {
 	struct tally_conf *conf, *old = core->conf;
@@ -652,6 +671,7 @@ int tally_core_reload(struct tally_core *core)
 		return -1;
 	}
 	reload_log_level(conf);
+	reload_identity(old, conf);
 	if (graph_apply(core, conf, &h, "applied") == 0) {
 		core->conf = conf;
 		tally_conf_free(old);

@@ -21,6 +21,7 @@ core_libtally_la_SOURCES = \
 	core/stats.c \
 	core/graph.c \
 	core/mode.c \
+	core/priv.c \
 	core/io.c \
 	core/statfs.c \
 	core/net-internal.h \
@@ -181,10 +182,12 @@ EXTRA_DIST += t/http-recorder.py
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
-	t/t0008-reload.t t/t0009-user-files.t t/t0015-record-forms.t \
+	t/t0008-reload.t t/t0009-user-files.t t/t0010-privileges.t \
+	t/t0015-record-forms.t \
 	t/t0016-core-contracts.t
 EXTRA_DIST += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
-	t/t0008-reload.t t/t0009-user-files.t t/t0015-record-forms.t \
+	t/t0008-reload.t t/t0009-user-files.t t/t0010-privileges.t \
+	t/t0015-record-forms.t \
 	t/t0016-core-contracts.t \
 	t/fixtures/config

@@ -230,10 +230,47 @@ const char *tally_mode_conf_dir(void)
 	return mode_confdir;
 }
 
+/*
+ * Open and lock pid file @path (flock, the file stays while the lock is
+ * held) and write our pid into it. A file nobody holds is a stale one, of
+ * a collector that died: taken over (@stale gets its pid, or ""). Held by
+ * a running collector: -1 with errno EWOULDBLOCK and its pid in @pid.
+ * Return: the descriptor, or -1 with errno.
+ */
+static int pid_file_lock(const char *path, char *pid, size_t size)
+{
+	ssize_t n;
+	int fd, e;
+
+	pid[0] = '\0';
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -1;
+	n = pread(fd, pid, size - 1, 0);
+	pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		e = errno;
+		/* it may have been written after our read */
+		n = pread(fd, pid, size - 1, 0);
+		pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	if (ftruncate(fd, 0) < 0 || dprintf(fd, "%ld\n", (long)getpid()) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	/* tallyd removes it at exit, once it runs as global.user */
+	tally_priv_chown(path, fd);
+	return fd;
+}
+
 int tally_runtime_dir_lock(void)
 {
-	char path[PATH_MAX], pid[24] = "";
-	ssize_t n;
+	char path[PATH_MAX], pid[24];
 	int fd, e;
 
 	if (!mode_user || mode_lock_fd >= 0)
@@ -243,16 +280,9 @@ int tally_runtime_dir_lock(void)
 		errno = ENAMETOOLONG;
 		goto out_log;
 	}
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		goto out_log;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		e = errno;
-		n = pread(fd, pid, sizeof(pid) - 1, 0);
-		pid[n > 0 ? strcspn(pid, "\n") : 0] = '\0';
-		close(fd);
-		errno = e;
-		if (e != EWOULDBLOCK)
+	fd = pid_file_lock(path, pid, sizeof(pid));
+	if (fd < 0) {
+		if (errno != EWOULDBLOCK)
 			goto out_log;
 		tally_log(NULL, LOG_ERR,
 			  "another collector%s%s (tallyd pid %s) runs in %s: "
@@ -266,8 +296,6 @@ int tally_runtime_dir_lock(void)
 		errno = EBUSY;
 		return -1;
 	}
-	if (ftruncate(fd, 0) == 0)
-		dprintf(fd, "%ld\n", (long)getpid());
 	mode_lock_fd = fd;
 	return 0;
 out_log:
@@ -275,6 +303,72 @@ out_log:
 	tally_log(NULL, LOG_ERR, "cannot lock %s: %s", path, strerror(e));
 	errno = e;
 	return -1;
+}
+
+static int mode_pid_fd = -1;
+static char mode_pid_path[PATH_MAX];
+
+int tally_pid_file_create(const char *path)
+{
+	char pid[24];
+	int fd, e;
+
+	if (mode_pid_fd >= 0) {
+		errno = EALREADY;
+		return -1;
+	}
+	if (snprintf(mode_pid_path, sizeof(mode_pid_path), "%s", path) >=
+	    (int)sizeof(mode_pid_path)) {
+		errno = ENAMETOOLONG;
+		goto out_log;
+	}
+	fd = pid_file_lock(path, pid, sizeof(pid));
+	if (fd < 0) {
+		if (errno != EWOULDBLOCK)
+			goto out_log;
+		tally_log(NULL, LOG_ERR,
+			  "another %s collector runs (tallyd pid %s holds %s): "
+			  "not starting a second one (stop it first, or give "
+			  "this one another --pid-file and other sockets)",
+			  mode_user ? "user" : "system", *pid ? pid : "?",
+			  path);
+		errno = EBUSY;
+		return -1;
+	}
+	if (*pid && strtol(pid, NULL, 10) != (long)getpid())
+		tally_log(NULL, LOG_NOTICE,
+			  "pid file %s was left by tallyd pid %s, which is "
+			  "gone: taken over",
+			  path, pid);
+	mode_pid_fd = fd;
+	return 0;
+out_log:
+	e = errno;
+	tally_log(NULL, LOG_ERR,
+		  "cannot create the pid file %s: %s (give a writable "
+		  "directory with --pid-file)",
+		  path, strerror(e));
+	mode_pid_path[0] = '\0';
+	errno = e;
+	return -1;
+}
+
+/* Remove the pid file if we hold it (a successor may hold a new one). */
+static void pid_file_remove(void)
+{
+	struct stat a, b;
+
+	if (mode_pid_fd < 0)
+		return;
+	if (fstat(mode_pid_fd, &a) == 0 && stat(mode_pid_path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+	    unlink(mode_pid_path) < 0)
+		/* a directory tallyd cannot write once it dropped root */
+		if (ftruncate(mode_pid_fd, 0) < 0)
+			tally_log(NULL, LOG_DEBUG, "pid file %s: %s",
+				  mode_pid_path, strerror(errno));
+	close(mode_pid_fd);
+	mode_pid_fd = -1;
 }
 
 /* Create the runtime dir when something needs it (not for --check-config). */
@@ -590,6 +684,7 @@ void tally_mode_cleanup(void)
 	if (mode_lock_fd >= 0)
 		close(mode_lock_fd);
 	mode_lock_fd = -1;
+	pid_file_remove();
 	free(mode_output_dir);
 	mode_output_dir = NULL;
 }

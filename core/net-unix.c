@@ -26,6 +26,7 @@
 
 #include <tally/log.h>
 
+#include "core-internal.h"
 #include "net-internal.h"
 
 int tally_net_socket(int family, int socktype)
@@ -82,7 +83,8 @@ static int unix_lock(struct tally_net_unix *u, char *why, size_t whylen)
 		snprintf(why, whylen, "fstat %s: %s", lock, strerror(err));
 		goto out_close;
 	}
-	if (st.st_uid != geteuid()) {
+	/* global.user: the identity this collector drops to owns it too */
+	if (!tally_priv_owner(st.st_uid)) {
 		snprintf(why, whylen,
 			 "%s belongs to uid %u, not to this collector: not "
 			 "using the path (remove it or choose another path)",
@@ -102,6 +104,9 @@ static int unix_lock(struct tally_net_unix *u, char *why, size_t whylen)
 				 strerror(err));
 		goto out_close;
 	}
+	/* a reload after the drop opens it again */
+	if (st.st_uid != tally_priv_uid())
+		tally_priv_chown(lock, u->lock_fd);
 	return 0;
 
 out_close:
@@ -136,7 +141,7 @@ static int unix_take_over(struct tally_instance *inst,
 		goto out_err;
 	}
 	/* never connect to, nor remove, a socket another user made */
-	if (st.st_uid != geteuid()) {
+	if (!tally_priv_owner(st.st_uid)) {
 		snprintf(why, whylen,
 			 "%s is a socket of another user (uid %u): not taking "
 			 "it over",
@@ -171,13 +176,25 @@ out_err:
 	return -1;
 }
 
-/* Give the file its group and mode, before anyone may use it. */
+/*
+ * Give the file its group and mode, before anyone may use it. Under
+ * global.user/group it belongs to that identity, its group being @gid or
+ * else global.group: the collector replaces it after a reload, removes it
+ * at exit, and the access a group was given follows the configured one.
+ */
 static int unix_protect(const struct tally_net_addr *a, unsigned mode,
 			gid_t gid, char *why, size_t whylen)
 {
+	uid_t uid = tally_priv_uid() != geteuid() ? tally_priv_uid()
+						   : (uid_t)-1;
 	int err;
 
-	if (gid != (gid_t)-1 && chown(a->path, (uid_t)-1, gid) < 0) {
+	if (gid == (gid_t)-1 && tally_priv_gid() != getegid())
+		gid = tally_priv_gid();
+	if (gid != (gid_t)-1)
+		tally_priv_keep_group(gid);
+	if ((gid != (gid_t)-1 || uid != (uid_t)-1) &&
+	    chown(a->path, uid, gid) < 0) {
 		err = errno;
 		snprintf(why, whylen, "chown %s to gid %u: %s", a->path,
 			 (unsigned)gid, strerror(err));

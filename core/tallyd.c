@@ -32,6 +32,7 @@ enum {
 	OPT_PLUGIN_DIR,
 	OPT_ONCE,
 	OPT_VERSION,
+	OPT_PID_FILE,
 };
 
 static const struct option tallyd_longopts[] = {
@@ -43,6 +44,7 @@ static const struct option tallyd_longopts[] = {
 	{ "describe", required_argument, NULL, OPT_DESCRIBE },
 	{ "plugin-dir", required_argument, NULL, OPT_PLUGIN_DIR },
 	{ "once", no_argument, NULL, OPT_ONCE },
+	{ "pid-file", required_argument, NULL, OPT_PID_FILE },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -79,6 +81,9 @@ static void tallyd_usage(FILE *out)
 		"exit\n"
 		"      --plugin-dir=DIR   search DIR for plugins first "
 		"(repeatable)\n"
+		"      --pid-file=PATH    write and lock a pid file (default "
+		"when detached:\n"
+		"                         RUNDIR/tallyd.pid)\n"
 		"      --version          print the version and exit\n"
 		"  -h, --help             print this help and exit\n\n"
 		"Plugin search path: --plugin-dir, TALLY_PLUGIN_PATH, "
@@ -121,27 +126,6 @@ static int tallyd_detach(int *ready_fd)
 	return 0;
 }
 
-/* A detached daemon's pid, in the runtime directory, for scripts. */
-static void tallyd_pidfile(bool create)
-{
-	char path[PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/tallyd.pid", tally_runtime_dir());
-	if (!create) {
-		unlink(path);
-		return;
-	}
-	f = fopen(path, "we");
-	if (!f) {
-		tally_log(NULL, LOG_WARNING, "cannot write %s: %s", path,
-			  strerror(errno));
-		return;
-	}
-	fprintf(f, "%ld\n", (long)getpid());
-	fclose(f);
-}
-
 /*
  * Where logs go: global.log, else stderr in the foreground and syslog once
  * detached. Without a syslog daemon (no /dev/log: a container, a minimal
@@ -182,7 +166,6 @@ static void tallyd_ready(int fd, const struct tally_conf *conf)
 		if (null > 2)
 			close(null);
 	}
-	tallyd_pidfile(true);
 	if (write(fd, &ok, 1) < 0)
 		tally_log(NULL, LOG_WARNING, "cannot notify the parent: %s",
 			  strerror(errno));
@@ -357,7 +340,8 @@ int main(int argc, char **argv)
 {
 	bool user = false, foreground = false, check = false, once = false;
 	bool list = false;
-	const char *config = NULL, *describe = NULL, *env;
+	const char *config = NULL, *describe = NULL, *env, *pid_file = NULL;
+	char pidbuf[PATH_MAX];
 	char **command = NULL;
 	bool spawned = false;
 	int ready_fd = -1;
@@ -407,6 +391,14 @@ int main(int argc, char **argv)
 			break;
 		case OPT_ONCE:
 			once = true;
+			break;
+		case OPT_PID_FILE:
+			/* a detached daemon works from / */
+			pid_file = optarg;
+			if (*optarg != '/' && getcwd(cfgbuf, sizeof(cfgbuf)) &&
+			    snprintf(pidbuf, sizeof(pidbuf), "%s/%s", cfgbuf,
+				     optarg) < (int)sizeof(pidbuf))
+				pid_file = pidbuf;
 			break;
 		case OPT_VERSION:
 			printf("tallyd %s (plugin ABI %d)\n", PACKAGE_VERSION,
@@ -503,6 +495,9 @@ int main(int argc, char **argv)
 	}
 
 	tallyd_log_start(conf, false);
+	/* before anything is created: what is must go to global.user */
+	if (tally_priv_setup(conf) < 0)
+		goto out;
 	if (nofile_err)
 		tally_log(NULL, LOG_WARNING,
 			  "cannot raise the open files limit (%u): %s",
@@ -526,6 +521,14 @@ int main(int argc, char **argv)
 	if (!once && (tally_runtime_dir_create() < 0 ||
 		      tally_runtime_dir_lock() < 0))
 		goto out;
+	if (!pid_file && !foreground && !once) {
+		/* a detached daemon's pid, for scripts */
+		snprintf(pidbuf, sizeof(pidbuf), "%s/tallyd.pid",
+			 tally_runtime_dir());
+		pid_file = pidbuf;
+	}
+	if (pid_file && tally_pid_file_create(pid_file) < 0)
+		goto out;
 	if (tally_mode_configure(conf) < 0)
 		goto out;
 	core = tally_core_new(conf, once);
@@ -537,6 +540,9 @@ int main(int argc, char **argv)
 	}
 	core->wrapping = command != NULL;
 	if (tally_core_start(core) < 0)
+		goto out;
+	/* every socket is bound, every plugin set up: root is not needed */
+	if (tally_priv_drop() < 0)
 		goto out;
 	tally_log(NULL, LOG_INFO, "started: %zu instance%s, %zu pipeline%s",
 		  core->ninsts, core->ninsts == 1 ? "" : "s", core->npipes,
@@ -597,8 +603,6 @@ int main(int argc, char **argv)
 	 */
 	interrupted = command && core->child_sig == SIGINT &&
 		      tally_mode_tty() >= 0;
-	if (!foreground)
-		tallyd_pidfile(false);
 out:
 	if (core)
 		conf = core->conf; /* a reload may have replaced it */

@@ -116,6 +116,18 @@ struct rocm_smi {
 	unsigned nskips;
 	pid_t zombies[ROCM_MAX_ZOMBIES];
 	unsigned nzombies;
+	/*
+	 * What the first helper's first read had ("name card k=v" keys),
+	 * and whether this helper's first read is still to come: a helper
+	 * started later (after a crash, and once tallyd gave up root) may
+	 * read less, and the plugin says what (rocm_lost_check()).
+	 */
+	char **base_keys;
+	size_t nbase;
+	char **cur_keys; /* this helper's first read, while it runs */
+	size_t ncur;
+	bool first_read;
+	unsigned helpers_ready; /* helpers that completed a read */
 };
 
 static void rocm_schedule_restart(struct rocm_smi *r, double delay);
@@ -167,6 +179,98 @@ static void rocm_stop_helper(struct rocm_smi *r, int *status)
 	r->pid = 0;
 }
 
+static void rocm_keys_free(char ***keys, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*keys)[i]);
+	free(*keys);
+	*keys = NULL;
+	*n = 0;
+}
+
+/* "name card k=v ..." of sample @m, the key a metric is known by. */
+static char *rocm_key(const struct rocm_msg *m)
+{
+	char buf[512];
+	int len = snprintf(buf, sizeof(buf), "%s", m->name);
+
+	if (m->card >= 0 && len < (int)sizeof(buf))
+		len += snprintf(buf + len, sizeof(buf) - (size_t)len,
+				" on card %d", m->card);
+	for (unsigned i = 0; i < m->nlabels && len < (int)sizeof(buf); i++)
+		len += snprintf(buf + len, sizeof(buf) - (size_t)len,
+				"%s%s=%s", i ? "," : " (", m->key[i],
+				m->val[i]);
+	if (m->nlabels && len < (int)sizeof(buf))
+		snprintf(buf + len, sizeof(buf) - (size_t)len, ")");
+	return strdup(buf);
+}
+
+/* Remember sample @m of a helper's first read (bounded; best effort). */
+static void rocm_key_add(struct rocm_smi *r, const struct rocm_msg *m)
+{
+	char **v, *k;
+
+	if (!r->first_read || r->ncur >= 4096)
+		return;
+	k = rocm_key(m);
+	v = k ? realloc(r->cur_keys, (r->ncur + 1) * sizeof(*v)) : NULL;
+	if (!v) {
+		free(k);
+		return;
+	}
+	r->cur_keys = v;
+	r->cur_keys[r->ncur++] = k;
+}
+
+/*
+ * A helper completed its first read. The first helper's is the baseline;
+ * a later helper's that lacks some of it is logged, naming each metric
+ * lost, and counted (event metrics_lost): a helper restarted after tallyd
+ * dropped privileges (global.user) runs as that user, and what only root
+ * may read is then gone until tallyd restarts.
+ */
+static void rocm_lost_check(struct rocm_smi *r)
+{
+	char line[900];
+	size_t len = 0, lost = 0;
+
+	r->first_read = false;
+	if (!r->helpers_ready++) {
+		r->base_keys = r->cur_keys;
+		r->nbase = r->ncur;
+		r->cur_keys = NULL;
+		r->ncur = 0;
+		return;
+	}
+	line[0] = '\0';
+	for (size_t i = 0; i < r->nbase; i++) {
+		size_t j;
+
+		for (j = 0; j < r->ncur; j++)
+			if (!strcmp(r->base_keys[i], r->cur_keys[j]))
+				break;
+		if (j < r->ncur)
+			continue;
+		lost++;
+		if (len < sizeof(line))
+			len += (size_t)snprintf(line + len, sizeof(line) - len,
+						"%s%s", len ? "; " : "",
+						r->base_keys[i]);
+	}
+	rocm_keys_free(&r->cur_keys, &r->ncur);
+	if (!lost)
+		return;
+	tally_count_event(r->inst, "metrics_lost", lost);
+	tally_log(r->inst, LOG_WARNING,
+		  "helper restarted as uid %u reads %zu metric%s fewer than "
+		  "the first one: lost %s%s",
+		  (unsigned)geteuid(), lost, lost == 1 ? "" : "s", line,
+		  geteuid() ? " (what only root may read comes back when "
+			      "tallyd restarts; see doc/plugins/rocm_smi.md)"
+			    : "");
+}
+
 static int rocm_spawn(struct rocm_smi *r)
 {
 	char *argv[8];
@@ -214,6 +318,8 @@ static int rocm_spawn(struct rocm_smi *r)
 	r->state = ROCM_STARTING;
 	r->lastlib[0] = '\0';
 	r->nskips = 0;
+	r->first_read = true;
+	rocm_keys_free(&r->cur_keys, &r->ncur);
 	tally_count_event(r->inst, "helper_starts", 1);
 	return 0;
 }
@@ -244,6 +350,7 @@ static void rocm_add_sample(struct rocm_smi *r, const struct rocm_msg *m)
 		tally_count_drop(r->inst, "nomem", 1);
 	else
 		r->samples++;
+	rocm_key_add(r, m);
 	tally_labels_unref(ls);
 }
 
@@ -407,6 +514,8 @@ static int rocm_line(struct rocm_smi *r, char *line)
 			break;
 		if (m.n)
 			tally_count_event(r->inst, "query_errors", m.n);
+		if (r->first_read)
+			rocm_lost_check(r);
 		r->state = ROCM_READY;
 		r->backoff = 1.0;
 		if (r->deadline)
@@ -615,8 +724,13 @@ static int rocm_start(struct tally_instance *inst, void *state,
 		errno = ENOMEM;
 		return -1;
 	}
+	/*
+	 * The first helper now, not from the loop: start is the plugin's
+	 * set-up, done before tallyd gives up root (global.user), so the
+	 * first helper reads what root may read.
+	 */
 	if (r->state != ROCM_DISABLED)
-		rocm_schedule_restart(r, 0);
+		rocm_on_restart(-1, 0, r);
 	return 0;
 }
 
@@ -744,6 +858,8 @@ static void rocm_fini(struct tally_instance *inst, void *state)
 	if (r->restart)
 		event_free(r->restart);
 	r->deadline = r->restart = NULL;
+	rocm_keys_free(&r->base_keys, &r->nbase);
+	rocm_keys_free(&r->cur_keys, &r->ncur);
 }
 
 static const struct tally_option rocm_options[] = {

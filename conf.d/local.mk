@@ -13,6 +13,22 @@ dist_tallyconf_DATA = \
 	conf.d/70-graphite.conf \
 	conf.d/70-influxdb.conf
 
+# The main file, SYSCONFDIR/tally/tally.conf: installed only where there is
+# none (it is the site's to edit), removed by uninstall only if unchanged.
+EXTRA_DIST += conf.d/tally.conf
+install-data-local: install-tally-conf
+install-tally-conf:
+	$(MKDIR_P) '$(DESTDIR)$(sysconfdir)/tally'
+	test -f '$(DESTDIR)$(sysconfdir)/tally/tally.conf' || \
+		$(INSTALL_DATA) '$(srcdir)/conf.d/tally.conf' \
+			'$(DESTDIR)$(sysconfdir)/tally/tally.conf'
+uninstall-local: uninstall-tally-conf
+uninstall-tally-conf:
+	if cmp -s '$(srcdir)/conf.d/tally.conf' \
+		'$(DESTDIR)$(sysconfdir)/tally/tally.conf'; then \
+		rm -f '$(DESTDIR)$(sysconfdir)/tally/tally.conf'; fi
+.PHONY: install-tally-conf uninstall-tally-conf
+
 # The built-in configuration of a user collector that finds none
 # (tallyd --user, tallyd(8)) is this conf.d, compiled into tallyd, where
 # conf.d/user has a user collector's version of a file.

@@ -183,11 +183,13 @@ EXTRA_DIST += t/http-recorder.py
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
 	t/t0008-reload.t t/t0009-user-files.t t/t0010-privileges.t \
+	t/t0011-install.t t/t0012-both-modes.t \
 	t/t0015-record-forms.t \
 	t/t0016-core-contracts.t
 EXTRA_DIST += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \
 	t/t0008-reload.t t/t0009-user-files.t t/t0010-privileges.t \
+	t/t0011-install.t t/t0012-both-modes.t \
 	t/t0015-record-forms.t \
 	t/t0016-core-contracts.t \
 	t/fixtures/config

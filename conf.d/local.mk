@@ -15,16 +15,16 @@ dist_tallyconf_DATA = \
 
 # The main file, SYSCONFDIR/tally/tally.conf: installed only where there is
 # none (it is the site's to edit), removed by uninstall only if unchanged.
-EXTRA_DIST += conf.d/tally.conf
+EXTRA_DIST += contrib/tally.conf
 install-data-local: install-tally-conf
 install-tally-conf:
 	$(MKDIR_P) '$(DESTDIR)$(sysconfdir)/tally'
 	test -f '$(DESTDIR)$(sysconfdir)/tally/tally.conf' || \
-		$(INSTALL_DATA) '$(srcdir)/conf.d/tally.conf' \
+		$(INSTALL_DATA) '$(srcdir)/contrib/tally.conf' \
 			'$(DESTDIR)$(sysconfdir)/tally/tally.conf'
 uninstall-local: uninstall-tally-conf
 uninstall-tally-conf:
-	if cmp -s '$(srcdir)/conf.d/tally.conf' \
+	if cmp -s '$(srcdir)/contrib/tally.conf' \
 		'$(DESTDIR)$(sysconfdir)/tally/tally.conf'; then \
 		rm -f '$(DESTDIR)$(sysconfdir)/tally/tally.conf'; fi
 .PHONY: install-tally-conf uninstall-tally-conf

@@ -71,47 +71,6 @@ static void outq_push_accepted(struct tally_instance *o, struct tally_batch *b)
 		tally_batch_unref(sel);
 }
 
-/* Run @b (a reference the callee consumes) from filter @from onwards. */
-static void pipe_run(struct tally_pipeline *p, size_t from,
-		     struct tally_batch *b)
-{
-	for (size_t i = from; i < p->nfilters && b; i++) {
-		struct tally_instance *f = p->filters[i];
-		struct tally_batch *out;
-		size_t n = tally_batch_count(b);
-
-		f->records_in += n;
-		errno = 0;
-		f->in_op = true;
-		out = f->plugin->filter->process(f, f->state, b);
-		f->in_op = false;
-		if (!out && errno)
-			tally_log(f, LOG_WARNING, "process failed: %s",
-				  strerror(errno));
-		/* a filter's new batch still comes from the same input */
-		if (out && out != b) {
-			tally_batch_set_source(out, tally_batch_source(b),
-					       tally_batch_interval(b));
-			tally_batch_seal(out);
-		}
-		tally_batch_unref(b);
-		b = out;
-		if (b)
-			f->records_out += tally_batch_count(b);
-	}
-	if (!b)
-		return;
-	if (tally_batch_count(b) == 0) {
-		tally_batch_unref(b);
-		return;
-	}
-	for (size_t i = 0; i < p->noutputs; i++) {
-		p->outputs[i]->records_in += tally_batch_count(b);
-		outq_push_accepted(p->outputs[i], b);
-	}
-	tally_batch_unref(b);
-}
-
 /*
  * A job's collector labels what it collects with the job id, so series of
  * many jobs on one node (or one Prometheus) stay apart: metrics get a
@@ -142,6 +101,59 @@ static void emit_add_jobid(struct tally_batch *b, const char *jobid)
 	}
 }
 
+/*
+ * Every batch a user collector's instances make: an input's, and what a
+ * filter makes (its process's new batch, its tick's), whatever labels the
+ * filter kept (aggregate's group_by) - before the core seals it.
+ */
+static void emit_jobid(struct tally_batch *b)
+{
+	if (tally_user_mode() && tally_jobid())
+		emit_add_jobid(b, tally_jobid());
+}
+
+/* Run @b (a reference the callee consumes) from filter @from onwards. */
+static void pipe_run(struct tally_pipeline *p, size_t from,
+		     struct tally_batch *b)
+{
+	for (size_t i = from; i < p->nfilters && b; i++) {
+		struct tally_instance *f = p->filters[i];
+		struct tally_batch *out;
+		size_t n = tally_batch_count(b);
+
+		f->records_in += n;
+		errno = 0;
+		f->in_op = true;
+		out = f->plugin->filter->process(f, f->state, b);
+		f->in_op = false;
+		if (!out && errno)
+			tally_log(f, LOG_WARNING, "process failed: %s",
+				  strerror(errno));
+		/* a filter's new batch still comes from the same input */
+		if (out && out != b) {
+			tally_batch_set_source(out, tally_batch_source(b),
+					       tally_batch_interval(b));
+			emit_jobid(out);
+			tally_batch_seal(out);
+		}
+		tally_batch_unref(b);
+		b = out;
+		if (b)
+			f->records_out += tally_batch_count(b);
+	}
+	if (!b)
+		return;
+	if (tally_batch_count(b) == 0) {
+		tally_batch_unref(b);
+		return;
+	}
+	for (size_t i = 0; i < p->noutputs; i++) {
+		p->outputs[i]->records_in += tally_batch_count(b);
+		outq_push_accepted(p->outputs[i], b);
+	}
+	tally_batch_unref(b);
+}
+
 /* tally_emit() of a filter: downstream of it in its pipeline */
 static int filter_emit(struct tally_instance *f, struct tally_batch *b)
 {
@@ -153,6 +165,7 @@ static int filter_emit(struct tally_instance *f, struct tally_batch *b)
 	if (!b)
 		return 0;
 	tally_batch_set_source(b, f->name, f->interval);
+	emit_jobid(b);
 	tally_batch_seal(b);
 	f->records_out += tally_batch_count(b);
 	if (tally_batch_count(b))
@@ -177,8 +190,7 @@ int tally_emit(struct tally_instance *inst, struct tally_batch *b)
 	/* an event-driven input has no interval to derive expiry from */
 	tally_batch_set_source(b, inst->name,
 			       inst->plugin->input->read ? inst->interval : 0);
-	if (tally_user_mode() && tally_jobid())
-		emit_add_jobid(b, tally_jobid());
+	emit_jobid(b);
 	tally_batch_seal(b);
 	inst->records_out += tally_batch_count(b);
 	if (tally_batch_count(b))
@@ -203,6 +215,7 @@ void tally_filter_tick_once(struct tally_instance *f)
 	if (f->plugin->filter->tick(f, f->state, b) < 0)
 		tally_log(f, LOG_WARNING, "tick failed: %s", strerror(errno));
 	f->in_op = false;
+	emit_jobid(b);
 	tally_batch_seal(b);
 	f->records_out += tally_batch_count(b);
 	pipe_run(f->pipe, f->pos + 1, b);

@@ -56,6 +56,22 @@ test_expect_success 'a job collector labels its metrics with the job id' '
 	test_cmp last.expect last
 '
 
+# aggregate's group_by keeps label i alone: what it emits on its ticks is
+# the filter's own record, and gets the job id all the same
+test_expect_success 'records a filter makes on its ticks carry the job id too' '
+	cat >ag.conf <<-EOF &&
+	inputs = { a = { plugin = "counter"; interval = 0.05; }; };
+	filters = { ag = { plugin = "aggregate"; interval = 0.1;
+	                   group_by = ["i"]; }; };
+	outputs = { o = { plugin = "capture"; path = "ag.out"; }; };
+	pipelines = { p = { from = ["a"]; through = ["ag"]; to = ["o"]; }; };
+	EOF
+	SLURM_JOB_ID=ag1 tallyd --user -c ag.conf -- sh -c "sleep 0.5" &&
+	grep "^interval gauge test_counter_value{" ag.out >ag.lines &&
+	test -s ag.lines &&
+	! grep -v "^interval gauge test_counter_value{i=\"0\",jobid=\"ag1\"} " ag.lines
+'
+
 # zmq_trace publishes what it bound: for tcp://127.0.0.1:*, the port the
 # kernel chose, which no configuration could have told the command.
 test_expect_success 'a tcp endpoint with a port chosen at bind: the command gets that port, and its traces arrive' '

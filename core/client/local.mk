@@ -74,3 +74,6 @@ EXTRA_DIST += t/t3503-trace-pkgconfig.t
 TESTS += t/t3502-trace-python.t
 EXTRA_DIST += t/t3502-trace-python.t contrib/python/tally_trace.py \
 	contrib/python/pyproject.toml
+# ... installed with pip into a venv (offline, Debian's packages)
+TESTS += t/t3504-trace-python-install.t
+EXTRA_DIST += t/t3504-trace-python-install.t

@@ -8,14 +8,20 @@ test_description='make install: tallyd, plugins, unit, configuration, man pages'
 D=$(mktemp -d /tmp/tally-install.XXXXXX) || exit 1
 tally_rm_at_exit "$D"
 
+# make of the build tree, on its own: a `make -j check` running this test
+# hands down a jobserver whose descriptors the test harness does not pass
+mk() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make "$@"
+}
+
 # The build tree's installation directories, as make has them
 mkvar() {
-	make -s -C "$top_builddir" --no-print-directory -f Makefile \
+	mk -s -C "$top_builddir" --no-print-directory -f Makefile \
 		-f "$SHARNESS_TEST_SRCDIR/lib/print-var.mk" print-"$1"
 }
 
 test_expect_success 'make install DESTDIR=...: the files a site needs' '
-	make -C "$top_builddir" install DESTDIR="$D" >install.log 2>&1 &&
+	mk -C "$top_builddir" install DESTDIR="$D" >install.log 2>&1 &&
 	sbindir=$(mkvar sbindir) && sysconfdir=$(mkvar sysconfdir) &&
 	mandir=$(mkvar mandir) && libdir=$(mkvar libdir) &&
 	unitdir=$(mkvar systemdsystemunitdir) &&
@@ -65,9 +71,9 @@ test_expect_success 'the installed configuration is valid for the installed tall
 
 test_expect_success 'a second install keeps the site'"'"'s tally.conf; uninstall leaves it' '
 	echo "# edited by the site" >>"$D$sysconfdir/tally/tally.conf" &&
-	make -C "$top_builddir" install DESTDIR="$D" >install2.log 2>&1 &&
+	mk -C "$top_builddir" install DESTDIR="$D" >install2.log 2>&1 &&
 	grep "edited by the site" "$D$sysconfdir/tally/tally.conf" &&
-	make -C "$top_builddir" uninstall DESTDIR="$D" >uninstall.log 2>&1 &&
+	mk -C "$top_builddir" uninstall DESTDIR="$D" >uninstall.log 2>&1 &&
 	test -f "$D$sysconfdir/tally/tally.conf" &&
 	! test -e "$D$sbindir/tallyd" &&
 	! test -e "$D$unitdir/tallyd.service"

@@ -13,6 +13,11 @@
  *	sleep:MS	sleep MS milliseconds
  *	wait:PATH	wait until the file PATH exists (at most 120 s, then
  *			go on), so a test can hold spans open as long as it needs
+ *	attr:KEY=N	an int64 attribute on the innermost open span
+ *	fattr:KEY=X	a double attribute on it
+ *	count:NAME:LABELS:N  tally_trace_counter_add() (LABELS may be empty)
+ *	gauge:NAME:LABELS:X  tally_trace_gauge_set()
+ *	flush		tally_trace_flush()
  * -n NEVENTS: after the steps, send NEVENTS events: begin/end pairs of a
  * span "e" (an odd count leaves the last one open).
  * -p NPROC: NPROC forked processes each open a tracer and do all the above;
@@ -91,6 +96,38 @@ static void *emit_run(void *arg)
 		} else if (!strncmp(s, "wait:", 5)) {
 			for (int t = 0; t < 12000 && access(s + 5, F_OK); t++)
 				msleep(10);
+		} else if (!strncmp(s, "attr:", 5) ||
+			   !strncmp(s, "fattr:", 6)) {
+			char key[80];
+			const char *eq = strchr(s, '=');
+			const char *k = strchr(s, ':') + 1;
+
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - k), k);
+			if (s[0] == 'a')
+				tally_trace_attr_i64(e->tr, key, atoll(eq + 1));
+			else
+				tally_trace_attr_f64(e->tr, key,
+						     strtod(eq + 1, NULL));
+		} else if (!strncmp(s, "count:", 6) ||
+			   !strncmp(s, "gauge:", 6)) {
+			char name[80], labels[300];
+			const char *c1 = strchr(s + 6, ':');
+			const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+
+			if (!c2)
+				continue;
+			snprintf(name, sizeof(name), "%.*s",
+				 (int)(c1 - s - 6), s + 6);
+			snprintf(labels, sizeof(labels), "%.*s",
+				 (int)(c2 - c1 - 1), c1 + 1);
+			if (s[0] == 'c')
+				tally_trace_counter_add(e->tr, name, labels,
+							atoll(c2 + 1));
+			else
+				tally_trace_gauge_set(e->tr, name, labels,
+						      strtod(c2 + 1, NULL));
+		} else if (!strcmp(s, "flush")) {
+			tally_trace_flush(e->tr);
 		}
 	}
 	for (long i = 0; i < e->nevents; i += 2) {
@@ -104,8 +141,10 @@ static void *emit_run(void *arg)
 
 static int check_steps(char **steps, int n)
 {
-	static const char *const kinds[] = { "begin:", "end:", "endid:",
-					     "sleep:", "wait:", NULL };
+	static const char *const kinds[] = {
+		"begin:", "end:",   "endid:", "sleep:", "wait:", "attr:",
+		"fattr:", "count:", "gauge:", "flush",	NULL
+	};
 
 	for (int i = 0; i < n; i++) {
 		int k;

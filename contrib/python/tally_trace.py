@@ -22,7 +22,26 @@ same environment variables and discovery (tally-trace(3)).
 
     sid = tracer.begin("phase")            # explicit begin/end
     tracer.end(sid)
+
+    with tracer.span("read") as sp:        # attributes, sent with the END
+        sp.set("bytes", 4096)              # int, float, str or bool
+    tracer.counter_add("calls", 1, {"peer": "3"})   # in-process counters
+    tracer.gauge_set("queue_depth", 2.5)
+    tracer.flush()                         # snapshots now (else: with the
+                                           # next begin/end after 1 s)
     tracer.close()                         # or use the Tracer in a with
+
+Attributes and counters are wire version 2 (doc/wire-format.md); a plain
+begin/end stays version 1, so an older collector keeps receiving spans.
+Counters are kept in the process (no message per call) and their
+snapshots, what changed since the last one, ride on the next begin or
+end once TALLY_TRACE_COUNTER_INTERVAL seconds (default 1) have passed,
+and go out at flush() and close(). No thread is started unless asked
+(Tracer(flusher=True) or TALLY_TRACE_FLUSHER=1): a long phase without
+begin or end sends no snapshot meanwhile. A snapshot that cannot be
+queued is sent again with the next one, so sums stay exact. A source
+announces its local rank and visible GPUs (ROCR_/HIP_/CUDA_VISIBLE_DEVICES)
+in a message of its own before the first event of each connection.
 
 Guarantees, as in the C library: sends never block (zmq.NOBLOCK) and never
 raise into the application; an event that cannot be queued is dropped and
@@ -71,13 +90,29 @@ except ImportError as _zmq_error:     # tracing off, the program runs
     _ZMQ_MISSING = str(_zmq_error)
 
 __all__ = ["Tracer", "begin", "end", "end_name", "span", "trace",
-           "default_tracer"]
+           "default_tracer", "counter_add", "gauge_set", "flush"]
 
 WIRE_VERSION = 1
+WIRE_VERSION2 = 2
 BEGIN = 1
 END = 2
 CLOSE = 3
+COUNTER = 4
 MAX_STR = 1024
+# version 2 (doc/wire-format.md, "Bounds")
+MAX_EXT = 8192
+MAX_KEY = 64
+MAX_ATTR_STR = 256
+MAX_LABEL_VAL = 128
+MAX_ATTRS = 32
+MAX_ATTR_BYTES = 4096      # per span, as libtally-trace: room for counters
+MAX_COUNTERS = 64          # items per message
+MAX_LABELS = 4
+MAX_SERIES = 1024          # counters per tracer
+ITEM_ATTR, ITEM_SOURCE, ITEM_COUNTER = 1, 2, 3
+T_INT64, T_DOUBLE, T_STRING, T_BOOL = 1, 2, 3, 4
+DELTA, GAUGE = 1, 2
+_RESERVED_LABELS = ("trace", "rank", "host", "pid")
 MAX_ID = (1 << 64) - 1
 SYSTEM_ENDPOINT = "ipc:///run/tally/trace.sock"
 
@@ -94,6 +129,122 @@ _fork_orphans = []
 _RANK_VARS = ("PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
               "SLURM_PROCID", "FLUX_TASK_RANK")
 _JOB_VARS = ("SLURM_JOB_ID", "FLUX_JOB_ID", "PBS_JOBID", "LSB_JOBID")
+_LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                    "PMI_LOCAL_RANK", "SLURM_LOCALID", "FLUX_TASK_LOCAL_ID",
+                    "PALS_LOCAL_RANKID")
+_GPU_VARS = (("ROCR_VISIBLE_DEVICES", "rocr_visible_devices"),
+             ("HIP_VISIBLE_DEVICES", "hip_visible_devices"),
+             ("CUDA_VISIBLE_DEVICES", "cuda_visible_devices"))
+
+
+def _name_ok(key):
+    """A key or counter name: 1 to 64 of [A-Za-z_][A-Za-z0-9_]*."""
+    return (isinstance(key, str) and 0 < len(key) <= MAX_KEY
+            and key.isascii() and not key[0].isdigit()
+            and all(c.isalnum() or c == "_" for c in key))
+
+
+def _clip_n(text, limit):
+    """UTF-8 bytes of text, at most limit, never cutting a character."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    b = str(text).replace("\0", "\ufffd").encode("utf-8", "replace")
+    if len(b) <= limit:
+        return b
+    n = limit
+    while n > 0 and (b[n] & 0xC0) == 0x80:
+        n -= 1
+    return b[:n]
+
+
+def _item(tag, payload):
+    return struct.pack("<BH", tag, len(payload)) + payload
+
+
+def attr_item(tag, key, value):
+    """An ATTR (tag 1) or SOURCE (tag 2) item for key = value: bool, int
+    (int64), float (finite) or str/bytes (cut to 256 bytes); None if the
+    key or value cannot be sent."""
+    if not _name_ok(key):
+        return None
+    k = key.encode()
+    if isinstance(value, bool):
+        v = bytes([T_BOOL, 1 if value else 0])
+        return _item(tag, bytes([len(k)]) + v[:1] + k + v[1:])
+    if isinstance(value, int):
+        if not -(1 << 63) <= value < (1 << 63):
+            return None
+        return _item(tag, bytes([len(k), T_INT64]) + k +
+                     struct.pack("<q", value))
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return None
+        return _item(tag, bytes([len(k), T_DOUBLE]) + k +
+                     struct.pack("<d", value))
+    if isinstance(value, (str, bytes)):
+        return _item(tag, bytes([len(k), T_STRING]) + k +
+                     _clip_n(value, MAX_ATTR_STR))
+    return None
+
+
+def _labels(labels):
+    """labels (None, a dict or "k=v,k2=v2") as (text, encoded bytes,
+    count); None when invalid."""
+    if labels is None or labels == "":
+        return "", b"", 0
+    if isinstance(labels, dict):
+        pairs = [(str(k), str(v)) for k, v in labels.items()]
+    elif isinstance(labels, str):
+        pairs = []
+        for part in labels.split(","):
+            k, eq, v = part.partition("=")
+            if not eq:
+                return None
+            pairs.append((k, v))
+    else:
+        return None
+    if len(pairs) > MAX_LABELS:
+        return None
+    enc = b""
+    seen = set()
+    for k, v in pairs:
+        vb = v.encode("utf-8", "replace")
+        if not _name_ok(k) or k in _RESERVED_LABELS or k in seen or \
+                len(vb) > MAX_LABEL_VAL or "," in v or "\0" in v:
+            return None
+        seen.add(k)
+        enc += bytes([len(k), len(vb)]) + k.encode() + vb
+    return ",".join("%s=%s" % kv for kv in pairs), enc, len(pairs)
+
+
+def _announce_items():
+    """The SOURCE items this process announces (doc/wire-format.md)."""
+    items = b""
+    for var in _LOCAL_RANK_VARS:
+        v = os.environ.get(var, "")
+        if v.isascii() and v.isdigit() and int(v) <= 0x7FFFFFFF:
+            items += attr_item(ITEM_SOURCE, "local_rank", int(v))
+            break
+    for var, key in _GPU_VARS:
+        v = os.environ.get(var)
+        if v is not None:
+            items += attr_item(ITEM_SOURCE, key, v)
+    return items
+
+
+class _Counter:
+    """One counter series: its COUNTER item (value at offset 14)."""
+
+    __slots__ = ("kind", "item", "value", "sent", "dirty")
+
+    def __init__(self, kind, name, enc, nlabels):
+        payload = (bytes([kind, len(name), nlabels]) +
+                   struct.pack("<Qq", 0, 0) + name.encode() + enc)
+        self.kind = kind
+        self.item = bytearray(_item(ITEM_COUNTER, payload))
+        self.value = 0 if kind == DELTA else 0.0
+        self.sent = 0
+        self.dirty = False
 
 
 def _clip(text):
@@ -177,16 +328,18 @@ class _Conn:
     """One thread's socket, open spans and drop accounting."""
 
     __slots__ = ("sock", "stack", "pending", "events", "dropped", "first",
-                 "tid")
+                 "tid", "announce", "failing")
 
-    def __init__(self, sock, tid):
+    def __init__(self, sock, tid, announce):
         self.sock = sock
-        self.stack = []         # (span_id, parent_id, name bytes)
+        self.stack = []         # [span_id, parent_id, name bytes, attrs]
         self.pending = 0        # drops not yet carried by a sent message
         self.events = 0
         self.dropped = 0
         self.first = 0          # ts_ns of the first event queued
         self.tid = tid
+        self.announce = announce  # send it before the next event
+        self.failing = False
 
 
 class _Span:
@@ -203,6 +356,17 @@ class _Span:
             ids = self._ids.ids = []
         ids.append(self._tracer.begin(self._name))
         return self
+
+    def set(self, key, value):
+        """Set attribute key of this span (entered on this thread) to
+        value: int (int64), float (finite), str or bool; sent with its
+        END. Returns False (and keeps nothing) for a key that is not 1 to
+        64 of [A-Za-z_][A-Za-z0-9_]*, a value of another type, or beyond
+        32 attributes or 4096 bytes of them."""
+        ids = getattr(self._ids, "ids", None)
+        if not ids or not ids[-1]:
+            return False
+        return self._tracer.set(key, value, ids[-1])
 
     def __exit__(self, *exc):
         sid = self._ids.ids.pop()
@@ -226,7 +390,7 @@ class Tracer:
     """
 
     def __init__(self, endpoint=None, trace_id=None, linger_ms=None,
-                 sndhwm=None):
+                 sndhwm=None, flusher=None):
         self.endpoint = endpoint or discover_endpoint()
         self.trace_id = _clip(trace_id or default_trace_id()).decode()
         self._trace = _clip(self.trace_id)
@@ -239,6 +403,17 @@ class Tracer:
             self._sndhwm = min(sndhwm, 1 << 24)
         self._ids = itertools.count(1)   # next() is atomic under the GIL
         self._lock = threading.Lock()
+        try:
+            iv = float(os.environ.get("TALLY_TRACE_COUNTER_INTERVAL", "1"))
+        except ValueError:
+            iv = 1.0
+        self._interval_ns = int((iv if 0.001 <= iv <= 3600 else 1.0) * 1e9)
+        self._announce = _announce_items()
+        self._clock = threading.Lock()   # counters and their snapshots
+        self._counters = {}              # (kind, name, labels) -> _Counter
+        self._next_snap = 0
+        self._flusher = None
+        self._flusher_stop = threading.Event()
         self._closed = False
         self._final = None
         _warn_no_zmq()
@@ -265,6 +440,9 @@ class Tracer:
         ref = weakref.ref(self)
         os.register_at_fork(
             after_in_child=lambda: (t := ref()) and t._after_fork())
+        if flusher or (flusher is None and
+                       os.environ.get("TALLY_TRACE_FLUSHER") == "1"):
+            self.start_flusher()
 
     def _reset(self):
         self._pid = os.getpid()
@@ -283,6 +461,14 @@ class Tracer:
             _fork_orphans.append((self._ctx, self._conns))
             self._lock = threading.Lock()
             self._reset()
+            # a new source: counters from zero, no flusher thread
+            self._clock = threading.Lock()
+            for k in self._counters.values():
+                k.value = 0 if k.kind == DELTA else 0.0
+                k.sent = 0
+                k.dirty = False
+            self._next_snap = 0
+            self._flusher = None
 
     def _conn(self):
         c = getattr(self._local, "conn", None)
@@ -300,33 +486,119 @@ class Tracer:
                     s.connect(self.endpoint)
                 except zmq.ZMQError:
                     s = None
-            c = _Conn(s, threading.get_native_id())
+            c = _Conn(s, threading.get_native_id(), bool(self._announce))
             self._conns.append(c)
             self._local.conn = c
         return c
 
-    def _message(self, typ, dropped, ts, sid, parent, tid, name):
-        return _HEADER.pack(b"tY", WIRE_VERSION, typ, dropped, ts, sid,
-                            parent, self._pid, tid, self._rank,
-                            len(self._trace), len(name), len(self._host),
-                            0) + self._trace + name + self._host
+    def _message(self, typ, dropped, ts, sid, parent, tid, name, items=b""):
+        """A message; version 2 with an item section when items."""
+        return _HEADER.pack(b"tY", WIRE_VERSION2 if items else WIRE_VERSION,
+                            typ, dropped, ts, sid, parent, self._pid, tid,
+                            self._rank, len(self._trace), len(name),
+                            len(self._host), len(items)) + \
+            self._trace + name + self._host + items
 
-    def _send(self, c, typ, sid, parent, name):
+    def _snap_fill(self, todo, room):
+        """COUNTER items for the counters of todo (a list, consumed from
+        the front) that fit in room bytes; returns (items, taken)."""
+        out = []
+        n = 0
+        while todo and len(out) < MAX_COUNTERS:
+            k = todo[0]
+            if len(k.item) > room - n:
+                break
+            todo.pop(0)
+            if k.kind == DELTA:
+                v = k.value
+                struct.pack_into("<q", k.item, 14, v - k.sent)
+            else:
+                k.dirty = False
+                v = k.value
+                struct.pack_into("<d", k.item, 14, v)
+            out.append((k, v))
+            n += len(k.item)
+        return b"".join(bytes(k.item) for k, _ in out), out
+
+    @staticmethod
+    def _snap_commit(taken, ok):
+        for k, v in taken:
+            if k.kind == DELTA:
+                if ok:
+                    k.sent = v
+            elif not ok:
+                k.dirty = True
+
+    def _changed(self):
+        return [k for k in self._counters.values()
+                if (k.value != k.sent if k.kind == DELTA else k.dirty)]
+
+    def _try(self, c, msg):
+        if c.sock is None or c.failing:
+            return False
+        try:
+            c.sock.send(msg, zmq.NOBLOCK, copy=True)
+            return True
+        except zmq.ZMQError:
+            return False
+
+    def _send_counters(self, c, todo, announce, ts):
+        """COUNTER messages: the announcement and the snapshots of todo;
+        a message that cannot be queued waits for the next snapshot."""
+        while todo or announce:
+            items = self._announce if announce else b""
+            taken = []
+            if todo:
+                more, taken = self._snap_fill(todo, MAX_EXT - len(items))
+                items += more
+            if not items:
+                break
+            ok = self._try(c, self._message(COUNTER, 0, ts, 0, 0, c.tid,
+                                            b"", items))
+            self._snap_commit(taken, ok)
+            if not ok:
+                break
+            if announce:
+                c.announce = announce = False
+
+    def _send(self, c, typ, sid, parent, name, attrs=b""):
         carried = min(c.pending, 0xFFFFFFFF)
         ts = time.time_ns()
-        msg = self._message(typ, carried, ts, sid, parent, c.tid, name)
+        if c.announce:
+            self._send_counters(c, None, True, ts)
+        items = attrs
+        todo = None
+        taken = []
+        if self._counters and ts >= self._next_snap and \
+                self._clock.acquire(blocking=False):
+            todo = self._changed()
+            more, taken = self._snap_fill(todo, MAX_EXT - len(items))
+            items += more
+        msg = self._message(typ, carried, ts, sid, parent, c.tid, name,
+                            items)
         c.events += 1
+        ok = False
         if c.sock is not None:
             try:
                 c.sock.send(msg, zmq.NOBLOCK, copy=True)
                 c.pending -= carried
                 if not c.first:
                     c.first = ts
-                return
+                if c.failing:   # the collector may be a new one
+                    c.announce = bool(self._announce)
+                c.failing = False
+                ok = True
             except zmq.ZMQError:
-                pass
-        c.pending += 1
-        c.dropped += 1
+                c.failing = True
+        if not ok:
+            c.pending += 1
+            c.dropped += 1
+        if todo is not None:
+            self._snap_commit(taken, ok)
+            if ok and todo:
+                self._send_counters(c, todo, False, ts)
+            self._next_snap = ts + self._interval_ns
+            self._clock.release()
 
     def begin(self, name):
         """Open a span on this thread; return its id (0, and nothing sent,
@@ -338,13 +610,120 @@ class Tracer:
             return 0
         sid = next(self._ids)
         parent = c.stack[-1][0] if c.stack else 0
-        c.stack.append((sid, parent, b))
+        c.stack.append([sid, parent, b, None])
         self._send(c, BEGIN, sid, parent, b)
         return sid
 
     def _end_at(self, c, i):
-        sid, parent, name = c.stack.pop(i)
-        self._send(c, END, sid, parent, name)
+        sid, parent, name, attrs = c.stack.pop(i)
+        self._send(c, END, sid, parent, name,
+                   b"".join(attrs.values()) if attrs else b"")
+
+    def set(self, key, value, span_id=None):
+        """Set attribute key of the innermost span open on this thread (or
+        of span span_id, open on this thread) to value: int (int64),
+        float (finite), str (cut to 256 bytes) or bool; it is sent with
+        the span's END, and setting a key again replaces its value.
+        Returns False, keeping nothing, for no such span, a key that is
+        not 1 to 64 of [A-Za-z_][A-Za-z0-9_]*, another type of value, or
+        beyond 32 attributes or 4096 bytes of them on the span."""
+        item = attr_item(ITEM_ATTR, key, value)
+        c = self._conn() if item else None
+        if c is None or not c.stack:
+            return False
+        frame = None
+        for f in reversed(c.stack):
+            if span_id is None or f[0] == span_id:
+                frame = f
+                break
+        if frame is None:
+            return False
+        attrs = dict(frame[3] or {})
+        attrs[key] = item
+        if len(attrs) > MAX_ATTRS or \
+                sum(len(v) for v in attrs.values()) > MAX_ATTR_BYTES:
+            return False
+        frame[3] = attrs
+        return True
+
+    def _counter(self, kind, name, labels):
+        lab = _labels(labels)
+        if lab is None or not _name_ok(name):
+            return None
+        key = (kind, name, lab[0])
+        k = self._counters.get(key)
+        if k is None:
+            with self._clock:
+                k = self._counters.get(key)
+                if k is None:
+                    if len(self._counters) >= MAX_SERIES:
+                        return None
+                    k = self._counters[key] = _Counter(kind, name, lab[1],
+                                                       lab[2])
+        return k
+
+    def counter_add(self, name, delta=1, labels=None):
+        """Add delta (an int >= 0) to counter name with labels (None, a
+        dict or "k=v,k2=v2": up to 4, keys as names, none of trace, rank,
+        host, pid). Kept in the process; the collector exports
+        tally_app_<name>_total. Returns False (nothing kept) for a bad
+        name, labels or delta, or beyond 1024 series."""
+        if not isinstance(delta, int) or isinstance(delta, bool) or \
+                not 0 <= delta < (1 << 63):
+            return False
+        k = self._counter(DELTA, name, labels)
+        if k is None:
+            return False
+        with self._clock:
+            k.value += delta
+        return True
+
+    def gauge_set(self, name, value, labels=None):
+        """Set gauge name (labels as counter_add) to value, a finite
+        number; the collector exports tally_app_<name>."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        value = float(value)
+        if value != value or value in (float("inf"), float("-inf")):
+            return False
+        k = self._counter(GAUGE, name, labels)
+        if k is None:
+            return False
+        with self._clock:
+            k.value = value
+            k.dirty = True
+        return True
+
+    def flush(self):
+        """Send the counters' snapshots (what changed) now, in COUNTER
+        messages on this thread's socket; never waits for the collector.
+        Returns False if the tracer is closed."""
+        c = self._conn()
+        if c is None:
+            return False
+        ts = time.time_ns()
+        with self._clock:
+            self._send_counters(c, self._changed(), c.announce, ts)
+            self._next_snap = ts + self._interval_ns
+        return True
+
+    def start_flusher(self):
+        """Start a daemon thread calling flush() every
+        TALLY_TRACE_COUNTER_INTERVAL seconds until close()."""
+        if self._flusher is not None:
+            return
+
+        def run(ref=weakref.ref(self), stop=self._flusher_stop,
+                wait=self._interval_ns / 1e9):
+            while not stop.wait(wait):
+                t = ref()
+                if t is None or not t.flush():
+                    return
+                del t
+        self._flusher_stop.clear()
+        self._flusher = threading.Thread(target=run, daemon=True,
+                                         name="tally_trace flusher")
+        self._flusher.start()
 
     def end(self, span_id):
         """Close a span by id. Return False if it was not open on this
@@ -482,6 +861,13 @@ class Tracer:
         of a queue went out before; each thread counts for at most its
         sndhwm and libzmq's write batch). The collector counts exactly
         what did not arrive (tally_dropped_total{reason="undelivered"})."""
+        if self._flusher is not None:
+            self._flusher_stop.set()
+            if self._flusher is not threading.current_thread():
+                self._flusher.join()
+            self._flusher = None
+        if self._counters and not self._closed:
+            self.flush()   # the last snapshots go with the queues
         with self._lock:
             if self._closed:
                 return dict(self._final) if self._final else None
@@ -608,3 +994,15 @@ def span(name):
 
 def trace(name=None):
     return default_tracer().trace(name)
+
+
+def counter_add(name, delta=1, labels=None):
+    return default_tracer().counter_add(name, delta, labels)
+
+
+def gauge_set(name, value, labels=None):
+    return default_tracer().gauge_set(name, value, labels)
+
+
+def flush():
+    return default_tracer().flush()

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * core/client/discover.c - what libtally-trace learns from its environment:
- * the collector endpoint, the default trace id, the launcher rank
+ * the collector endpoint, the default trace id, the launcher rank, what a
+ * source announces (its local rank and GPUs)
  *
  * Runs once per tally_trace_open(), never on the event path.
  */
@@ -26,10 +27,11 @@ static const char *const tt_rank_vars[] = {
 	"SLURM_PROCID", "FLUX_TASK_RANK",	NULL
 };
 
-int32_t tt_env_rank(void)
+/* The first of @vars holding a non-negative decimal int32, or -1. */
+static int32_t tt_env_first_int(const char *const *vars)
 {
-	for (size_t i = 0; tt_rank_vars[i]; i++) {
-		const char *v = getenv(tt_rank_vars[i]);
+	for (size_t i = 0; vars[i]; i++) {
+		const char *v = getenv(vars[i]);
 		char *end;
 		long r;
 
@@ -41,6 +43,54 @@ int32_t tt_env_rank(void)
 			return (int32_t)r;
 	}
 	return -1;
+}
+
+int32_t tt_env_rank(void)
+{
+	return tt_env_first_int(tt_rank_vars);
+}
+
+/* The rank on the node: Open MPI, MPICH, PMI, Slurm, Flux, Cray PALS. */
+static const char *const tt_local_rank_vars[] = {
+	"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
+	"SLURM_LOCALID", "FLUX_TASK_LOCAL_ID", "PALS_LOCAL_RANKID", NULL
+};
+
+/* The GPUs a process sees, as source attribute names. */
+static const char *const tt_gpu_vars[][2] = {
+	{ "ROCR_VISIBLE_DEVICES", "rocr_visible_devices" },
+	{ "HIP_VISIBLE_DEVICES", "hip_visible_devices" },
+	{ "CUDA_VISIBLE_DEVICES", "cuda_visible_devices" },
+};
+
+size_t tt_env_announce(uint8_t *out)
+{
+	int64_t local = tt_env_first_int(tt_local_rank_vars);
+	size_t n = 0;
+
+	if (local >= 0)
+		n += tt_item_attr(out, TALLY_WIRE_ITEM_SOURCE, "local_rank", 10,
+				  TALLY_WIRE_T_INT64, &local, 8);
+	for (size_t i = 0; i < sizeof(tt_gpu_vars) / sizeof(tt_gpu_vars[0]);
+	     i++) {
+		const char *v = getenv(tt_gpu_vars[i][0]);
+		char fixed[TALLY_WIRE_MAX_ATTR_STR];
+		size_t len;
+
+		if (!v)
+			continue;
+		len = strlen(v);
+		if (tally_utf8_valid(v, len)) {
+			len = tally_utf8_clip(v, len, sizeof(fixed));
+			memcpy(fixed, v, len);
+		} else {
+			len = tally_utf8_fix(v, len, fixed, sizeof(fixed));
+		}
+		n += tt_item_attr(out + n, TALLY_WIRE_ITEM_SOURCE,
+				  tt_gpu_vars[i][1], strlen(tt_gpu_vars[i][1]),
+				  TALLY_WIRE_T_STRING, fixed, len);
+	}
+	return n;
 }
 
 /* Same variables and order as core/mode.c, so client and collector agree

@@ -62,9 +62,22 @@ t_unit_trace_fork_t_LDFLAGS =
 t_unit_trace_fork_t_LDADD = $(LIBZMQ_LIBS) $(PTHREAD_LIBS) -lm
 TESTS += t/unit/trace-api.t t/unit/trace-fork.t
 
+# Wire v2 (attributes, counters, announcement) decoded by the collector's
+# own decoder; 8 threads adding to one counter.
+check_PROGRAMS += t/unit/trace-counters.t
+t_unit_trace_counters_t_SOURCES = t/unit/trace-counters.c \
+	plugins/input/zmq_trace/decode.c core/utf8.c
+t_unit_trace_counters_t_CPPFLAGS = $(TRACE_ZMQ_TEST_CPPFLAGS)
+t_unit_trace_counters_t_LDADD = $(TRACE_ZMQ_TEST_LDADD) -lm
+TESTS += t/unit/trace-counters.t
+
 # The C client to a pyzmq receiver written from the spec.
 TESTS += t/t3500-trace-client.t
 EXTRA_DIST += t/t3500-trace-client.t t/t35-trace-recv.py t/t35-lib.sh
+
+# Wire v2 end to end: both clients' attributes and counters.
+TESTS += t/t3504-trace-v2.t
+EXTRA_DIST += t/t3504-trace-v2.t
 
 # An application built with pkg-config from a temporary install root.
 TESTS += t/t3503-trace-pkgconfig.t

@@ -25,11 +25,24 @@
  *   did not survive). A pthread_atfork child handler detaches every thread
  *   state and forgets the context (leaked: terminating it would wait for
  *   a thread that does not exist); the child's first event builds new ones.
+ * - Wire v2 only when there is something v1 cannot say: the attributes of
+ *   a span ride on its END, counter snapshots on the next begin or end
+ *   after the interval (or COUNTER messages at flush and close), and a
+ *   connection's announcement (local rank, GPUs) is a COUNTER message of
+ *   its own before its first event, so a v1 collector loses no span.
+ * - Counters live in a per-tracer open-addressing table that is read
+ *   without a lock (entries are published with a release store and never
+ *   move); an add is a hash of its name and labels and one atomic add. One
+ *   thread at a time takes a snapshot (a flag, never waited for on the
+ *   event path); a delta counter remembers what snapshots that got out
+ *   carried, so a snapshot lost to a full queue is sent again later.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -61,6 +74,9 @@
  * arrive.
  */
 #define TT_ZMQ_BATCH_MSGS (8192 / (TALLY_WIRE_HDR_SIZE + 1) + 1)
+#define TT_MAX_COUNTERS	  1024 /* counters per tracer */
+#define TT_CTAB		  2048 /* their hash table: a power of two */
+#define TT_INTERVAL_NS	  1000000000ll /* default counter interval */
 
 #define likely(x)   __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -81,14 +97,17 @@ struct tt_conn {
 	uint64_t first_ns;	  /* ts of the first event queued, 0: none */
 	uint64_t retry_ns;	  /* no send attempt before (after a drop) */
 	uint64_t backoff;	  /* current back-off, ns; 0 = none */
-	uint8_t buf[TALLY_WIRE_MAX_MSG];
+	uint8_t buf[TALLY_WIRE_MAX_MSG2];
 };
 
 struct tt_frame {
 	uint64_t id;
 	uint64_t parent;
 	size_t name_off; /* in tt_thread.names */
+	size_t attr_off; /* its ATTR items, in tt_thread.attrs */
 	uint16_t name_len;
+	uint16_t attr_len;
+	uint8_t nattrs;
 };
 
 /*
@@ -111,7 +130,33 @@ struct tt_thread {
 	unsigned depth, cap;
 	char *names; /* names of open spans, back to back */
 	size_t names_len, names_cap;
+	uint8_t *attrs; /* ATTR items of open spans, back to back */
+	size_t attrs_len, attrs_cap;
+	bool announce; /* send the announcement before the next event */
 	char fixed[TALLY_WIRE_MAX_STR]; /* a name made valid UTF-8 */
+};
+
+/*
+ * struct tt_counter - one counter series of a tracer
+ * @value: delta: the sum of the adds (int64 as uint64); gauge: the
+ *         level's bits
+ * @sent:  delta: the part of @value that snapshots which got out carried
+ *         (written by the snapshot taker only)
+ * @dirty: gauge: set since the last snapshot that got out
+ * @item:  its COUNTER item with value 0, @item_len bytes: a snapshot
+ *         copies it and writes the value at offset 14
+ */
+struct tt_counter {
+	_Atomic uint64_t value;
+	uint64_t sent;
+	_Atomic int dirty;
+	uint8_t kind;
+	uint64_t hash;
+	struct tt_counter *next; /* the tracer's, newest first */
+	char *key;		 /* name, NUL, labels as given, NUL */
+	size_t name_len, labels_len;
+	uint16_t item_len;
+	uint8_t item[];
 };
 
 struct tally_trace {
@@ -123,6 +168,23 @@ struct tally_trace {
 	int linger_ms;
 	int sndhwm;
 	_Atomic uint64_t next_block; /* span id blocks handed to threads */
+	uint8_t announce[TT_ANNOUNCE_MAX]; /* SOURCE items, announce_len */
+	size_t announce_len;
+	int64_t interval_ns; /* between counter snapshots */
+	_Atomic int64_t next_snap; /* CLOCK_REALTIME ns of the next one */
+	_Atomic int snapping;	   /* a thread is taking a snapshot */
+	_Atomic unsigned ncounters;
+	_Atomic(struct tt_counter *) counters; /* list, newest first */
+	_Atomic(struct tt_counter *) ctab[TT_CTAB];
+	/* the snapshot taker's: what the message being sent carries */
+	struct tt_counter **snap_c;
+	uint64_t *snap_v;
+	/* the opt-in flusher thread */
+	pthread_t flusher;
+	bool flusher_on;
+	pthread_mutex_t flusher_lock;
+	pthread_cond_t flusher_cond;
+	bool flusher_stop;
 	/* below: under tt_lock */
 	void *ctx; /* NULL until first use (again after fork) */
 	uint32_t pid;
@@ -169,6 +231,7 @@ static void tt_thread_free(struct tt_thread *t)
 {
 	free(t->frames);
 	free(t->names);
+	free(t->attrs);
 	free(t);
 }
 
@@ -291,6 +354,19 @@ static void tt_atfork_child(void)
 		tr->gone_first_ns = tr->gone_lost_max = 0;
 		tr->ctx = NULL;
 		tr->pid = (uint32_t)getpid();
+		/* a new source: its counters start from zero, no thread
+		 * flushes them (it did not survive the fork) */
+		for (struct tt_counter *k = atomic_load(&tr->counters); k;
+		     k = k->next) {
+			atomic_store(&k->value, 0);
+			atomic_store(&k->dirty, 0);
+			k->sent = 0;
+		}
+		atomic_store(&tr->snapping, 0);
+		atomic_store(&tr->next_snap, 0);
+		tr->flusher_on = false;
+		pthread_mutex_init(&tr->flusher_lock, NULL);
+		pthread_cond_init(&tr->flusher_cond, NULL);
 	}
 	pthread_mutex_unlock(&tt_lock);
 }
@@ -373,6 +449,7 @@ static struct tt_thread *tt_thread_new(struct tally_trace *tr)
 	t->conn = c;
 	t->self = pthread_self();
 	t->src = tt_source_of(tr);
+	t->announce = tr->announce_len > 0;
 	tt_msg_init(c->buf, &t->src);
 	atomic_store(&t->tr, tr);
 	t->tr_next = tr->threads;
@@ -415,32 +492,176 @@ static inline struct tt_thread *tt_self(struct tally_trace *tr)
 	return tt_self_slow(tr);
 }
 
+/* Whether a thread may take the tracer's counter snapshot now. */
+static bool tt_snap_begin(struct tally_trace *tr)
+{
+	int idle = 0;
+
+	return atomic_compare_exchange_strong(&tr->snapping, &idle, 1);
+}
+
+static void tt_snap_end(struct tally_trace *tr, uint64_t now)
+{
+	atomic_store_explicit(&tr->next_snap, (int64_t)now + tr->interval_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&tr->snapping, 0, memory_order_release);
+}
+
+/*
+ * Snapshots of the counters from *@cur on that changed, as COUNTER items
+ * at @p, at most @room bytes and TALLY_WIRE_MAX_COUNTERS items; each is
+ * recorded at tr->snap_*[*@k], *@k advanced. *@cur becomes the first
+ * counter left out (NULL: none). Return: the bytes written.
+ */
+static size_t tt_snap_fill(struct tally_trace *tr, struct tt_counter **cur,
+			   uint8_t *p, size_t room, unsigned *k)
+{
+	unsigned items = 0;
+	size_t n = 0;
+
+	for (struct tt_counter *c = *cur; c; c = c->next) {
+		uint64_t v = 0, wire;
+
+		if (c->kind == TALLY_WIRE_DELTA) {
+			v = atomic_load_explicit(&c->value,
+						 memory_order_relaxed);
+			if (v == c->sent)
+				continue;
+		} else if (!atomic_load_explicit(&c->dirty,
+						 memory_order_relaxed)) {
+			continue;
+		}
+		if (c->item_len > room - n ||
+		    items == TALLY_WIRE_MAX_COUNTERS) {
+			*cur = c;
+			return n;
+		}
+		if (c->kind == TALLY_WIRE_DELTA) {
+			wire = v - c->sent;
+		} else {
+			atomic_store(&c->dirty, 0);
+			v = wire = atomic_load(&c->value);
+		}
+		memcpy(p + n, c->item, c->item_len);
+		tally_wire_put64(p + n + 14, wire);
+		tr->snap_c[*k] = c;
+		tr->snap_v[*k] = v;
+		(*k)++;
+		items++;
+		n += c->item_len;
+	}
+	*cur = NULL;
+	return n;
+}
+
+/* The snapshots recorded at [@from, @to) got out (@ok) or not. */
+static void tt_snap_commit(struct tally_trace *tr, unsigned from, unsigned to,
+			   bool ok)
+{
+	for (unsigned i = from; i < to; i++) {
+		struct tt_counter *c = tr->snap_c[i];
+
+		if (c->kind == TALLY_WIRE_DELTA) {
+			if (ok)
+				c->sent = tr->snap_v[i];
+		} else if (!ok) {
+			atomic_store(&c->dirty, 1);
+		}
+	}
+}
+
+/*
+ * Send COUNTER messages on @t's socket: the announcement (@announce) and
+ * the snapshots of the counters from @cur on (the caller holds the
+ * snapshot flag when @cur is not NULL). Never waits: a message that cannot
+ * be queued is not sent, its snapshots go with a later one.
+ */
+static void tt_send_counters(struct tt_thread *t, struct tt_counter *cur,
+			     unsigned k, bool announce, uint64_t now)
+{
+	struct tally_trace *tr = atomic_load(&t->tr);
+	struct tt_conn *c = t->conn;
+	uint8_t *m = c->buf;
+
+	while (cur || announce) {
+		size_t n = tt_msg_fill(m, &t->src, TALLY_WIRE_COUNTER, 0,
+				       (int64_t)now, 0, 0, "", 0);
+		size_t xl = 0;
+		unsigned k0 = k;
+		bool ok;
+
+		if (announce) {
+			memcpy(m + n, tr->announce, tr->announce_len);
+			xl = tr->announce_len;
+		}
+		if (cur)
+			xl += tt_snap_fill(tr, &cur, m + n + xl,
+					   TALLY_WIRE_MAX_EXT - xl, &k);
+		if (!xl)
+			break;
+		n = tt_msg_v2(m, n, xl);
+		ok = c->sock && !c->backoff &&
+		     zmq_send(c->sock, m, n, ZMQ_DONTWAIT) == (int)n;
+		tt_snap_commit(tr, k0, k, ok);
+		if (!ok)
+			break;
+		if (announce)
+			t->announce = announce = false;
+	}
+}
+
 /*
  * The event path: fill the prepared buffer and try once to queue it. The
  * drop count rides on this message and is cleared only if it got through.
+ * An END carries its span's attributes (@attrs, ATTR items), and a
+ * snapshot of the tracer's counters rides on the event when one is due:
+ * then the message is version 2, else version 1.
  *
  * After a send fails (queue full: no collector, or one not keeping up),
  * the next attempts wait for a short, doubling back-off instead of calling
  * into libzmq for every event: a full pipe accepts nothing until its
  * reader has drained half of it anyway, and a failed zmq_send costs more
- * than the rest of the event.
+ * than the rest of the event. A connection whose sends failed announces
+ * itself again once they pass (the collector may be a new one).
  */
 static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
-		    uint64_t parent, const char *name, size_t name_len)
+		    uint64_t parent, const char *name, size_t name_len,
+		    const uint8_t *attrs, size_t attrs_len)
 {
 	struct tt_conn *c = t->conn;
+	struct tally_trace *tr = atomic_load_explicit(&t->tr,
+						      memory_order_relaxed);
 	uint64_t pending = tt_get(&c->pending);
 	uint32_t carried =
 		pending > UINT32_MAX ? UINT32_MAX : (uint32_t)pending;
 	uint8_t *m = c->buf;
+	struct tt_counter *cur = NULL;
 	struct timespec ts;
+	unsigned k = 0;
+	bool snap = false, ok = false;
 	uint64_t now;
-	size_t n;
+	size_t n, xl = attrs_len;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (unlikely(t->announce) && !c->backoff)
+		tt_send_counters(t, NULL, 0, true, now);
 	n = tt_msg_fill(m, &t->src, type, carried, (int64_t)now, id, parent,
 			name, name_len);
+	if (unlikely(attrs_len))
+		memcpy(m + n, attrs, attrs_len);
+	if (unlikely(atomic_load_explicit(&tr->ncounters,
+					  memory_order_relaxed)) &&
+	    (int64_t)now >= atomic_load_explicit(&tr->next_snap,
+						 memory_order_relaxed) &&
+	    tt_snap_begin(tr)) {
+		snap = true;
+		cur = atomic_load_explicit(&tr->counters, memory_order_acquire);
+		xl += tt_snap_fill(tr, &cur, m + n + xl,
+				   TALLY_WIRE_MAX_EXT - xl, &k);
+	}
+	if (unlikely(xl))
+		n = tt_msg_v2(m, n, xl);
 	tt_set(&c->events, tt_get(&c->events) + 1);
 	/* the second test guards against the clock stepping backwards */
 	if (unlikely(c->backoff) && now < c->retry_ns &&
@@ -452,8 +673,11 @@ static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 			tt_set(&c->pending, pending - carried);
 		if (unlikely(!c->first_ns))
 			c->first_ns = now;
+		if (unlikely(c->backoff))
+			t->announce = tr->announce_len > 0;
 		c->backoff = 0;
-		return;
+		ok = true;
+		goto out;
 	}
 	c->backoff = c->backoff ? 2 * c->backoff : TT_BACKOFF_MIN_NS;
 	if (c->backoff > TT_BACKOFF_MAX_NS)
@@ -462,6 +686,13 @@ static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 drop:
 	tt_set(&c->pending, pending + 1);
 	tt_set(&c->dropped, tt_get(&c->dropped) + 1);
+out:
+	if (unlikely(snap)) {
+		tt_snap_commit(tr, 0, k, ok);
+		if (ok && cur)
+			tt_send_counters(t, cur, k, false, now);
+		tt_snap_end(tr, now);
+	}
 }
 
 static uint64_t tt_new_id(struct tt_thread *t)
@@ -511,6 +742,9 @@ static void tt_push(struct tt_thread *t, uint64_t id, uint64_t parent,
 	f->parent = parent;
 	f->name_off = t->names_len;
 	f->name_len = (uint16_t)len;
+	f->attr_off = t->attrs_len;
+	f->attr_len = 0;
+	f->nattrs = 0;
 	t->names_len += len;
 }
 
@@ -520,16 +754,24 @@ static void tt_end_frame(struct tt_thread *t, unsigned i)
 {
 	struct tt_frame *f = &t->frames[i];
 	size_t off = f->name_off, len = f->name_len;
+	size_t aoff = f->attr_off, alen = f->attr_len;
 
-	tt_send(t, TALLY_WIRE_END, f->id, f->parent, t->names + off, len);
+	tt_send(t, TALLY_WIRE_END, f->id, f->parent, t->names + off, len,
+		t->attrs + aoff, alen);
 	if (i + 1 < t->depth) {
 		memmove(t->names + off, t->names + off + len,
 			t->names_len - off - len);
+		if (alen)
+			memmove(t->attrs + aoff, t->attrs + aoff + alen,
+				t->attrs_len - aoff - alen);
 		memmove(f, f + 1, (t->depth - i - 1) * sizeof(*f));
-		for (unsigned j = i; j < t->depth - 1; j++)
+		for (unsigned j = i; j < t->depth - 1; j++) {
 			t->frames[j].name_off -= len;
+			t->frames[j].attr_off -= alen;
+		}
 	}
 	t->names_len -= len;
+	t->attrs_len -= alen;
 	t->depth--;
 }
 
@@ -596,7 +838,7 @@ uint64_t tally_trace_begin(struct tally_trace *tr, const char *name)
 	id = tt_new_id(t);
 	parent = t->depth ? t->frames[t->depth - 1].id : 0;
 	tt_push(t, id, parent, name, len);
-	tt_send(t, TALLY_WIRE_BEGIN, id, parent, name, len);
+	tt_send(t, TALLY_WIRE_BEGIN, id, parent, name, len, NULL, 0);
 	return id;
 }
 
@@ -618,7 +860,7 @@ int tally_trace_end(struct tally_trace *tr, uint64_t span_id)
 		}
 	}
 	/* not ours (other thread, untracked): the collector knows it by id */
-	tt_send(t, TALLY_WIRE_END, span_id, 0, "", 0);
+	tt_send(t, TALLY_WIRE_END, span_id, 0, "", 0, NULL, 0);
 	errno = ENOENT;
 	return -1;
 }
@@ -649,6 +891,509 @@ int tally_trace_end_name(struct tally_trace *tr, const char *name)
 	return -1;
 }
 
+/* Attributes: encoded once as ATTR items, kept with their open span. */
+#define TT_MAX_ATTR_BYTES 4096 /* per span: leaves room for counters */
+
+/* Offset, within span @f's items, of the item whose key is @key; -1. */
+static long tt_attr_find(const struct tt_thread *t, const struct tt_frame *f,
+			 const char *key, size_t kl)
+{
+	const uint8_t *p = t->attrs + f->attr_off;
+	size_t off = 0;
+
+	while (off < f->attr_len) {
+		size_t il = TALLY_WIRE_ITEM_HDR + tally_wire_get16(p + off + 1);
+
+		if (p[off + 3] == kl && !memcmp(p + off + 5, key, kl))
+			return (long)off;
+		off += il;
+	}
+	return -1;
+}
+
+/* Make @delta bytes of room (or take them back, < 0) at @at in t->attrs:
+ * the spans above @i move. Return: 0, or -1 with errno = ENOMEM. */
+static int tt_attr_room(struct tt_thread *t, unsigned i, size_t at,
+			long delta)
+{
+	if (delta > 0 && t->attrs_len + (size_t)delta > t->attrs_cap) {
+		size_t cap = t->attrs_cap ? t->attrs_cap : 1024;
+		uint8_t *p;
+
+		while (cap < t->attrs_len + (size_t)delta)
+			cap *= 2;
+		p = realloc(t->attrs, cap);
+		if (!p) {
+			errno = ENOMEM;
+			return -1;
+		}
+		t->attrs = p;
+		t->attrs_cap = cap;
+	}
+	if (delta > 0)
+		memmove(t->attrs + at + delta, t->attrs + at,
+			t->attrs_len - at);
+	else
+		memmove(t->attrs + at, t->attrs + at - delta,
+			t->attrs_len - at + delta);
+	t->attrs_len += delta;
+	for (unsigned j = i + 1; j < t->depth; j++)
+		t->frames[j].attr_off += delta;
+	return 0;
+}
+
+/*
+ * Set attribute @key of span @span_id (0: the innermost open one) of the
+ * calling thread; see tally_trace_attr_i64().
+ */
+static int tt_attr(struct tally_trace *tr, uint64_t span_id, const char *key,
+		   uint8_t type, const void *val, size_t vl)
+{
+	uint8_t item[TALLY_WIRE_ITEM_HDR + 2 + TALLY_WIRE_MAX_KEY +
+		     TALLY_WIRE_MAX_ATTR_STR];
+	struct tt_thread *t;
+	struct tt_frame *f;
+	size_t kl, il;
+	unsigned i;
+	long old;
+
+	if (!tr || !key || !tally_wire_name_ok(key, kl = strlen(key))) {
+		errno = EINVAL;
+		return -1;
+	}
+	t = tt_self(tr);
+	if (!t)
+		return -1;
+	for (i = t->depth; i-- > 0;)
+		if (!span_id || t->frames[i].id == span_id)
+			break;
+	if (i == (unsigned)-1) {
+		errno = ENOENT;
+		return -1;
+	}
+	f = &t->frames[i];
+	il = tt_item_attr(item, TALLY_WIRE_ITEM_ATTR, key, kl, type, val, vl);
+	old = tt_attr_find(t, f, key, kl);
+	if (old >= 0) {
+		/* replaced: the old item goes first */
+		size_t at = f->attr_off + (size_t)old;
+		size_t ol = TALLY_WIRE_ITEM_HDR +
+			    tally_wire_get16(t->attrs + at + 1);
+
+		if (f->attr_len - ol + il > TT_MAX_ATTR_BYTES) {
+			errno = E2BIG;
+			return -1;
+		}
+		tt_attr_room(t, i, at, -(long)ol);
+		f->attr_len -= (uint16_t)ol;
+		f->nattrs--;
+	} else if (f->nattrs == TALLY_WIRE_MAX_ATTRS ||
+		   f->attr_len + il > TT_MAX_ATTR_BYTES) {
+		errno = E2BIG;
+		return -1;
+	}
+	if (tt_attr_room(t, i, f->attr_off + f->attr_len, (long)il) < 0)
+		return -1;
+	memcpy(t->attrs + f->attr_off + f->attr_len, item, il);
+	f->attr_len += (uint16_t)il;
+	f->nattrs++;
+	return 0;
+}
+
+int tally_trace_attr_i64(struct tally_trace *tr, const char *key,
+			 int64_t value)
+{
+	return tt_attr(tr, 0, key, TALLY_WIRE_T_INT64, &value, 8);
+}
+
+int tally_trace_attr_f64(struct tally_trace *tr, const char *key, double value)
+{
+	if (!isfinite(value)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return tt_attr(tr, 0, key, TALLY_WIRE_T_DOUBLE, &value, 8);
+}
+
+/* A string value as sent: cut to 256 bytes, ill-formed UTF-8 replaced. */
+static size_t tt_attr_str(const char *s, char *out)
+{
+	size_t len = strlen(s);
+
+	if (tally_utf8_valid(s, len)) {
+		len = tally_utf8_clip(s, len, TALLY_WIRE_MAX_ATTR_STR);
+		memcpy(out, s, len);
+		return len;
+	}
+	return tally_utf8_fix(s, len, out, TALLY_WIRE_MAX_ATTR_STR);
+}
+
+int tally_trace_attr_str(struct tally_trace *tr, const char *key,
+			 const char *value)
+{
+	char v[TALLY_WIRE_MAX_ATTR_STR];
+
+	if (!value) {
+		errno = EINVAL;
+		return -1;
+	}
+	return tt_attr(tr, 0, key, TALLY_WIRE_T_STRING, v,
+		       tt_attr_str(value, v));
+}
+
+int tally_trace_attr_bool(struct tally_trace *tr, const char *key, int value)
+{
+	uint8_t b = value != 0;
+
+	return tt_attr(tr, 0, key, TALLY_WIRE_T_BOOL, &b, 1);
+}
+
+int tally_trace_span_attr_i64(struct tally_trace *tr, uint64_t span_id,
+			      const char *key, int64_t value)
+{
+	if (!span_id) {
+		errno = EINVAL;
+		return -1;
+	}
+	return tt_attr(tr, span_id, key, TALLY_WIRE_T_INT64, &value, 8);
+}
+
+int tally_trace_span_attr_f64(struct tally_trace *tr, uint64_t span_id,
+			      const char *key, double value)
+{
+	if (!span_id || !isfinite(value)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return tt_attr(tr, span_id, key, TALLY_WIRE_T_DOUBLE, &value, 8);
+}
+
+int tally_trace_span_attr_str(struct tally_trace *tr, uint64_t span_id,
+			      const char *key, const char *value)
+{
+	char v[TALLY_WIRE_MAX_ATTR_STR];
+
+	if (!span_id || !value) {
+		errno = EINVAL;
+		return -1;
+	}
+	return tt_attr(tr, span_id, key, TALLY_WIRE_T_STRING, v,
+		       tt_attr_str(value, v));
+}
+
+int tally_trace_span_attr_bool(struct tally_trace *tr, uint64_t span_id,
+			       const char *key, int value)
+{
+	uint8_t b = value != 0;
+
+	if (!span_id) {
+		errno = EINVAL;
+		return -1;
+	}
+	return tt_attr(tr, span_id, key, TALLY_WIRE_T_BOOL, &b, 1);
+}
+
+/* Counters */
+
+static uint64_t tt_counter_hash(uint8_t kind, const char *name, size_t nl,
+				const char *labels, size_t ll)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ kind;
+
+	for (size_t i = 0; i < nl; i++)
+		h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
+	h = (h ^ 0xff) * 0x100000001b3ull;
+	for (size_t i = 0; i < ll; i++)
+		h = (h ^ (uint8_t)labels[i]) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+/*
+ * @labels ("k=v,k2=v2", @ll bytes) as the COUNTER item's label bytes at
+ * @out. Return: the bytes, or -1 with errno = EINVAL.
+ */
+static long tt_labels_encode(const char *labels, size_t ll, uint8_t *out,
+			     uint8_t *nlabels)
+{
+	const char *p = labels, *e = labels + ll;
+	const char *keys[TALLY_WIRE_MAX_LABELS];
+	size_t kls[TALLY_WIRE_MAX_LABELS];
+	long n = 0;
+
+	*nlabels = 0;
+	while (p < e) {
+		const char *comma = memchr(p, ',', (size_t)(e - p));
+		const char *end = comma ? comma : e;
+		const char *eq = memchr(p, '=', (size_t)(end - p));
+		size_t kl, vl;
+
+		if (!eq || *nlabels == TALLY_WIRE_MAX_LABELS)
+			goto out_inval;
+		kl = (size_t)(eq - p);
+		vl = (size_t)(end - eq - 1);
+		if (!tally_wire_name_ok(p, kl) ||
+		    vl > TALLY_WIRE_MAX_LABEL_VAL ||
+		    !tally_utf8_valid(eq + 1, vl))
+			goto out_inval;
+		if ((kl == 5 && !memcmp(p, "trace", 5)) ||
+		    (kl == 4 && !memcmp(p, "rank", 4)) ||
+		    (kl == 4 && !memcmp(p, "host", 4)) ||
+		    (kl == 3 && !memcmp(p, "pid", 3)))
+			goto out_inval;
+		for (uint8_t i = 0; i < *nlabels; i++)
+			if (kls[i] == kl && !memcmp(keys[i], p, kl))
+				goto out_inval;
+		keys[*nlabels] = p;
+		kls[*nlabels] = kl;
+		(*nlabels)++;
+		out[n] = (uint8_t)kl;
+		out[n + 1] = (uint8_t)vl;
+		memcpy(out + n + 2, p, kl);
+		memcpy(out + n + 2 + kl, eq + 1, vl);
+		n += (long)(2 + kl + vl);
+		p = comma ? comma + 1 : e;
+	}
+	return n;
+out_inval:
+	errno = EINVAL;
+	return -1;
+}
+
+static struct tt_counter *tt_counter_find(struct tally_trace *tr,
+					  uint8_t kind, const char *name,
+					  size_t nl, const char *labels,
+					  size_t ll, uint64_t h, unsigned *slot)
+{
+	for (unsigned i = (unsigned)h & (TT_CTAB - 1);;
+	     i = (i + 1) & (TT_CTAB - 1)) {
+		struct tt_counter *c = atomic_load_explicit(
+			&tr->ctab[i], memory_order_acquire);
+
+		if (!c) {
+			*slot = i;
+			return NULL;
+		}
+		if (c->hash == h && c->kind == kind && c->name_len == nl &&
+		    c->labels_len == ll && !memcmp(c->key, name, nl) &&
+		    !memcmp(c->key + nl + 1, labels, ll))
+			return c;
+	}
+}
+
+/* Slow path: a new counter, under tt_lock. Return: it, or NULL/errno. */
+static struct tt_counter *tt_counter_new(struct tally_trace *tr,
+					 uint8_t kind, const char *name,
+					 size_t nl, const char *labels,
+					 size_t ll, uint64_t h)
+{
+	uint8_t enc[TALLY_WIRE_MAX_LABELS * (2 + TALLY_WIRE_MAX_KEY +
+					      TALLY_WIRE_MAX_LABEL_VAL)];
+	struct tt_counter *c;
+	uint8_t nlabels;
+	long el;
+	unsigned slot;
+
+	if (!tally_wire_name_ok(name, nl)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	el = tt_labels_encode(labels, ll, enc, &nlabels);
+	if (el < 0)
+		return NULL;
+	pthread_mutex_lock(&tt_lock);
+	c = tt_counter_find(tr, kind, name, nl, labels, ll, h, &slot);
+	if (c)
+		goto out_unlock;
+	if (atomic_load(&tr->ncounters) == TT_MAX_COUNTERS) {
+		errno = ENOSPC;
+		goto out_unlock;
+	}
+	if (!tr->snap_c) {
+		tr->snap_c = calloc(TT_MAX_COUNTERS, sizeof(*tr->snap_c));
+		tr->snap_v = calloc(TT_MAX_COUNTERS, sizeof(*tr->snap_v));
+		if (!tr->snap_c || !tr->snap_v)
+			goto out_nomem;
+	}
+	c = calloc(1, sizeof(*c) + 3 + TALLY_WIRE_COUNTER_FIXED + nl +
+			      (size_t)el);
+	if (!c)
+		goto out_nomem;
+	c->key = malloc(nl + ll + 2);
+	if (!c->key) {
+		free(c);
+		c = NULL;
+		goto out_nomem;
+	}
+	memcpy(c->key, name, nl);
+	c->key[nl] = '\0';
+	memcpy(c->key + nl + 1, labels, ll);
+	c->key[nl + 1 + ll] = '\0';
+	c->kind = kind;
+	c->hash = h;
+	c->name_len = nl;
+	c->labels_len = ll;
+	c->item_len = (uint16_t)tt_item_counter(c->item, kind, name, nl,
+						nlabels, enc, (size_t)el, 0, 0);
+	c->next = atomic_load(&tr->counters);
+	atomic_store_explicit(&tr->counters, c, memory_order_release);
+	atomic_store_explicit(&tr->ctab[slot], c, memory_order_release);
+	atomic_fetch_add(&tr->ncounters, 1);
+out_unlock:
+	pthread_mutex_unlock(&tt_lock);
+	return c;
+out_nomem:
+	pthread_mutex_unlock(&tt_lock);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static inline struct tt_counter *tt_counter(struct tally_trace *tr,
+					    uint8_t kind, const char *name,
+					    const char *labels)
+{
+	size_t nl = strlen(name), ll = labels ? strlen(labels) : 0;
+	uint64_t h;
+	struct tt_counter *c;
+	unsigned slot;
+
+	if (!labels)
+		labels = "";
+	h = tt_counter_hash(kind, name, nl, labels, ll);
+	c = tt_counter_find(tr, kind, name, nl, labels, ll, h, &slot);
+	if (likely(c))
+		return c;
+	return tt_counter_new(tr, kind, name, nl, labels, ll, h);
+}
+
+int tally_trace_counter_add(struct tally_trace *tr, const char *name,
+			    const char *labels, int64_t delta)
+{
+	struct tt_counter *c;
+
+	if (unlikely(!tr || !name || delta < 0)) {
+		errno = EINVAL;
+		return -1;
+	}
+	c = tt_counter(tr, TALLY_WIRE_DELTA, name, labels);
+	if (unlikely(!c))
+		return -1;
+	atomic_fetch_add_explicit(&c->value, (uint64_t)delta,
+				  memory_order_relaxed);
+	return 0;
+}
+
+int tally_trace_gauge_set(struct tally_trace *tr, const char *name,
+			  const char *labels, double value)
+{
+	struct tt_counter *c;
+	uint64_t bits;
+
+	if (unlikely(!tr || !name || !isfinite(value))) {
+		errno = EINVAL;
+		return -1;
+	}
+	c = tt_counter(tr, TALLY_WIRE_GAUGE, name, labels);
+	if (unlikely(!c))
+		return -1;
+	memcpy(&bits, &value, sizeof(bits));
+	atomic_store_explicit(&c->value, bits, memory_order_relaxed);
+	atomic_store_explicit(&c->dirty, 1, memory_order_release);
+	return 0;
+}
+
+int tally_trace_flush(struct tally_trace *tr)
+{
+	struct tt_thread *t;
+	struct timespec ts;
+	uint64_t now;
+	int tries = 0;
+
+	if (!tr) {
+		errno = EINVAL;
+		return -1;
+	}
+	t = tt_self(tr);
+	if (!t)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (!atomic_load(&tr->ncounters)) {
+		if (t->announce)
+			tt_send_counters(t, NULL, 0, true, now);
+		return 0;
+	}
+	/* another thread's snapshot takes microseconds: wait it out */
+	while (!tt_snap_begin(tr)) {
+		if (++tries == 10000) {
+			errno = EAGAIN;
+			return -1;
+		}
+		sched_yield();
+	}
+	tt_send_counters(t,
+			 atomic_load_explicit(&tr->counters,
+					      memory_order_acquire),
+			 0, t->announce, now);
+	tt_snap_end(tr, now);
+	return 0;
+}
+
+/* The opt-in flusher: a snapshot every interval, until close. */
+static void *tt_flusher_main(void *arg)
+{
+	struct tally_trace *tr = arg;
+	struct timespec dl;
+
+	pthread_mutex_lock(&tr->flusher_lock);
+	while (!tr->flusher_stop) {
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += tr->interval_ns / 1000000000;
+		dl.tv_nsec += tr->interval_ns % 1000000000;
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&tr->flusher_cond, &tr->flusher_lock,
+				       &dl);
+		if (tr->flusher_stop)
+			break;
+		pthread_mutex_unlock(&tr->flusher_lock);
+		tally_trace_flush(tr);
+		pthread_mutex_lock(&tr->flusher_lock);
+	}
+	pthread_mutex_unlock(&tr->flusher_lock);
+	return NULL;
+}
+
+int tally_trace_flusher(struct tally_trace *tr, int on)
+{
+	int err;
+
+	if (!tr) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!on == !tr->flusher_on)
+		return 0;
+	if (on) {
+		tr->flusher_stop = false;
+		err = pthread_create(&tr->flusher, NULL, tt_flusher_main, tr);
+		if (err) {
+			errno = err;
+			return -1;
+		}
+		tr->flusher_on = true;
+		return 0;
+	}
+	pthread_mutex_lock(&tr->flusher_lock);
+	tr->flusher_stop = true;
+	pthread_cond_signal(&tr->flusher_cond);
+	pthread_mutex_unlock(&tr->flusher_lock);
+	pthread_join(tr->flusher, NULL);
+	tr->flusher_on = false;
+	return 0;
+}
+
 static int tt_env_int(const char *var, int def, int min, int max)
 {
 	const char *v = getenv(var);
@@ -662,6 +1407,30 @@ static int tt_env_int(const char *var, int def, int min, int max)
 	if (errno || *end || x < min)
 		return def;
 	return x > max ? max : (int)x;
+}
+
+/* TALLY_TRACE_COUNTER_INTERVAL: seconds, 0.001 to 3600; default 1. */
+static int64_t tt_env_interval(void)
+{
+	const char *v = getenv("TALLY_TRACE_COUNTER_INTERVAL");
+	char *end;
+	double x;
+
+	if (!v || !*v)
+		return TT_INTERVAL_NS;
+	x = strtod(v, &end);
+	if (*end || !(x >= 0.001) || x > 3600)
+		return TT_INTERVAL_NS;
+	return (int64_t)(x * 1e9);
+}
+
+/* TALLY_TRACE_FLUSHER=1: start the flusher thread at open. */
+static void tt_env_flusher(struct tally_trace *tr)
+{
+	const char *v = getenv("TALLY_TRACE_FLUSHER");
+
+	if (v && !strcmp(v, "1"))
+		(void)tally_trace_flusher(tr, 1);
 }
 
 /*
@@ -750,6 +1519,10 @@ struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 	tr->linger_ms = tt_env_int("TALLY_TRACE_LINGER_MS", TT_LINGER_MS, 0,
 				   TT_LINGER_MAX_MS);
 	tr->sndhwm = tt_env_int("TALLY_TRACE_SNDHWM", TT_SNDHWM, 1, 1 << 24);
+	tr->interval_ns = tt_env_interval();
+	tr->announce_len = tt_env_announce(tr->announce);
+	pthread_mutex_init(&tr->flusher_lock, NULL);
+	pthread_cond_init(&tr->flusher_cond, NULL);
 	atomic_init(&tr->next_block, 1);
 
 	/* Create the context now and check the endpoint's syntax with a
@@ -772,6 +1545,7 @@ struct tally_trace *tally_trace_open(const char *endpoint, const char *trace_id)
 	tr->next = tt_tracers;
 	tt_tracers = tr;
 	pthread_mutex_unlock(&tt_lock);
+	tt_env_flusher(tr);
 	return tr;
 
 out_free_nomem:
@@ -948,6 +1722,10 @@ int tally_trace_close_stats(struct tally_trace *tr,
 			*st = fin;
 		return 0;
 	}
+	/* the last snapshots go out with the threads' queues */
+	(void)tally_trace_flusher(tr, 0);
+	if (atomic_load(&tr->ncounters) && tr->ctx)
+		(void)tally_trace_flush(tr);
 	pthread_mutex_lock(&tt_lock);
 	for (struct tally_trace **p = &tt_tracers; *p; p = &(*p)->next) {
 		if (*p == tr) {
@@ -1017,6 +1795,16 @@ int tally_trace_close_stats(struct tally_trace *tr,
 			fin.discarded_max += lost_max;
 	}
 	fin.unreported = pending - carried;
+	for (struct tt_counter *k = atomic_load(&tr->counters), *kn; k;
+	     k = kn) {
+		kn = k->next;
+		free(k->key);
+		free(k);
+	}
+	free(tr->snap_c);
+	free(tr->snap_v);
+	pthread_mutex_destroy(&tr->flusher_lock);
+	pthread_cond_destroy(&tr->flusher_cond);
 	free(tr->endpoint);
 	free(tr->trace);
 	free(tr);

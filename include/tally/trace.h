@@ -33,6 +33,13 @@
  *   TALLY_TRACE_SNDHWM     per-thread send queue, messages (default 10000;
  *                          1..16777216, and 0 or garbage mean the default:
  *                          the queue stays bounded)
+ *   TALLY_TRACE_COUNTER_INTERVAL  seconds between counter snapshots
+ *                          (default 1; 0.001..3600)
+ *   TALLY_TRACE_FLUSHER    "1": start the flusher thread at open
+ *   announced (wire v2, first message of each connection): local rank from
+ *   OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK,
+ *   SLURM_LOCALID, FLUX_TASK_LOCAL_ID or PALS_LOCAL_RANKID, and
+ *   ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES.
  *   rank: PMIX_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID,
  *   FLUX_TASK_RANK (first set wins); job: SLURM_JOB_ID, FLUX_JOB_ID,
  *   PBS_JOBID, LSB_JOBID.
@@ -131,6 +138,119 @@ int tally_trace_end(struct tally_trace *tr, uint64_t span_id);
  * Thread-safety: safe; never blocks.
  */
 int tally_trace_end_name(struct tally_trace *tr, const char *name);
+
+/**
+ * tally_trace_attr_i64() - set an attribute of the innermost open span
+ * @tr:    tracer, or NULL (EINVAL)
+ * @key:   1 to 64 bytes of [A-Za-z_][A-Za-z0-9_]* (not starting with a
+ *         digit); copied
+ * @value: the value
+ *
+ * The attribute is kept with the calling thread's innermost open span
+ * and sent with its END (wire v2; an END without attributes stays v1).
+ * Setting a key again replaces its value. tally_trace_attr_f64() takes a
+ * finite double, tally_trace_attr_str() a string (copied, cut to 256
+ * bytes at a character boundary, ill-formed UTF-8 replaced by U+FFFD),
+ * tally_trace_attr_bool() a truth value. The tally_trace_span_attr_*()
+ * variants name the span by id instead (a span open on the calling
+ * thread). The collector puts them on the span record as typed values:
+ * the aggregate filter sums the numbers per region.
+ *
+ * Return: 0; or -1 with errno = EINVAL (NULL tracer, a bad key, a value
+ * not finite, a NULL string, span id 0), ENOENT (no span open on this
+ * thread, or not that one), E2BIG (the span has 32 attributes, or 4096
+ * bytes of them, already), ENOMEM.
+ * Thread-safety: safe; never blocks, sends nothing.
+ */
+int tally_trace_attr_i64(struct tally_trace *tr, const char *key,
+			 int64_t value);
+/** tally_trace_attr_f64() - as tally_trace_attr_i64(), a finite double */
+int tally_trace_attr_f64(struct tally_trace *tr, const char *key,
+			 double value);
+/** tally_trace_attr_str() - as tally_trace_attr_i64(), a UTF-8 string */
+int tally_trace_attr_str(struct tally_trace *tr, const char *key,
+			 const char *value);
+/** tally_trace_attr_bool() - as tally_trace_attr_i64(), 0 or not 0 */
+int tally_trace_attr_bool(struct tally_trace *tr, const char *key, int value);
+/** tally_trace_span_attr_i64() - tally_trace_attr_i64() on span @span_id */
+int tally_trace_span_attr_i64(struct tally_trace *tr, uint64_t span_id,
+			      const char *key, int64_t value);
+/** tally_trace_span_attr_f64() - tally_trace_attr_f64() on span @span_id */
+int tally_trace_span_attr_f64(struct tally_trace *tr, uint64_t span_id,
+			      const char *key, double value);
+/** tally_trace_span_attr_str() - tally_trace_attr_str() on span @span_id */
+int tally_trace_span_attr_str(struct tally_trace *tr, uint64_t span_id,
+			      const char *key, const char *value);
+/** tally_trace_span_attr_bool() - tally_trace_attr_bool() on @span_id */
+int tally_trace_span_attr_bool(struct tally_trace *tr, uint64_t span_id,
+			       const char *key, int value);
+
+/**
+ * tally_trace_counter_add() - add to an application counter
+ * @tr:     tracer, or NULL (EINVAL)
+ * @name:   counter name, as an attribute key (the collector exports
+ *          tally_app_NAME_total)
+ * @labels: NULL or "" for none, else up to 4 "key=value" pairs joined by
+ *          commas ("peer=3,op=send"): keys as @name, none of trace,
+ *          rank, host, pid; values up to 128 bytes of UTF-8 without ','
+ * @delta:  >= 0
+ *
+ * Counters are kept in the process: an add is one atomic addition on the
+ * series of (@name, @labels) after a lookup without a lock; nothing is
+ * sent per call. A snapshot of every counter that changed rides on the
+ * next begin or end once TALLY_TRACE_COUNTER_INTERVAL (1 s) has passed
+ * since the last one, and goes out at tally_trace_flush() and close. The
+ * library starts no thread by default: a thread that computes for long
+ * without a begin or end sends no snapshot meanwhile (the collector's
+ * tally_trace_source_last_seen_timestamp_seconds shows how old the last
+ * one is); tally_trace_flusher() or TALLY_TRACE_FLUSHER=1 sends them
+ * from a thread of its own. A snapshot that cannot be queued is sent
+ * again with the next one: sums stay exact. At most 1024 series per
+ * tracer. A forked child starts its counters from zero.
+ *
+ * Return: 0; or -1 with errno = EINVAL (NULL tracer or name, a bad name
+ * or label, a negative delta), ENOSPC (1024 series already), ENOMEM.
+ * Thread-safety: safe; never blocks (a new series takes the library's
+ * lock once).
+ */
+int tally_trace_counter_add(struct tally_trace *tr, const char *name,
+			    const char *labels, int64_t delta);
+
+/**
+ * tally_trace_gauge_set() - set an application gauge to @value
+ * @value: finite; the collector exports tally_app_NAME with the last one
+ *
+ * As tally_trace_counter_add(), for a level instead of a sum; a series
+ * of its own (a gauge and a counter may share a name).
+ * Return: as tally_trace_counter_add(); EINVAL for a value not finite.
+ */
+int tally_trace_gauge_set(struct tally_trace *tr, const char *name,
+			  const char *labels, double value);
+
+/**
+ * tally_trace_flush() - send the counters' snapshots now
+ * @tr: tracer
+ *
+ * Sends what changed since the last snapshot in COUNTER messages on the
+ * calling thread's socket, without waiting (a message that cannot be
+ * queued goes with a later snapshot).
+ * Return: 0; or -1 with errno = EINVAL (NULL tracer), EAGAIN (another
+ * thread kept the snapshot for long), ENOMEM.
+ * Thread-safety: safe.
+ */
+int tally_trace_flush(struct tally_trace *tr);
+
+/**
+ * tally_trace_flusher() - start (@on) or stop the flusher thread
+ *
+ * The flusher calls tally_trace_flush() every TALLY_TRACE_COUNTER_INTERVAL,
+ * for applications that want their counters during long compute phases
+ * without begin or end. close stops it. It does not survive a fork.
+ * Return: 0; or -1 with errno = EINVAL (NULL tracer) or from
+ * pthread_create().
+ * Thread-safety: not concurrently with itself or close.
+ */
+int tally_trace_flusher(struct tally_trace *tr, int on);
 
 /**
  * struct tally_trace_stats - what a tracer sent, for tests and tools

@@ -458,11 +458,86 @@ static void test_discovery(void)
 		diag("could not remove %s", dir);
 }
 
+
+/* The version-2 vectors, built with the encoder's item helpers. */
+static void test_v2_vectors(void)
+{
+	struct tt_source s = {
+		.pid = 4242,
+		.tid = 4243,
+		.rank = 3,
+		.trace = "job42",
+		.trace_len = 5,
+		.host = "n01",
+		.host_len = 3,
+	};
+	static const uint8_t peer[] = { 4, 1, 'p', 'e', 'e', 'r', '2' };
+	uint8_t m[TALLY_WIRE_MAX_MSG2], ann[TT_ANNOUNCE_MAX];
+	int64_t one = 1, bytes = 4096;
+	double ratio = 0.5, depth = 3.5;
+	uint8_t yes = 1;
+	uint64_t bits;
+	size_t n, x, an;
+
+	tt_msg_init(m, &s);
+	n = tt_msg_fill(m, &s, TALLY_WIRE_BEGIN, 0, 1722000000123456789LL, 1, 0,
+			"solver", 6);
+	x = tt_item_attr(m + n, TALLY_WIRE_ITEM_SOURCE, "local_rank", 10,
+			 TALLY_WIRE_T_INT64, &one, 8);
+	x += tt_item_attr(m + n + x, TALLY_WIRE_ITEM_SOURCE,
+			  "rocr_visible_devices", 20, TALLY_WIRE_T_STRING,
+			  "0,1", 3);
+	check("v2-begin-source", m, tt_msg_v2(m, n, x));
+
+	/* the announcement from the environment: the same two items */
+	unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+	unsetenv("MPI_LOCALRANKID");
+	unsetenv("PMI_LOCAL_RANK");
+	unsetenv("SLURM_LOCALID");
+	unsetenv("FLUX_TASK_LOCAL_ID");
+	unsetenv("PALS_LOCAL_RANKID");
+	unsetenv("HIP_VISIBLE_DEVICES");
+	unsetenv("CUDA_VISIBLE_DEVICES");
+	unsetenv("ROCR_VISIBLE_DEVICES");
+	cmp_ok(tt_env_announce(ann), "==", 0, "nothing to announce");
+	setenv("PALS_LOCAL_RANKID", "1", 1);
+	setenv("ROCR_VISIBLE_DEVICES", "0,1", 1);
+	an = tt_env_announce(ann);
+	ok(an == x && !memcmp(ann, m + n, x),
+	   "local rank and ROCR_VISIBLE_DEVICES announced as in the vector");
+	unsetenv("PALS_LOCAL_RANKID");
+	unsetenv("ROCR_VISIBLE_DEVICES");
+
+	/* after a v2 message, a plain one is v1 again */
+	n = tt_msg_fill(m, &s, TALLY_WIRE_END, 0, 1722000001000000000LL, 1, 0,
+			"solver", 6);
+	check("end-root", m, n);
+	x = tt_item_attr(m + n, TALLY_WIRE_ITEM_ATTR, "bytes", 5,
+			 TALLY_WIRE_T_INT64, &bytes, 8);
+	x += tt_item_attr(m + n + x, TALLY_WIRE_ITEM_ATTR, "ratio", 5,
+			  TALLY_WIRE_T_DOUBLE, &ratio, 8);
+	x += tt_item_attr(m + n + x, TALLY_WIRE_ITEM_ATTR, "file", 4,
+			  TALLY_WIRE_T_STRING, "ckpt.h5", 7);
+	x += tt_item_attr(m + n + x, TALLY_WIRE_ITEM_ATTR, "ok", 2,
+			  TALLY_WIRE_T_BOOL, &yes, 1);
+	check("v2-end-attrs", m, tt_msg_v2(m, n, x));
+
+	n = tt_msg_fill(m, &s, TALLY_WIRE_COUNTER, 0, 1722000001500000000LL, 0,
+			0, "", 0);
+	x = tt_item_counter(m + n, TALLY_WIRE_DELTA, "mpi_bytes", 9, 1, peer,
+			    sizeof(peer), 1, 1048576);
+	memcpy(&bits, &depth, 8);
+	x += tt_item_counter(m + n + x, TALLY_WIRE_GAUGE, "queue_depth", 11, 0,
+			     (const uint8_t *)"", 0, 0, bits);
+	check("v2-counter", m, tt_msg_v2(m, n, x));
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
 	load_vectors(TOP_SRCDIR "/doc/wire-format.md");
 	test_vectors();
+	test_v2_vectors();
 	test_max_message();
 	test_utf8_clip();
 	test_utf8_fix();

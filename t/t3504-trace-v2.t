@@ -1,8 +1,9 @@
 #!/bin/sh
 test_description='wire v2 end to end: the Python encoder against the
 document'"'"'s vectors; the C and Python clients'"'"' attributes and counters
-through zmq_trace into prometheus, a capture and a JSON lines file, with
-exact values; a plain (v1) sender beside them'
+through zmq_trace into prometheus (its attributes option, and behind an
+aggregate filter), a capture and a JSON lines file, with exact values; a
+plain (v1) sender beside them'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
@@ -60,21 +61,32 @@ test_expect_success 'the Python encoder writes the v2 vectors' '
 
 test_expect_success 'start tallyd: zmq_trace to prometheus, capture, file' '
 	port=$(free_port) &&
+	aport=$(free_port) &&
 	cat >v2.conf <<-EOF &&
 	global = { log_level = "info"; };
 	inputs = {
 		tr = { plugin = "zmq_trace"; endpoint = "$EP";
 		       check_interval = 0.2; source_metrics = true; };
 	};
+	filters = {
+		agg = { plugin = "aggregate"; interval = 0.2;
+			dimensions = ["rank"]; };
+	};
 	outputs = {
-		prom = { plugin = "prometheus"; listen = "127.0.0.1:$port"; };
+		prom = { plugin = "prometheus"; listen = "127.0.0.1:$port";
+			 attributes = ["bytes", "ratio"]; };
+		pagg = { plugin = "prometheus"; listen = "127.0.0.1:$aport"; };
 		cap = { plugin = "capture"; path = "cap.out"; attrs = true; };
 		file = { plugin = "file"; path = "$PWD/spans.jsonl";
 			 flush_interval = 0.1; };
 	};
-	pipelines = { p = { from = ["tr"]; to = ["prom", "cap", "file"]; }; };
+	pipelines = {
+		p = { from = ["tr"]; to = ["prom", "cap", "file"]; };
+		a = { from = ["tr"]; through = ["agg"]; to = ["pagg"]; };
+	};
 	EOF
-	start_tallyd --wait "port_listening $port" v2.conf
+	start_tallyd --wait "port_listening $port && port_listening $aport" \
+		v2.conf
 '
 
 scrape() {
@@ -122,6 +134,28 @@ test_expect_success 'prometheus: counters add up exactly, gauges, per source' '
 	grep "^tally_trace_source_messages_total{$h,pid=\"$pid1\",rank=\"1\",trace=\"job\"} [0-9]" m &&
 	grep "^tally_trace_source_dropped_total{$h,pid=\"$pid1\",rank=\"1\",trace=\"job\"} 0$" m &&
 	grep "^tally_trace_source_last_seen_timestamp_seconds{$h,pid=\"$pid1\",rank=\"1\",trace=\"job\"} 1[0-9.e+]*$" m
+'
+
+test_expect_success 'prometheus attributes option: sums per region' '
+	scrape m &&
+	grep "^tally_trace_region_\(bytes\|ratio\)_total" m | sort >got &&
+	cat >expect <<-\EOF &&
+	tally_trace_region_bytes_total{rank="1",region="io",trace="job"} 32768
+	tally_trace_region_bytes_total{rank="2",region="io",trace="job"} 300
+	tally_trace_region_ratio_total{rank="1",region="io",trace="job"} 4
+	tally_trace_region_ratio_total{rank="2",region="io",trace="job"} 0.25
+	EOF
+	test_cmp expect got
+'
+
+test_expect_success 'aggregate: numeric attributes summed per region' '
+	cat >expect <<-\EOF &&
+	tally_trace_region_bytes_total{rank="1",region="io"} 32768
+	tally_trace_region_bytes_total{rank="2",region="io"} 300
+	EOF
+	wait_for "curl -sf http://127.0.0.1:$aport/metrics >a &&
+		  grep ^tally_trace_region_bytes_total a | sort >got &&
+		  test_cmp expect got"
 '
 
 test_expect_success 'capture: attributes on the END records, the plain span as before' '

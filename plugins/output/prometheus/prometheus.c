@@ -43,6 +43,7 @@ struct prometheus {
 	/* options */
 	struct tally_strlist listen;
 	struct tally_strlist allow;
+	struct tally_strlist attributes;
 	double expire;
 	double grace;
 	int span_metrics;
@@ -584,6 +585,7 @@ static int prometheus_init(struct tally_instance *inst, void *state)
 		.max_open_spans = (size_t)p->max_open_spans,
 		.max_series = (size_t)p->max_series,
 		.labels = tally_output_labels(inst),
+		.attributes = &p->attributes,
 	};
 	struct prom_conns_opts co = {
 		.max_conns = (size_t)p->max_connections,
@@ -787,6 +789,11 @@ static const struct tally_option prometheus_options[] = {
 	TALLY_OPT_LISTEN("listen", struct prometheus, listen, "127.0.0.1:9464",
 			 "addresses to serve on: \"host:port\", \"[ipv6]:port\" "
 			 "or \":port\" (all IPv4 addresses)"),
+	TALLY_OPT_LIST("attributes", struct prometheus, attributes, NULL,
+		       "numeric span attributes (typed values: bytes, "
+		       "items...) whose sum per region is exported as "
+		       "tally_trace_region_KEY_total; none by default "
+		       "(cardinality)"),
 	TALLY_OPT_LIST("allow", struct prometheus, allow, NULL,
 		       "if set, only these addresses or networks may scrape "
 		       "(\"10.0.0.0/8\", \"::1\"); others get 403"),

@@ -251,6 +251,7 @@ struct prom_store {
 	/* series refused with a warning: each is warned about once */
 	struct tally_lru warned;
 	bool quiet; /* the series being made was warned about already */
+	struct tally_strlist attrs; /* o.attributes, copied */
 };
 
 /* A refused series (name, label set) whose refusal was logged. */
@@ -1494,8 +1495,55 @@ static void region_move_end(struct prom_region *g, int64_t from, int64_t to)
  * @linger: how long a region series stays after its last span ended. The
  * active gauge shows 0 for the grace period in that time.
  */
+/*
+ * Add span attribute @v (numeric, >= 0) of @sp, ending, to its region's
+ * tally_trace_region_KEY_total: a counter delta through the metric path,
+ * with the labels a region series has (static ones added there).
+ * Return: 0, or -1 with errno = ENOMEM.
+ */
+static int region_attr(struct prom_store *s, const struct tally_span *sp,
+		       const struct tally_attr *v, int64_t deadline)
+{
+	const char *jobid = tally_labels_get(sp->attrs, "jobid");
+	struct tally_label own[REGION_OWN_LABELS];
+	struct tally_metric m = {
+		.type = TALLY_COUNTER,
+		.form = TALLY_FORM_DELTA,
+		.value = v->type == TALLY_ATTR_T_INT ? (double)v->i : v->d,
+		.sample_rate = 1,
+	};
+	char depth[24], rank[24], name[256];
+	size_t n = 0;
+	int rc;
+
+	if (!(m.value >= 0))
+		return 0; /* a counter does not go down */
+	if (s->o.depth_label) {
+		snprintf(depth, sizeof(depth), "%u", sp->depth);
+		own[n++] = (struct tally_label){ "depth", depth };
+	}
+	if (jobid && *jobid)
+		own[n++] = (struct tally_label){ "jobid", jobid };
+	if (sp->src.rank >= 0) {
+		snprintf(rank, sizeof(rank), "%d", sp->src.rank);
+		own[n++] = (struct tally_label){ "rank", rank };
+	}
+	own[n++] = (struct tally_label){ "region", sp->name };
+	own[n++] = (struct tally_label){ "trace", sp->trace };
+	if ((size_t)snprintf(name, sizeof(name), "tally_trace_region_%s_total",
+			     v->key) >= sizeof(name))
+		return 0; /* no such key in the attributes option */
+	m.name = name;
+	m.labels = tally_labels_new(own, n);
+	if (!m.labels)
+		return -1;
+	rc = apply_metric(s, &m, deadline);
+	tally_labels_unref(m.labels);
+	return rc;
+}
+
 static int apply_span(struct prom_store *s, const struct tally_record *rec,
-		      int64_t now, int64_t linger)
+		      int64_t now, int64_t linger, int64_t deadline)
 {
 	const struct tally_span *sp = &rec->span;
 	struct prom_family *fams[2] = { s->span_active, s->span_annot };
@@ -1607,6 +1655,15 @@ static int apply_span(struct prom_store *s, const struct tally_record *rec,
 			region_close(g, begin, ts);
 		region_ended(s, r[i], now, linger);
 	}
+	for (uint32_t i = 0; s->attrs.n && i < sp->nvalues; i++) {
+		const struct tally_attr *v = &sp->values[i];
+
+		if ((v->type == TALLY_ATTR_T_INT ||
+		     v->type == TALLY_ATTR_T_DOUBLE) &&
+		    tally_strlist_contains(&s->attrs, v->key) &&
+		    region_attr(s, sp, v, deadline) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -1651,6 +1708,18 @@ struct prom_store *prom_store_new(const struct prom_store_opts *o,
 			goto out_nomem;
 	}
 	s->o.jobid = NULL;
+	s->o.attributes = NULL;
+	if (o->attributes && o->attributes->n) {
+		s->attrs.v = calloc(o->attributes->n, sizeof(*s->attrs.v));
+		if (!s->attrs.v)
+			goto out_nomem;
+		for (; s->attrs.n < o->attributes->n; s->attrs.n++) {
+			s->attrs.v[s->attrs.n] =
+				strdup(o->attributes->v[s->attrs.n]);
+			if (!s->attrs.v[s->attrs.n])
+				goto out_nomem;
+		}
+	}
 	s->o.labels =
 		tally_labels_ref(o->labels ? o->labels : tally_labels_empty());
 	s->lbuf = malloc((REGION_OWN_LABELS + tally_labels_count(o->labels)) *
@@ -1726,6 +1795,9 @@ void prom_store_free(struct prom_store *s)
 	free(s->jobid);
 	free(s->lbuf);
 	free(s->ivb);
+	for (size_t i = 0; i < s->attrs.n; i++)
+		free(s->attrs.v[i]);
+	free(s->attrs.v);
 	tally_labels_unref(s->o.labels);
 	free(s->tmp.p);
 	free(s->tmp2.p);
@@ -1754,7 +1826,8 @@ int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
 		if (rec->kind == TALLY_REC_METRIC)
 			rc = apply_metric(s, &rec->metric, now_ns + expire);
 		else if (rec->kind == TALLY_REC_SPAN)
-			rc = apply_span(s, rec, now_ns, linger);
+			rc = apply_span(s, rec, now_ns, linger,
+					now_ns + expire);
 		if (rc < 0) {
 			DROP(s, nomem, "nomem");
 			nomem = 1;

@@ -77,6 +77,10 @@ enum prom_span_metrics {
  *                gethostname() (copied)
  * @pid_alive:    whether a process of this host runs; NULL: tally_pid_alive()
  *                does not fail with ESRCH (tests give their own)
+ * @attributes:   keys of numeric span attributes (typed values) whose sum
+ *                per region is exported as tally_trace_region_KEY_total,
+ *                a counter with the region's labels, at each span end; NULL
+ *                or empty for none (copied)
  */
 struct prom_store_opts {
 	int64_t expire_ns;
@@ -91,6 +95,7 @@ struct prom_store_opts {
 	struct tally_labels *labels;
 	const char *local_host;
 	bool (*pid_alive)(uint32_t pid);
+	const struct tally_strlist *attributes;
 };
 
 /*

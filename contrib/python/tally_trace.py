@@ -253,15 +253,7 @@ def _clip(text):
     NUL characters become U+FFFD: the collector rejects strings with NUL.
     Unencodable characters (lone surrogates) are replaced as well.
     """
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    b = str(text).replace("\0", "\ufffd").encode("utf-8", "replace")
-    if len(b) <= MAX_STR:
-        return b
-    n = MAX_STR
-    while n > 0 and (b[n] & 0xC0) == 0x80:
-        n -= 1
-    return b[:n]
+    return _clip_n(text, MAX_STR)
 
 
 def _env_rank():

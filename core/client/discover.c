@@ -79,13 +79,7 @@ size_t tt_env_announce(uint8_t *out)
 
 		if (!v)
 			continue;
-		len = strlen(v);
-		if (tally_utf8_valid(v, len)) {
-			len = tally_utf8_clip(v, len, sizeof(fixed));
-			memcpy(fixed, v, len);
-		} else {
-			len = tally_utf8_fix(v, len, fixed, sizeof(fixed));
-		}
+		len = tt_clip(v, strlen(v), fixed, sizeof(fixed));
 		n += tt_item_attr(out + n, TALLY_WIRE_ITEM_SOURCE,
 				  tt_gpu_vars[i][1], strlen(tt_gpu_vars[i][1]),
 				  TALLY_WIRE_T_STRING, fixed, len);

@@ -156,6 +156,22 @@ static inline size_t tt_item_counter(uint8_t *p, uint8_t kind,
 }
 
 /*
+ * tt_clip() - @s (@len bytes) as sent: cut to @max bytes at a character
+ * boundary, or with ill-formed UTF-8 replaced by U+FFFD, into @out (@max
+ * bytes, not NUL-terminated)
+ * Return: the bytes written.
+ */
+static inline size_t tt_clip(const char *s, size_t len, char *out, size_t max)
+{
+	if (tally_utf8_valid(s, len)) {
+		len = tally_utf8_clip(s, len, max);
+		memcpy(out, s, len);
+		return len;
+	}
+	return tally_utf8_fix(s, len, out, max);
+}
+
+/*
  * UTF-8 clipping and repair: tally/utf8.h (core/utf8.c is built into this
  * library too, hidden: libtally-trace exports only tally_trace_*).
  */

@@ -1018,14 +1018,7 @@ int tally_trace_attr_f64(struct tally_trace *tr, const char *key, double value)
 /* A string value as sent: cut to 256 bytes, ill-formed UTF-8 replaced. */
 static size_t tt_attr_str(const char *s, char *out)
 {
-	size_t len = strlen(s);
-
-	if (tally_utf8_valid(s, len)) {
-		len = tally_utf8_clip(s, len, TALLY_WIRE_MAX_ATTR_STR);
-		memcpy(out, s, len);
-		return len;
-	}
-	return tally_utf8_fix(s, len, out, TALLY_WIRE_MAX_ATTR_STR);
+	return tt_clip(s, strlen(s), out, TALLY_WIRE_MAX_ATTR_STR);
 }
 
 int tally_trace_attr_str(struct tally_trace *tr, const char *key,
@@ -1471,14 +1464,8 @@ static int tt_errno(int err)
  * NUL-terminated, in @out (TALLY_WIRE_MAX_STR + 1 bytes). Its length. */
 static size_t tt_wire_str(const char *s, char *out)
 {
-	size_t len = strlen(s);
+	size_t len = tt_clip(s, strlen(s), out, TALLY_WIRE_MAX_STR);
 
-	if (tally_utf8_valid(s, len)) {
-		len = tally_utf8_clip(s, len, TALLY_WIRE_MAX_STR);
-		memcpy(out, s, len);
-	} else {
-		len = tally_utf8_fix(s, len, out, TALLY_WIRE_MAX_STR);
-	}
 	out[len] = '\0';
 	return len;
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <tally/hash.h>
 
@@ -18,6 +19,38 @@ uint64_t tally_hash_bytes(uint64_t h, const void *data, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ p[i]) * 0x100000001b3ULL;
 	return h;
+}
+
+/* One step of tally_hash_mem(): @w into @h. */
+static inline uint64_t hash_mem_step(uint64_t h, uint64_t w)
+{
+	h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+	return h ^ (h >> 31);
+}
+
+uint64_t tally_hash_mem(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	uint64_t w;
+	uint32_t a, b;
+
+	h ^= len * 0x9e3779b97f4a7c15ULL;
+	for (; len >= 8; p += 8, len -= 8) {
+		memcpy(&w, p, 8);
+		h = hash_mem_step(h, w);
+	}
+	if (len >= 4) {
+		/* two 4-byte loads, overlapping when len < 8 */
+		memcpy(&a, p, 4);
+		memcpy(&b, p + len - 4, 4);
+		w = (uint64_t)a << 32 | b;
+	} else if (len) {
+		w = (uint64_t)p[0] << 16 | (uint64_t)p[len / 2] << 8 |
+		    p[len - 1];
+	} else {
+		return h;
+	}
+	return hash_mem_step(h, w);
 }
 
 uint64_t tally_hash_mix(uint64_t h)

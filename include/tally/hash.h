@@ -64,6 +64,22 @@ static inline uint64_t tally_hash_str(uint64_t h, const char *s)
 }
 
 /**
+ * tally_hash_mem() - a 64-bit hash of @len bytes, 8 at a time
+ * @h:    a seed (TALLY_HASH_SEED, or the hash of other parts of a key)
+ * @data: the bytes; may be NULL when @len is 0
+ * @len:  their number
+ *
+ * For keys hashed once per sample on a hot path (aggregate's series
+ * names): a multiply and a shift per 8 bytes, about a fifth of
+ * tally_hash_bytes()'s cost on a 40-byte name, with well spread low bits.
+ * Unlike FNV-1a it does not chain (hashing "ab" then "c" is not hashing
+ * "abc") and its values are not fixed across versions: use it for
+ * in-memory tables only, never for anything kept or compared across runs.
+ * Return: the hash. Pure; any thread.
+ */
+uint64_t tally_hash_mem(uint64_t h, const void *data, size_t len);
+
+/**
  * tally_hash_mix() - finalise a hash whose low bits must spread well
  *
  * The murmur3 64-bit finaliser; use it when the hash was built from

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* t/unit/hash.c - FNV-1a and the intrusive hash table (tally/hash.h) */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,10 +152,49 @@ static void test_for_each_safe(void)
 	free(items);
 }
 
+/*
+ * tally_hash_mem(): every length's tail (1-3 bytes, 4-7 overlapping,
+ * whole words) tells its strings apart, and statsd-like names spread over
+ * the low bits a table indexes by.
+ */
+static void test_mem(void)
+{
+	enum { N = 8192, B = 1024 };
+	static unsigned load[B];
+	const char *s = "hpc.frontier.jobs.service042.http.requests";
+	unsigned worst = 0, same = 0;
+	char name[64];
+
+	for (size_t n = 0; n < strlen(s); n++) {
+		char t[64];
+
+		memcpy(t, s, n + 1);
+		t[n] ^= 1; /* the last byte differs */
+		same += tally_hash_mem(TALLY_HASH_SEED, s, n + 1) ==
+			tally_hash_mem(TALLY_HASH_SEED, t, n + 1);
+		same += tally_hash_mem(TALLY_HASH_SEED, s, n) ==
+			tally_hash_mem(TALLY_HASH_SEED, s, n + 1);
+	}
+	cmp_ok(same, "==", 0,
+	       "a changed last byte, or one more byte, changes the hash");
+	ok(tally_hash_mem(1, "abc", 3) != tally_hash_mem(2, "abc", 3),
+	   "the seed counts");
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "hpc.jobs.service%03d.m%d", i % 200,
+			 i);
+		load[tally_hash_mem(TALLY_HASH_SEED, name, strlen(name)) &
+		     (B - 1)]++;
+	}
+	for (int i = 0; i < B; i++)
+		worst = load[i] > worst ? load[i] : worst;
+	cmp_ok(worst, "<=", 24, "8192 names in 1024 buckets: none over 24");
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
 	test_fnv();
+	test_mem();
 	test_table();
 	test_collisions();
 	test_for_each_safe();

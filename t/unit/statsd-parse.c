@@ -260,9 +260,62 @@ static void test_numbers(void)
 	cmp_ok(bad, "==", 0, "%u values: each the double strtod() gives", n);
 }
 
+/*
+ * Every byte a name, member, tag key or tag value refuses, at every
+ * position of a 24-byte text (the word-at-a-time check and its tail),
+ * and every other byte taken; separators that end the text are left out
+ * (they have meanings of their own).
+ */
+static void test_text_bytes(void)
+{
+	static const struct {
+		const char *pre, *post;
+		const char *refuse, *skip;
+		enum statsd_err err;
+	} kinds[] = {
+		{ "", ":1|c", "|#", ":", STATSD_ERR_BAD_NAME },
+		{ "n:", "|s", "", "|", STATSD_ERR_BAD_VALUE },
+		{ "n:1|c|#", ":v", "", ":,|", STATSD_ERR_BAD_TAG },
+		{ "n:1|c|#k:", "", "", ",|", STATSD_ERR_BAD_TAG },
+	};
+	unsigned wrong = 0, tried = 0;
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		for (int c = 1; c < 256; c++) {
+			bool refused = c < 0x20 || c == 0x7f || c >= 0x80 ||
+				       strchr(kinds[k].refuse, c);
+
+			if (strchr(kinds[k].skip, c))
+				continue;
+			for (int at = 0; at < 24; at++) {
+				char line[64];
+				size_t pl = strlen(kinds[k].pre), n = pl + 24;
+				struct statsd_line l;
+				enum statsd_err e;
+
+				memcpy(line, kinds[k].pre, pl);
+				memset(line + pl, 'a', 24);
+				line[pl + (size_t)at] = (char)c;
+				memcpy(line + n, kinds[k].post,
+				       strlen(kinds[k].post));
+				n += strlen(kinds[k].post);
+				e = statsd_parse_line(line, n, &l);
+				wrong += refused ? e != kinds[k].err
+						 : e != STATSD_OK;
+				tried++;
+			}
+		}
+	}
+	cmp_ok(tried, ">", 20000, "bytes tried");
+	cmp_ok(wrong, "==", 0,
+	       "each refused byte refused at each of 24 positions, the others "
+	       "taken");
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
+	test_text_bytes();
 	test_good();
 	test_set_and_tags();
 	test_bad();

@@ -235,7 +235,8 @@ static void series_reset(const struct agg_state *st, struct agg_series *s,
 static uint64_t series_hash(const char *name, enum agg_kind kind,
 			    const struct tally_labels *ls)
 {
-	uint64_t h = tally_hash_str(TALLY_HASH_SEED, name);
+	/* once per sample: the word-at-a-time hash (tally_hash_mem()) */
+	uint64_t h = tally_hash_mem(TALLY_HASH_SEED, name, strlen(name));
 
 	return tally_hash_mix(h ^ (tally_labels_hash(ls) * 31 + kind));
 }

@@ -448,6 +448,7 @@ static bool agg_metric(struct agg_state *st, const struct tally_metric *m)
 	struct tally_labels *ls;
 	struct agg_series *s;
 	double w = tally_metric_weight(m);
+	bool own;
 
 	switch (m->form) {
 	case TALLY_FORM_DELTA:
@@ -469,13 +470,16 @@ static bool agg_metric(struct agg_state *st, const struct tally_metric *m)
 		return false;
 	}
 	st->c.samples++;
-	ls = key_labels(st, m->labels, true);
+	/* without group_by nor drop_labels, the record's set is the key */
+	own = st->o.ngroup_by || st->o.ndrop;
+	ls = own ? key_labels(st, m->labels, true) : m->labels;
 	if (!ls) {
 		st->c.nomem++;
 		return true;
 	}
 	s = series_get(st, m->name, kind, ls, false);
-	tally_labels_unref(ls);
+	if (own)
+		tally_labels_unref(ls);
 	if (!s)
 		return true;
 	s->idle_ns = 0;

@@ -19,7 +19,8 @@ BENCH_SHELL_FILES = \
 	contrib/bench/rocm-smi-bench \
 	contrib/bench/pyzmq-drain.py \
 	contrib/bench/statsd-send.py \
-	contrib/bench/count-recv.py
+	contrib/bench/count-recv.py \
+	contrib/bench/statsd-loss
 BENCH_C_FILES = \
 	contrib/bench/bench.h \
 	contrib/bench/zmq-send.c \

@@ -3,7 +3,10 @@
  * contrib/bench/zmq-send.c - trace load generator for the benchmarks
  *
  * Pushes N span events to a ZeroMQ endpoint, either as native wire format
- * v1 messages (include/tally/wire.h) or as Omnistat-style JSON arrays, as
+ * v1 messages (include/tally/wire.h), as what libtally-trace sends for a
+ * span with four attributes (v1 BEGIN, v2 END carrying an int64, a double,
+ * a string and a bool: doc/wire-format.md, "v2-end-attrs") or as
+ * Omnistat-style JSON arrays, as
  * fast as possible or at a fixed rate in bursts of B messages. Every
  * receiver in a benchmark run (tallyd, the C PULL loop, the pyzmq drain
  * loop) gets the very same byte sequence from this program, so their
@@ -12,7 +15,8 @@
  * Events alternate begin/end of one span at a time (span ids 1, 2, ...), so
  * a stateful receiver opens and closes spans and never accumulates state.
  *
- * usage: zmq-send -e ENDPOINT -n COUNT [-r RATE] [-b BURST] [-f native|json]
+ * usage: zmq-send -e ENDPOINT -n COUNT [-r RATE] [-b BURST]
+ *                 [-f native|v2attr|json]
  *                 [-t TIMEOUT_S]
  *   -r RATE   events per second (0 = as fast as the socket takes them)
  *   -b BURST  messages sent back to back per wake-up at that rate
@@ -66,6 +70,42 @@ static size_t encode_native(uint8_t *buf, uint64_t i, uint32_t pid)
 	return TALLY_WIRE_HDR_SIZE + tlen + nlen;
 }
 
+/* Append one ATTR item (key, type, value bytes) at @p; returns its end. */
+static uint8_t *put_attr(uint8_t *p, const char *key, uint8_t type,
+			 const void *val, size_t vlen)
+{
+	size_t klen = strlen(key);
+
+	p[0] = TALLY_WIRE_ITEM_ATTR;
+	tally_wire_put16(p + 1, (uint16_t)(2 + klen + vlen));
+	p[3] = (uint8_t)klen;
+	p[4] = type;
+	memcpy(p + 5, key, klen);
+	memcpy(p + 5 + klen, val, vlen);
+	return p + 5 + klen + vlen;
+}
+
+/* As encode_native(), with the END as a version-2 message carrying the
+ * four attributes of the "v2-end-attrs" vector (values vary with @i). */
+static size_t encode_v2attr(uint8_t *buf, uint64_t i, uint32_t pid)
+{
+	size_t len = encode_native(buf, i, pid);
+	uint8_t v8[8], *p = buf + len, b = 1;
+	double ratio = (double)(i % 1000) / 1000.0;
+
+	if (i % 2 == 0)
+		return len;
+	tally_wire_put64(v8, i * 4096);
+	p = put_attr(p, "bytes", 1, v8, 8);
+	memcpy(v8, &ratio, 8);	/* IEEE 754, little-endian hosts only */
+	p = put_attr(p, "ratio", 2, v8, 8);
+	p = put_attr(p, "file", 3, "ckpt.h5", 7);
+	p = put_attr(p, "ok", 4, &b, 1);
+	buf[2] = 2;
+	tally_wire_put16(buf + 50, (uint16_t)(p - (buf + len)));
+	return (size_t)(p - buf);
+}
+
 /* The Omnistat prototype tracer's message: ["start"|"end", ms, id, label] */
 static size_t encode_json(uint8_t *buf, size_t size, uint64_t i)
 {
@@ -81,7 +121,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: zmq-send -e ENDPOINT -n COUNT [-r RATE] "
-		"[-b BURST] [-f native|json] [-t TIMEOUT_S] [-w SECS]\n");
+		"[-b BURST] [-f native|v2attr|json] [-t TIMEOUT_S] "
+		"[-w SECS]\n");
 	exit(2);
 }
 
@@ -94,7 +135,7 @@ int main(int argc, char **argv)
 	void *ctx, *sock;
 	int64_t t0, next, period = 0, deadline;
 	uint64_t sent = 0;
-	int opt, linger = -1, json, ret = 0;
+	int opt, linger = -1, json, v2, ret = 0;
 
 	while ((opt = getopt(argc, argv, "e:n:r:b:f:t:w:")) != -1) {
 		switch (opt) {
@@ -124,8 +165,9 @@ int main(int argc, char **argv)
 		}
 	}
 	json = strcmp(format, "json") == 0;
+	v2 = strcmp(format, "v2attr") == 0;
 	if (!endpoint || !count || !burst ||
-	    (!json && strcmp(format, "native")))
+	    (!json && !v2 && strcmp(format, "native")))
 		usage();
 	if (rate > 0)
 		period = (int64_t)(1e9 * (double)burst / rate);
@@ -150,9 +192,10 @@ int main(int argc, char **argv)
 		uint64_t n = count - sent < burst ? count - sent : burst;
 
 		for (uint64_t k = 0; k < n; k++, sent++) {
+			uint32_t pid = (uint32_t)getpid();
 			size_t len = json ? encode_json(buf, sizeof(buf), sent)
-					  : encode_native(buf, sent,
-							  (uint32_t)getpid());
+				     : v2 ? encode_v2attr(buf, sent, pid)
+					  : encode_native(buf, sent, pid);
 
 			while (zmq_send(sock, buf, len, 0) < 0) {
 				if (zmq_errno() != EAGAIN &&

@@ -152,7 +152,10 @@ flood_stop() {
 	ms=$(( (t1 - t0) / 1000000 )) &&
 	tally_diag "stopped in $ms ms under a flood" &&
 	test $rc = 0 &&
-	test $ms -lt 5000
+	# The drain's deadline is asserted by its log line (below); the time
+	# only catches a stop that hangs: a loaded machine (sanitizers, other
+	# suites) adds seconds to the 3000 ms drain, never minutes.
+	test $ms -lt 20000
 }
 
 test_expect_success 'shutdown under a flood ends within the drain deadline' '

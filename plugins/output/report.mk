@@ -20,3 +20,28 @@ contrib/fuzz/report_join_fuzz: $(REPORT_JOIN_FUZZ_SRC)
 	@$(MKDIR_P) contrib/fuzz
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(REPORT_JOIN_FUZZ_SRC) -lm
 EXTRA_DIST += contrib/fuzz/report_join_fuzz.c contrib/fuzz/corpus/report_join
+
+pkgplugin_LTLIBRARIES += plugins/output/report.la
+plugins_output_report_la_SOURCES = \
+	plugins/output/report/report.c \
+	plugins/output/report/render.c plugins/output/report/render.h \
+	plugins/output/report/draw.h \
+	$(REPORT_JOIN_SOURCES)
+if HAVE_CAIRO
+plugins_output_report_la_SOURCES += plugins/output/report/draw.c
+else
+plugins_output_report_la_SOURCES += plugins/output/report/draw-none.c
+endif
+plugins_output_report_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
+	$(CAIRO_CFLAGS)
+plugins_output_report_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+plugins_output_report_la_LIBADD = core/libtally.la $(LIBEVENT_LIBS) \
+	$(CAIRO_LIBS) -lm
+EXTRA_DIST += plugins/output/report/draw.c plugins/output/report/draw-none.c
+
+# The report output's test input: a known job (GPU and host series, a
+# nested trace of four ranks), emitted at once.
+check_LTLIBRARIES += t/plugins/reportgen.la
+t_plugins_reportgen_la_SOURCES = t/plugins/reportgen.c
+t_plugins_reportgen_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
+t_plugins_reportgen_la_LIBADD = core/libtally.la

@@ -17,14 +17,8 @@
 
 #define NS 1e9
 
-struct rj_sample {
-	int64_t t0, t1; /* covers (t0, t1] */
-	int64_t w;	/* ns of it actually covered (merges may leave gaps) */
-	double mean, max;
-};
-
 struct rj_series {
-	struct rj_sample *s;
+	struct rj_point *s;
 	size_t n, cap;
 	int64_t last_t;
 	int64_t period; /* the longest sample kept, ns */
@@ -134,10 +128,10 @@ static void series_halve(struct rj *j, struct rj_series *s)
 	size_t k = 0;
 
 	for (size_t i = 0; i < s->n; i += 2, k++) {
-		struct rj_sample a = s->s[i];
+		struct rj_point a = s->s[i];
 
 		if (i + 1 < s->n) {
-			const struct rj_sample *b = &s->s[i + 1];
+			const struct rj_point *b = &s->s[i + 1];
 			int64_t w = a.w + b->w;
 
 			a.mean = w > 0 ? (a.mean * (double)a.w +
@@ -192,7 +186,7 @@ int rj_sample(struct rj *j, enum rj_metric m, int device, int64_t t_ns,
 	if (s->n == s->cap) {
 		if (s->cap < j->o.max_samples) {
 			size_t cap = s->cap ? s->cap * 2 : 64;
-			struct rj_sample *n;
+			struct rj_point *n;
 
 			if (cap > j->o.max_samples)
 				cap = j->o.max_samples;
@@ -207,7 +201,7 @@ int rj_sample(struct rj *j, enum rj_metric m, int device, int64_t t_ns,
 			series_halve(j, s);
 		}
 	}
-	s->s[s->n++] = (struct rj_sample){
+	s->s[s->n++] = (struct rj_point){
 		.t0 = t_ns - d, .t1 = t_ns, .w = d, .mean = v, .max = v
 	};
 	if (d > s->period)
@@ -442,7 +436,7 @@ static void series_overlap(const struct rj_series *s, const struct rj_win *w,
 				hi = mid;
 		}
 		for (size_t k = lo; k < s->n && s->s[k].t0 < w[i].e; k++) {
-			const struct rj_sample *p = &s->s[k];
+			const struct rj_point *p = &s->s[k];
 			int64_t b = p->t0 > w[i].b ? p->t0 : w[i].b;
 			int64_t e = p->t1 < w[i].e ? p->t1 : w[i].e;
 			double o;
@@ -867,13 +861,41 @@ void rj_bounds(const struct rj *j, int64_t *first_ns, int64_t *last_ns)
 	*last_ns = j->last;
 }
 
+size_t rj_points(const struct rj *j, enum rj_metric m, int device,
+		 const struct rj_point **out)
+{
+	const struct rj_series *s;
+
+	if ((unsigned)m >= RJ_NMETRICS || device < RJ_HOST ||
+	    device >= RJ_MAX_DEVICES) {
+		*out = NULL;
+		return 0;
+	}
+	s = &j->series[m][device + 1];
+	*out = s->s;
+	return s->n;
+}
+
+void rj_each_window(const struct rj *j,
+		    void (*fn)(void *ctx, int32_t rank, const char *name,
+			       int64_t begin_ns, int64_t end_ns),
+		    void *ctx)
+{
+	for (size_t i = 0; i < j->nregions; i++) {
+		const struct rj_region *r = j->all[i];
+
+		for (size_t k = 0; k < r->nw; k++)
+			fn(ctx, r->rank, r->name, r->w[k].b, r->w[k].e);
+	}
+}
+
 size_t rj_memory(const struct rj *j)
 {
 	size_t n = sizeof(*j) + j->capregions * sizeof(*j->all);
 
 	for (int m = 0; m < RJ_NMETRICS; m++)
 		for (int d = 0; d <= RJ_MAX_DEVICES; d++)
-			n += j->series[m][d].cap * sizeof(struct rj_sample);
+			n += j->series[m][d].cap * sizeof(struct rj_point);
 	for (size_t i = 0; i < j->nregions; i++)
 		n += sizeof(struct rj_region) + strlen(j->all[i]->name) + 1 +
 		     j->all[i]->capw * sizeof(struct rj_win) * 2;

@@ -287,6 +287,33 @@ const uint64_t *rj_counts(const struct rj *j);
 /** rj_bounds() - earliest and latest timestamps seen, 0 when none */
 void rj_bounds(const struct rj *j, int64_t *first_ns, int64_t *last_ns);
 
+/**
+ * struct rj_point - one kept sample: its value over (@t0, @t1] (ns); after
+ * downsampling the time-weighted mean and the max of the merged ones
+ */
+struct rj_point {
+	int64_t t0, t1;
+	int64_t w;
+	double mean, max;
+};
+
+/**
+ * rj_points() - the samples kept of series (@m, @device), oldest first
+ * Return: their number; *@out valid until the next rj_sample() on it.
+ */
+size_t rj_points(const struct rj *j, enum rj_metric m, int device,
+		 const struct rj_point **out);
+
+/**
+ * rj_each_window() - call @fn for every occurrence kept for the join
+ * (ended ones; open ones only between their rj_occurrence() and the
+ * rj_compute() that forgets them), region by region
+ */
+void rj_each_window(const struct rj *j,
+		    void (*fn)(void *ctx, int32_t rank, const char *name,
+			       int64_t begin_ns, int64_t end_ns),
+		    void *ctx);
+
 /** rj_memory() - bytes held by samples and windows (for the bench) */
 size_t rj_memory(const struct rj *j);
 

@@ -32,7 +32,7 @@ uninstall-tally-conf:
 # The built-in configuration of a user collector that finds none
 # (tallyd --user, tallyd(8)) is this conf.d, compiled into tallyd, where
 # conf.d/user has a user collector's version of a file.
-builtin_user_conf = conf.d/user/20-traces.conf
+builtin_user_conf = conf.d/user/20-traces.conf conf.d/user/80-report.conf
 core/builtin-conf.h: $(top_srcdir)/core/builtin-conf.sh $(dist_tallyconf_DATA) \
 		     $(builtin_user_conf)
 	$(AM_V_GEN)$(MKDIR_P) core && $(SHELL) $^ >$@.tmp && mv $@.tmp $@

@@ -45,3 +45,8 @@ check_LTLIBRARIES += t/plugins/reportgen.la
 t_plugins_reportgen_la_SOURCES = t/plugins/reportgen.c
 t_plugins_reportgen_la_LDFLAGS = $(TEST_PLUGIN_LDFLAGS)
 t_plugins_reportgen_la_LIBADD = core/libtally.la
+
+# Integration: the known job end to end (tallyd --user -- CMD, SIGUSR1,
+# shutdown), the picture, jobs without GPU or trace, bad input.
+TESTS += t/t2601-report.t
+EXTRA_DIST += t/t2601-report.t

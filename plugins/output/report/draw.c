@@ -298,6 +298,10 @@ int report_draw(const struct rj *j, const struct rj_result *r,
 		goto out_free;
 	}
 	s = cairo_svg_surface_create(tmp, p.width, p.height);
+#if CAIRO_VERSION >= CAIRO_VERSION_ENCODE(1, 15, 10)
+	/* pixels, as the PNG, rather than points (a third larger) */
+	cairo_svg_surface_set_document_unit(s, CAIRO_SVG_UNIT_PX);
+#endif
 	cr = cairo_create(s);
 	draw(&p, cr);
 	cairo_destroy(cr);

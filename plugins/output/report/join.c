@@ -622,6 +622,35 @@ static uint64_t all_devices(const struct rj *j)
 	return m;
 }
 
+static int rank_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* distinct ranks of the regions of @n groups (0 when out of memory) */
+static size_t folded_ranks(struct rj_region **sorted, const struct group *g,
+			   size_t n)
+{
+	size_t total = 0, k = 0, distinct = 0;
+	int32_t *v;
+
+	for (size_t i = 0; i < n; i++)
+		total += g[i].n;
+	v = malloc(total * sizeof(*v));
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		for (size_t r = 0; r < g[i].n; r++)
+			v[k++] = sorted[g[i].first + r]->rank;
+	qsort(v, k, sizeof(*v), rank_cmp);
+	for (size_t i = 0; i < k; i++)
+		distinct += !i || v[i] != v[i - 1];
+	free(v);
+	return distinct;
+}
+
 /* Clamp and merge each region's windows into its scratch union. */
 static int regions_union(struct rj *j, int64_t jb, int64_t je,
 			 uint64_t *clamped)
@@ -828,9 +857,8 @@ const struct rj_result *rj_compute(struct rj *j, int64_t job_begin_ns,
 		for (size_t i = top; i < ngroups; i++) {
 			row->calls += groups[i].calls;
 			row->total_s += groups[i].total_s;
-			if (groups[i].n > row->ranks)
-				row->ranks = groups[i].n;
 		}
+		row->ranks = folded_ranks(sorted, groups + top, ngroups - top);
 		row->mean_s =
 			row->calls ? row->total_s / (double)row->calls : NAN;
 		row->share = row->total_s / (job_s * (double)nranks);

@@ -50,3 +50,19 @@ t_plugins_reportgen_la_LIBADD = core/libtally.la
 # shutdown), the picture, jobs without GPU or trace, bad input.
 TESTS += t/t2601-report.t
 EXTRA_DIST += t/t2601-report.t
+
+# End-of-job benchmark (contrib/bench, never part of make check): a 1-hour
+# job of 64 ranks and 8 GPUs sampled every second.
+noinst_PROGRAMS += contrib/bench/report-bench
+contrib_bench_report_bench_SOURCES = contrib/bench/report-bench.c \
+	plugins/output/report/render.c plugins/output/report/render.h \
+	plugins/output/report/draw.h $(REPORT_JOIN_SOURCES)
+if HAVE_CAIRO
+contrib_bench_report_bench_SOURCES += plugins/output/report/draw.c
+else
+contrib_bench_report_bench_SOURCES += plugins/output/report/draw-none.c
+endif
+contrib_bench_report_bench_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
+	$(CAIRO_CFLAGS)
+contrib_bench_report_bench_LDADD = core/libtally.la $(LIBEVENT_LIBS) \
+	$(CAIRO_LIBS) -lm

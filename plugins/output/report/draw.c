@@ -27,7 +27,6 @@
 #define LEFT  90.0
 #define RIGHT 20.0
 #define TOP   60.0
-#define LANE  18.0
 #define PANEL 90.0
 
 struct win {
@@ -45,7 +44,15 @@ struct pic {
 	bool oom;
 	size_t lanes;
 	int width, height;
+	cairo_surface_t *lanes_img; /* the lanes, a pixel per column */
+	double lane;		    /* a lane's height, pixels */
 };
+
+/* lanes get thinner with more ranks, so that 64 fit in a screen */
+static double lane_height(size_t lanes)
+{
+	return lanes <= 16 ? 18 : lanes <= 32 ? 10 : 6;
+}
 
 static const double palette[][3] = {
 	{ 0.12, 0.47, 0.71 }, { 1.00, 0.50, 0.05 }, { 0.17, 0.63, 0.17 },
@@ -82,8 +89,8 @@ static int longest_first(const void *a, const void *b)
 	return (dx < dy) - (dx > dy);
 }
 
-/* the legend's colour of a region: its row among the top ones */
-static const double *colour_of(const struct pic *p, const char *name)
+/* the legend's colour of a region (its row among the top ones), or grey */
+static size_t colour_of(const struct pic *p, const char *name)
 {
 	size_t k = 0;
 
@@ -91,10 +98,10 @@ static const double *colour_of(const struct pic *p, const char *name)
 		if (p->r->rows[i].folded)
 			break;
 		if (!strcmp(p->r->rows[i].name, name))
-			return palette[k];
+			return k;
 		k++;
 	}
-	return palette[NCOLOURS - 1];
+	return NCOLOURS - 1;
 }
 
 static double x_of(const struct pic *p, int64_t t)
@@ -114,10 +121,117 @@ static int lane_of(const struct pic *p, int32_t rank)
 	return -1;
 }
 
+/*
+ * The lanes as one image, a colour per pixel column: windows are painted
+ * longest first, so that where regions nest the innermost shows. Drawing
+ * each occurrence as a shape of its own made a 64-rank job's SVG tens of
+ * megabytes and took seconds; a lane holds at most a column's worth of
+ * information anyway.
+ */
+static int lanes_raster(struct pic *p)
+{
+	int w = (int)((double)p->width - LEFT - RIGHT);
+	int h = (int)((double)p->lanes * p->lane);
+	int edge = p->lane > 10 ? 2 : 1;
+	unsigned char *idx = NULL;
+	uint32_t *px;
+	int stride;
+
+	if (!p->lanes || w <= 0)
+		return 0;
+	idx = calloc((size_t)w * p->lanes, 1);
+	if (!idx)
+		goto out_nomem;
+	for (size_t i = 0; i < p->nw; i++) {
+		int lane = lane_of(p, p->w[i].rank);
+		unsigned char c;
+		int x0, x1;
+
+		if (lane < 0)
+			continue;
+		c = (unsigned char)(1 + colour_of(p, p->w[i].name));
+		x0 = (int)floor(x_of(p, p->w[i].b) - LEFT);
+		x1 = (int)ceil(x_of(p, p->w[i].e) - LEFT);
+		if (x1 <= x0)
+			x1 = x0 + 1;
+		for (int x = x0 < 0 ? 0 : x0; x < x1 && x < w; x++)
+			idx[(size_t)lane * (size_t)w + (size_t)x] = c;
+	}
+	p->lanes_img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h);
+	if (cairo_surface_status(p->lanes_img) != CAIRO_STATUS_SUCCESS)
+		goto out_nomem;
+	cairo_surface_flush(p->lanes_img);
+	px = (uint32_t *)(void *)cairo_image_surface_get_data(p->lanes_img);
+	stride = cairo_image_surface_get_stride(p->lanes_img) / 4;
+	for (int y = 0; y < h; y++) {
+		size_t lane = (size_t)y / (size_t)p->lane;
+		int in = y % (int)p->lane;
+
+		for (int x = 0; x < w; x++) {
+			unsigned k = idx[lane * (size_t)w + (size_t)x];
+			const double *c = palette[k ? k - 1 : 0];
+			uint32_t v = 0xffffff;
+
+			if (k && in >= edge && in < (int)p->lane - edge)
+				v = (uint32_t)(c[0] * 255) << 16 |
+				    (uint32_t)(c[1] * 255) << 8 |
+				    (uint32_t)(c[2] * 255);
+			px[y * stride + x] = v;
+		}
+	}
+	cairo_surface_mark_dirty(p->lanes_img);
+	free(idx);
+	return 0;
+
+out_nomem:
+	free(idx);
+	errno = ENOMEM;
+	return -1;
+}
+
 static void text(cairo_t *cr, double x, double y, const char *s)
 {
 	cairo_move_to(cr, x, y);
 	cairo_show_text(cr, s);
+}
+
+/*
+ * A series as a line with at most one point per pixel column: the
+ * time-weighted mean of the samples that end in it (an hour at 1 s is
+ * 3600 samples for some 1100 columns). A gap in the samples breaks it.
+ */
+static void polyline(const struct pic *p, cairo_t *cr,
+		     const struct rj_point *pt, size_t n, double y0, double h,
+		     double top)
+{
+	double sum = 0, wsum = 0;
+	int col = -1;
+	bool pen = false;
+
+	for (size_t i = 0; i <= n; i++) {
+		int c = i < n ? (int)x_of(p, pt[i].t1) : -2;
+		bool gap = i < n && i && pt[i].t0 != pt[i - 1].t1;
+
+		if ((c != col || gap) && wsum > 0) {
+			double v = sum / wsum / top;
+			double y = y0 + h - (v < 0 ? 0 : v > 1 ? 1 : v) * h;
+
+			if (pen)
+				cairo_line_to(cr, col, y);
+			else
+				cairo_move_to(cr, col, y);
+			pen = true;
+			sum = wsum = 0;
+		}
+		if (gap)
+			pen = false;
+		if (i == n)
+			break;
+		col = c;
+		sum += pt[i].mean * (double)pt[i].w;
+		wsum += (double)pt[i].w;
+	}
+	cairo_stroke(cr);
 }
 
 /* one panel: a line per series, values 0..@top */
@@ -146,17 +260,7 @@ static void panel(const struct pic *p, cairo_t *cr, double y0,
 			continue;
 		cairo_set_source_rgb(cr, c[0], c[1], c[2]);
 		cairo_set_line_width(cr, 1.2);
-		for (size_t i = 0; i < n; i++) {
-			double v = pt[i].mean / top;
-			double y = y0 + h - (v < 0 ? 0 : v > 1 ? 1 : v) * h;
-
-			if (i == 0 || pt[i].t0 != pt[i - 1].t1)
-				cairo_move_to(cr, x_of(p, pt[i].t0), y);
-			else
-				cairo_line_to(cr, x_of(p, pt[i].t0), y);
-			cairo_line_to(cr, x_of(p, pt[i].t1), y);
-		}
-		cairo_stroke(cr);
+		polyline(p, cr, pt, n, y0, h, top);
 	}
 }
 
@@ -213,32 +317,22 @@ static void draw(const struct pic *p, cairo_t *cr)
 			 p->r->nranks - p->lanes);
 		text(cr, 4, 54, s);
 	}
-	/* lanes */
-	for (size_t i = 0; i < p->lanes; i++) {
+	/* lanes, labelled at least 12 pixels apart */
+	for (size_t i = 0; i < p->lanes; i += (size_t)ceil(12 / p->lane)) {
 		if (p->r->ranks[i].rank >= 0)
 			snprintf(s, sizeof(s), "rank %d",
 				 (int)p->r->ranks[i].rank);
 		else
 			snprintf(s, sizeof(s), "no rank");
 		cairo_set_source_rgb(cr, 0, 0, 0);
-		text(cr, 4, y + (double)i * LANE + 13, s);
+		text(cr, 4, y + (double)i * p->lane + (p->lane > 12 ? 13 : 9),
+		     s);
 	}
-	for (size_t i = 0; i < p->nw; i++) {
-		int lane = lane_of(p, p->w[i].rank);
-		const double *c;
-		double x0, x1;
-
-		if (lane < 0)
-			continue;
-		c = colour_of(p, p->w[i].name);
-		x0 = x_of(p, p->w[i].b);
-		x1 = x_of(p, p->w[i].e);
-		cairo_set_source_rgb(cr, c[0], c[1], c[2]);
-		cairo_rectangle(cr, x0, y + lane * LANE + 2,
-				x1 - x0 > 0.5 ? x1 - x0 : 0.5, LANE - 4);
-		cairo_fill(cr);
+	if (p->lanes_img) {
+		cairo_set_source_surface(cr, p->lanes_img, LEFT, y);
+		cairo_paint(cr);
 	}
-	y += (double)p->lanes * LANE + 10;
+	y += (double)p->lanes * p->lane + 10;
 	if (p->r->devices) {
 		panel(p, cr, y, "GPU busy %", RJ_GPU_UTIL, 100);
 		y += PANEL;
@@ -285,13 +379,17 @@ int report_draw(const struct rj *j, const struct rj_result *r,
 
 	p.lanes = r->nranks < REPORT_DRAW_MAX_LANES ? r->nranks
 						    : REPORT_DRAW_MAX_LANES;
-	p.height = (int)REPORT_DRAW_HEIGHT(p.lanes, r->devices != 0);
+	p.lane = lane_height(p.lanes);
+	p.height = (int)(60 + p.lane * (double)p.lanes +
+			 PANEL * (r->devices ? 3 : 1) + 40);
 	rj_each_window(j, collect, &p);
 	if (p.oom) {
 		errno = ENOMEM;
 		goto out_free;
 	}
 	qsort(p.w, p.nw, sizeof(*p.w), longest_first);
+	if (lanes_raster(&p) < 0)
+		goto out_free;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", svg) >= sizeof(tmp)) {
 		errno = ENAMETOOLONG;
@@ -337,6 +435,8 @@ int report_draw(const struct rj *j, const struct rj_result *r,
 		goto out_free;
 	ret = 0;
 out_free:
+	if (p.lanes_img)
+		cairo_surface_destroy(p.lanes_img);
 	free(p.w);
 	return ret;
 }

@@ -11,10 +11,6 @@
 #include "join.h"
 #include "render.h"
 
-/* Height of the picture, in pixels, for its number of lanes. */
-#define REPORT_DRAW_HEIGHT(ranks, gpus) \
-	(60 + 18 * (size_t)(ranks) + 90 * (1 + ((gpus) > 0 ? 2 : 0)) + 40)
-
 /**
  * report_draw() - the timeline: one lane per rank with its regions (the
  * innermost one shown where they nest), then GPU utilization and power
@@ -23,8 +19,10 @@
  * @m:       the job's window and names
  * @svg:     path of the SVG file to write (replaced whole)
  * @png:     path of the PNG file to write (replaced whole)
- * @width:   pixels; the height is REPORT_DRAW_HEIGHT() of the ranks
- *           drawn (at most 64) and whether there are GPUs
+ * @width:   pixels; the height is 60, plus a lane per rank drawn (at most
+ *           REPORT_DRAW_MAX_LANES; 18 pixels each up to 16 ranks, 10 up
+ *           to 32, 6 beyond), plus 90 per panel (three with GPUs, one
+ *           without), plus 40
  *
  * Return: 0, or -1 with errno = ENOTSUP (built without cairo), ENOMEM, or
  * what writing a file set.

@@ -21,17 +21,20 @@ contrib/fuzz/report_join_fuzz: $(REPORT_JOIN_FUZZ_SRC)
 	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(REPORT_JOIN_FUZZ_SRC) -lm
 EXTRA_DIST += contrib/fuzz/report_join_fuzz.c contrib/fuzz/corpus/report_join
 
-pkgplugin_LTLIBRARIES += plugins/output/report.la
-plugins_output_report_la_SOURCES = \
-	plugins/output/report/report.c \
+# The join, the renderings and the picture (with cairo, else the note
+# that there is none): the plugin's and the benchmark's.
+REPORT_SOURCES = $(REPORT_JOIN_SOURCES) \
 	plugins/output/report/render.c plugins/output/report/render.h \
-	plugins/output/report/draw.h \
-	$(REPORT_JOIN_SOURCES)
+	plugins/output/report/draw.h
 if HAVE_CAIRO
-plugins_output_report_la_SOURCES += plugins/output/report/draw.c
+REPORT_SOURCES += plugins/output/report/draw.c
 else
-plugins_output_report_la_SOURCES += plugins/output/report/draw-none.c
+REPORT_SOURCES += plugins/output/report/draw-none.c
 endif
+
+pkgplugin_LTLIBRARIES += plugins/output/report.la
+plugins_output_report_la_SOURCES = plugins/output/report/report.c \
+	$(REPORT_SOURCES)
 plugins_output_report_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
 	$(CAIRO_CFLAGS)
 plugins_output_report_la_LDFLAGS = $(PLUGIN_LDFLAGS)
@@ -55,13 +58,7 @@ EXTRA_DIST += t/t2601-report.t
 # job of 64 ranks and 8 GPUs sampled every second.
 noinst_PROGRAMS += contrib/bench/report-bench
 contrib_bench_report_bench_SOURCES = contrib/bench/report-bench.c \
-	plugins/output/report/render.c plugins/output/report/render.h \
-	plugins/output/report/draw.h $(REPORT_JOIN_SOURCES)
-if HAVE_CAIRO
-contrib_bench_report_bench_SOURCES += plugins/output/report/draw.c
-else
-contrib_bench_report_bench_SOURCES += plugins/output/report/draw-none.c
-endif
+	$(REPORT_SOURCES)
 contrib_bench_report_bench_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
 	$(CAIRO_CFLAGS)
 contrib_bench_report_bench_LDADD = core/libtally.la $(LIBEVENT_LIBS) \

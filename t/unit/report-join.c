@@ -355,7 +355,10 @@ static void test_open(void)
 	cmp_ok(r->open_at_end, "==", 0, "none open");
 	cmp_ok(r->rows[0].calls, "==", 2, "two calls, not three");
 	is_near(r->rows[0].total_s, 5, "4 + 1 s");
+	rj_occurrence(j, 3, "main", B + S(7), B + S(10), true);
 	ok(rj_compute(j, B, B) == NULL && errno == EINVAL, "empty job: EINVAL");
+	r = rj_compute(j, B, B + S(10));
+	cmp_ok(r->rows[0].calls, "==", 2, "the open one went with it");
 	rj_free(j);
 }
 

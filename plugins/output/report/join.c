@@ -784,6 +784,7 @@ const struct rj_result *rj_compute(struct rj *j, int64_t job_begin_ns,
 	double job_s;
 
 	if (job_end_ns <= job_begin_ns) {
+		rj_forget_open(j);
 		errno = EINVAL;
 		return NULL;
 	}

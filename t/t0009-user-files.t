@@ -287,12 +287,16 @@ test_expect_success NOINSTALL 'no configuration anywhere: the built-in one, the 
 		curl -sf http://\$addr/metrics >builtin.page
 	" 2>builtin.err &&
 	grep "running the built-in configuration (the shipped conf.d), written to $RT/tally/conf.d" builtin.err &&
-	for f in "$top_srcdir"/conf.d/*.conf; do
+	for f in "$top_srcdir"/conf.d/*.conf "$top_srcdir"/conf.d/user/*.conf; do
 		u=$top_srcdir/conf.d/user/$(basename "$f") &&
 		if test -e "$u"; then f=$u; fi &&
 		test_cmp "$f" "$RT/tally/conf.d/$(basename "$f")" || return 1
 	done &&
-	test $(ls "$RT/tally/conf.d" | wc -l) = $(ls "$top_srcdir"/conf.d/*.conf | wc -l) &&
+	for f in "$top_srcdir"/conf.d/*.conf "$top_srcdir"/conf.d/user/*.conf; do
+		basename "$f"
+	done | sort -u >builtin.names &&
+	ls "$RT/tally/conf.d" >builtin.got &&
+	test_cmp builtin.names builtin.got &&
 	grep "^node_load1 " builtin.page &&
 	grep "^tally_records_in_total{instance=\"prom\"" builtin.page
 '

@@ -56,7 +56,12 @@ test_expect_success 'collector behind: the loss is counted, at both ends' '
 	grep "^close unreported=0 " lost.emit &&
 	test "$discarded" -gt 0 &&
 	rm stall &&
-	wait_for "test \$(accounted) = 20000" 30 &&
+	if ! wait_for "test \$(accounted) = 20000" 60; then
+		tally_diag "accounted $(accounted): received $(received)," \
+			"client_dropped $(zt_drops client_dropped)," \
+			"undelivered $(zt_drops undelivered)"
+		false
+	fi &&
 	und=$(zt_drops undelivered) &&
 	tally_diag "received $(received), dropped by the" \
 		"client $dropped, undelivered $und; close said it discarded" \

@@ -7,6 +7,7 @@ core_client_libtally_trace_la_SOURCES = \
 	core/client/trace.c \
 	core/client/discover.c \
 	core/utf8.c \
+	core/hash.c \
 	core/client/trace-internal.h
 core_client_libtally_trace_la_CFLAGS = $(AM_CFLAGS) $(LIBZMQ_CFLAGS)
 core_client_libtally_trace_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
@@ -54,7 +55,7 @@ t_unit_trace_api_t_LDADD = $(TRACE_ZMQ_TEST_LDADD)
 # child forked while another thread is inside ASan's allocator inherits
 # its lock and hangs (glibc's malloc is fork-safe, ASan's is not).
 t_unit_trace_fork_t_SOURCES = t/unit/trace-fork.c t/unit/tap.c \
-	core/client/trace.c core/client/discover.c core/utf8.c
+	core/client/trace.c core/client/discover.c core/utf8.c core/hash.c
 t_unit_trace_fork_t_CPPFLAGS = $(TRACE_ZMQ_TEST_CPPFLAGS) \
 	-I$(top_srcdir)/core/client
 t_unit_trace_fork_t_CFLAGS = $(WARN_CFLAGS)

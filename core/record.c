@@ -833,7 +833,9 @@ static bool values_valid(const struct tally_attr *v, size_t n)
 		if (!attr_valid(&v[i]))
 			return false;
 		for (size_t j = 0; j < i; j++) {
-			if (!strcmp(v[i].key, v[j].key))
+			/* the first byte decides most pairs without a call */
+			if (v[i].key[0] == v[j].key[0] &&
+			    !strcmp(v[i].key, v[j].key))
 				return false;
 		}
 	}

@@ -65,6 +65,10 @@ bool tally_utf8_valid(const void *s, size_t len)
 				break;
 			i += 8;
 		}
+		/* ASCII a byte at a time (short strings: keys, names, the
+		 * tail) without the call below */
+		while (i < len && p[i] - 1u < 0x7fu)
+			i++;
 		if (i >= len)
 			break;
 		if (p[i] == 0)

@@ -77,7 +77,7 @@ static bool zmq_trace_key_dup(const struct tally_attr *a, uint32_t n,
 			      const char *key)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (!strcmp(a[i].key, key))
+		if (a[i].key[0] == key[0] && !strcmp(a[i].key, key))
 			return true;
 	return false;
 }

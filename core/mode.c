@@ -44,6 +44,7 @@ static bool mode_rundir_env;	/* TALLY_RUNTIME_DIR: taken as is */
 static bool mode_rundir_own;	/* cmd-PID: nobody else's, removed at exit */
 static int mode_lock_fd = -1;	/* RUNDIR/tallyd.lock, held while running */
 static const char *mode_jobid;
+static const char *mode_jobid_system;
 static char mode_jobid_path[TALLY_JOBID_PATH_MAX + 1]; /* for paths */
 /* where tallyd was started: relative output paths are taken from there */
 static char mode_startdir[PATH_MAX];
@@ -71,9 +72,11 @@ static struct pub *pubs;
 static size_t npubs;
 static bool listen_written; /* RUNDIR/listen is ours to remove */
 
-/* Launcher variables that carry the batch job id, first set wins. */
+/* Launcher variables that carry the batch job id, first set wins, and
+ * the batch system each one names (tally_jobid_system()). */
 static const char *const jobid_vars[] = { "SLURM_JOB_ID", "FLUX_JOB_ID",
 					  "PBS_JOBID", "LSB_JOBID", NULL };
+static const char *const jobid_systems[] = { "slurm", "flux", "pbs", "lsf" };
 
 static _Atomic int64_t mode_command_end_ns;
 
@@ -100,6 +103,11 @@ const char *tally_runtime_dir(void)
 const char *tally_jobid(void)
 {
 	return mode_jobid;
+}
+
+const char *tally_jobid_system(void)
+{
+	return mode_jobid_system;
 }
 
 size_t tally_jobid_path(const char *id, char *buf, size_t size)
@@ -155,6 +163,7 @@ int tally_mode_setup(bool user)
 
 	mode_user = user;
 	mode_jobid = NULL;
+	mode_jobid_system = NULL;
 	snprintf(mode_rundir, sizeof(mode_rundir), "%s", "/run/tally");
 	if (user) {
 		for (size_t i = 0; jobid_vars[i]; i++) {
@@ -162,6 +171,7 @@ int tally_mode_setup(bool user)
 
 			if (v && *v) {
 				mode_jobid = v;
+				mode_jobid_system = jobid_systems[i];
 				tally_jobid_path(v, mode_jobid_path,
 						 sizeof(mode_jobid_path));
 				break;

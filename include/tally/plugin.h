@@ -440,6 +440,15 @@ const char *tally_runtime_dir(void);
  */
 const char *tally_jobid(void);
 
+/**
+ * tally_jobid_system() - the batch system tally_jobid() comes from
+ *
+ * Return: "slurm" (SLURM_JOB_ID), "flux" (FLUX_JOB_ID), "pbs" (PBS_JOBID)
+ * or "lsf" (LSB_JOBID), static strings; NULL when tally_jobid() is NULL.
+ * Any thread.
+ */
+const char *tally_jobid_system(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@ tallyconfdir = $(sysconfdir)/tally/conf.d
 dist_tallyconf_DATA = \
 	conf.d/00-global.conf \
 	conf.d/10-host.conf \
+	conf.d/12-jobs.conf \
 	conf.d/15-textfile.conf \
 	conf.d/20-traces.conf \
 	conf.d/30-self.conf \

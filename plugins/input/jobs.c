@@ -1,0 +1,961 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/input/jobs.c - the batch jobs a collector serves:
+ * tally_job_info{batchsystem,jobid,user} = 1 per job, and Omnistat's
+ * rmsjob_info{jobid,user,partition,nodes,batchflag,jobstep,type} = 1
+ * behind the "omnistat" option
+ *
+ * Named "jobs" (not "slurm"): it knows several batch systems, and what it
+ * reports is the jobs, whatever runs them.
+ *
+ * System collector: the jobs running on the node, found in the batch
+ * systems' cgroup hierarchies under the "cgroup_root" option:
+ *   - Slurm, cgroup v2 (cgroup/v2 plugin):
+ *	ROOT/system.slice/slurmstepd.scope/job_N/step_M/...
+ *     the user is the job directory's owner when it is not root, else the
+ *     owner of the first non-root process listed in a cgroup.procs file
+ *     below the job (its steps' user/task_T cgroups), looked up in "proc";
+ *   - Slurm, cgroup v1: ROOT/{cpuset,memory,freezer}/slurm/uid_U/job_N/
+ *     step_M, the user from uid_U (a job seen in several controllers is
+ *     one job);
+ *   - Flux (sdexec, systemd): ROOT/system.slice/[imp-]shell-R-ID.service,
+ *     one unit per job and broker rank, ID the job id as the unit name
+ *     spells it (F58 with an ASCII "f"); user as for Slurm v2.
+ * A job whose directory is gone is no longer reported, and its series
+ * expire at the outputs (three intervals for the prometheus output).
+ * Steps give rmsjob_info's batchflag ("1" with a step_batch) and jobstep
+ * (the highest numbered step); partition and nodes are not in the cgroups
+ * and are left empty.
+ *
+ * User collector (tallyd --user): the job it serves, from the launcher's
+ * variables (tally_jobid(), tally_jobid_system()); the user is the
+ * collector's own; rmsjob_info's partition, nodes and jobstep from the
+ * batch system's variables (SLURM_JOB_PARTITION, SLURM_JOB_NUM_NODES,
+ * SLURM_STEP_ID; FLUX_JOB_NNODES), batchflag and a missing jobstep from
+ * the collector's own cgroup (/proc/self/cgroup). Outside a job: nothing.
+ *
+ * Cost model (system collector): one readdir per level of each hierarchy
+ * present per tick - the hierarchy's directory, uid_U (v1), each job's
+ * directory (its steps) - and one fstatat per entry kept; a user is looked
+ * up once per job (kept across ticks while the job runs): up to
+ * JOBS_PROCS_DIRS directories read for cgroup.procs, then getpwuid_r(),
+ * which may ask the network (NSS): the input is blocking, its read runs on
+ * a worker thread. A hierarchy that is not there costs one failed openat.
+ *
+ * Failure model: a cgroup root that cannot be opened is logged once (until
+ * it can be opened again) and counted on every tick (cgroup_root_error);
+ * an unreadable directory likewise (unreadable_dir). An entry that names a
+ * job badly (job_abc, job_, uid_x, an id too long) is dropped and counted
+ * (odd_name), as is a job entry that is not a directory (a symlink is never
+ * followed: O_NOFOLLOW; odd_entry); each reason is logged once, with the
+ * first name. At most max_jobs jobs per hierarchy and tick: the rest are
+ * counted (too_many_jobs). Only known depths are walked, so a deep tree or
+ * a symlink loop costs nothing more.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <tally/io.h>
+#include <tally/plugin.h>
+
+/* Longest job id kept (Slurm's are decimal u32, Flux's F58 u64). */
+#define JOBS_ID_MAX 64
+/* Directories read below a job for a cgroup.procs naming its user. */
+#define JOBS_PROCS_DIRS 32
+/* How deep below a job directory they are looked for (step/user/task). */
+#define JOBS_PROCS_DEPTH 3
+
+/* enum jobs_step special values (numbered steps are >= 0) */
+enum {
+	JOBS_STEP_NONE = -1,
+	JOBS_STEP_BATCH = -2,
+	JOBS_STEP_EXTERN = -3,
+	JOBS_STEP_INTERACTIVE = -4,
+};
+
+/**
+ * struct jobs_where - what a cgroup path says about a job
+ * @system: "slurm" or "flux" (static), NULL: no job in the path
+ * @jobid:  the job id
+ * @uid:    the owner from a Slurm v1 uid_U component, -1 unknown
+ * @step:   a JOBS_STEP_* value, or the step number
+ */
+struct jobs_where {
+	const char *system;
+	char jobid[JOBS_ID_MAX + 1];
+	long long uid;
+	long long step;
+};
+
+/**
+ * struct jobs_job - one job found this tick
+ * @system: "slurm" or "flux" (static)
+ * @id:     job id
+ * @uid:    owner, -1 unknown yet
+ * @user:   its name (or the uid in decimal); "" unknown
+ * @batch:  a batch step was seen
+ * @step:   highest numbered step seen, JOBS_STEP_NONE for none
+ */
+struct jobs_job {
+	const char *system;
+	char id[JOBS_ID_MAX + 1];
+	long long uid;
+	char user[64];
+	bool batch;
+	long long step;
+};
+
+/* The hierarchies a system collector reads, below cgroup_root. */
+enum jobs_kind { JOBS_SLURM_V2, JOBS_SLURM_V1, JOBS_FLUX };
+static const struct {
+	const char *path;
+	enum jobs_kind kind;
+} jobs_trees[] = {
+	{ "system.slice/slurmstepd.scope", JOBS_SLURM_V2 },
+	{ "cpuset/slurm", JOBS_SLURM_V1 },
+	{ "memory/slurm", JOBS_SLURM_V1 },
+	{ "freezer/slurm", JOBS_SLURM_V1 },
+	{ "system.slice", JOBS_FLUX },
+};
+#define JOBS_NTREES (sizeof(jobs_trees) / sizeof(jobs_trees[0]))
+
+/* Drop reasons logged once each (bit numbers of struct jobs.logged). */
+enum { JOBS_ODD_NAME, JOBS_ODD_ENTRY, JOBS_TOO_MANY, JOBS_NREASONS };
+static const char *const jobs_reason[JOBS_NREASONS] = {
+	"odd_name", "odd_entry", "too_many_jobs",
+};
+
+struct jobs {
+	/* options */
+	char *cgroup_root;
+	char *proc;
+	bool omnistat;
+	int64_t max_jobs;
+	/* state: one read at a time (the core runs one per instance) */
+	struct tally_instance *inst;
+	struct jobs_job *cur, *prev; /* this tick's, the last one's (sorted) */
+	size_t ncur, nprev, capcur, capprev;
+	unsigned logged;		/* JOBS_* reasons logged */
+	int root_err;			/* errno of cgroup_root last logged */
+	int tree_err[JOBS_NTREES];	/* likewise per hierarchy */
+	int job_err;			/* likewise for job directories */
+	struct jobs_job self;		/* user collector: its job */
+	char partition[128], nodes[32], jobstep[32];
+	bool outside_logged;
+};
+
+static const char jobs_info_help[] =
+	"Batch jobs running on the node: 1 per job, labelled with its "
+	"batch system, id and user.";
+static const char jobs_rms_help[] =
+	"Omnistat's job attribution: 1 per job (partition and nodes empty "
+	"when not known).";
+
+/*
+ * Pure parsers of cgroup names: no I/O, no state.
+ */
+
+/* "PREFIX" followed by 1..JOBS_ID_MAX characters of @ok; copied to @id */
+static int jobs_parse_id(const char *s, const char *ok, char *id)
+{
+	size_t n = strspn(s, ok);
+
+	if (!n || s[n] || n > JOBS_ID_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(id, s, n + 1);
+	return 0;
+}
+
+static const char jobs_digits[] = "0123456789";
+static const char jobs_alnum[] = "0123456789"
+				 "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				 "abcdefghijklmnopqrstuvwxyz";
+
+/* A decimal u32 after @prefix: 0, -1 ENOENT (not @prefix), EINVAL */
+static int jobs_parse_num(const char *name, const char *prefix,
+			  long long *v)
+{
+	size_t pl = strlen(prefix);
+	const char *p = name + pl;
+	uint64_t u;
+
+	if (strncmp(name, prefix, pl) != 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (*p < '0' || *p > '9' || tally_parse_u64(&p, &u) < 0 || *p ||
+	    u > UINT32_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	*v = (long long)u;
+	return 0;
+}
+
+/**
+ * jobs_parse_slurm_job() - the id of a Slurm job cgroup name, "job_N"
+ * Return: 0 with @id filled, or -1 with errno = ENOENT (not a job_ name)
+ * or EINVAL (job_ followed by anything but 1..64 digits).
+ */
+static int jobs_parse_slurm_job(const char *name, char *id)
+{
+	if (strncmp(name, "job_", 4) != 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	return jobs_parse_id(name + 4, jobs_digits, id);
+}
+
+/**
+ * jobs_parse_step() - a Slurm step cgroup name, "step_N", "step_batch",
+ * "step_extern" or "step_interactive"
+ * Return: 0 with *@step a JOBS_STEP_* value or the number, or -1 with
+ * errno = ENOENT (not a step_ name) or EINVAL.
+ */
+static int jobs_parse_step(const char *name, long long *step)
+{
+	static const struct {
+		const char *name;
+		long long v;
+	} named[] = {
+		{ "step_batch", JOBS_STEP_BATCH },
+		{ "step_extern", JOBS_STEP_EXTERN },
+		{ "step_interactive", JOBS_STEP_INTERACTIVE },
+	};
+
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		if (strcmp(name, named[i].name) == 0) {
+			*step = named[i].v;
+			return 0;
+		}
+	return jobs_parse_num(name, "step_", step);
+}
+
+/**
+ * jobs_parse_flux_unit() - the job id of a Flux job shell's systemd unit,
+ * "shell-RANK-ID.service" or "imp-shell-RANK-ID.service"
+ * Return: 0 with @id filled, or -1 with errno = ENOENT (not such a name)
+ * or EINVAL (the prefix with a bad rank or id).
+ */
+static int jobs_parse_flux_unit(const char *name, char *id)
+{
+	char buf[JOBS_ID_MAX + 16];
+	const char *p = name;
+	size_t n, len;
+
+	if (strncmp(p, "imp-", 4) == 0)
+		p += 4;
+	len = strlen(p);
+	if (strncmp(p, "shell-", 6) != 0 || len < 8 ||
+	    strcmp(p + len - 8, ".service") != 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	p += 6;
+	len -= 6 + 8;
+	n = strspn(p, jobs_digits);
+	if (!n || n >= len || p[n] != '-' || len - n - 1 >= sizeof(buf)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(buf, p + n + 1, len - n - 1);
+	buf[len - n - 1] = '\0';
+	return jobs_parse_id(buf, jobs_alnum, id);
+}
+
+/**
+ * jobs_parse_path() - the job, owner and step a cgroup path names
+ * @path: a path below the cgroup root, "/system.slice/slurmstepd.scope/
+ *        job_5/step_0/user/task_0" (as /proc/PID/cgroup gives it)
+ * @w:    filled: @w->system NULL when no component names a job
+ *
+ * Components are taken one at a time: uid_U (a Slurm v1 owner), job_N (a
+ * Slurm job), step_* after it, [imp-]shell-R-ID.service (a Flux job).
+ * Return: 0, or -1 with errno = EINVAL when a component names a job (or
+ * its owner) badly: job_abc, job_ alone, uid_x; @w then names no job.
+ */
+static int jobs_parse_path(const char *path, struct jobs_where *w)
+{
+	char comp[NAME_MAX + 1];
+
+	w->system = NULL;
+	w->jobid[0] = '\0';
+	w->uid = -1;
+	w->step = JOBS_STEP_NONE;
+	while (*path) {
+		size_t n = strcspn(path, "/");
+		long long v;
+
+		if (n > NAME_MAX)
+			goto out_inval;
+		memcpy(comp, path, n);
+		comp[n] = '\0';
+		path += n + (path[n] == '/');
+		if (!n)
+			continue;
+		if (w->system) {
+			if (w->step == JOBS_STEP_NONE &&
+			    !strcmp(w->system, "slurm") &&
+			    jobs_parse_step(comp, &v) == 0)
+				w->step = v;
+			continue;
+		}
+		if (jobs_parse_num(comp, "uid_", &v) == 0) {
+			w->uid = v;
+			continue;
+		}
+		if (errno == EINVAL)
+			goto out_inval;
+		if (jobs_parse_slurm_job(comp, w->jobid) == 0) {
+			w->system = "slurm";
+			continue;
+		}
+		if (errno == EINVAL)
+			goto out_inval;
+		if (jobs_parse_flux_unit(comp, w->jobid) == 0)
+			w->system = "flux";
+		else if (errno == EINVAL)
+			goto out_inval;
+	}
+	return 0;
+
+out_inval:
+	w->system = NULL;
+	w->jobid[0] = '\0';
+	errno = EINVAL;
+	return -1;
+}
+
+/*
+ * Logging and counting
+ */
+
+/* Count a drop of @reason (JOBS_*), logging the first one ever. */
+static void jobs_drop(struct jobs *j, int reason, const char *where,
+		      const char *name)
+{
+	tally_count_drop(j->inst, jobs_reason[reason], 1);
+	if (j->logged & (1u << reason))
+		return;
+	j->logged |= 1u << reason;
+	switch (reason) {
+	case JOBS_ODD_NAME:
+		tally_log(j->inst, LOG_WARNING,
+			  "%s/%s: not a job name the batch system makes: "
+			  "ignored (further ones counted, odd_name)",
+			  where, name);
+		break;
+	case JOBS_ODD_ENTRY:
+		tally_log(j->inst, LOG_WARNING,
+			  "%s/%s: not a directory: ignored (further ones "
+			  "counted, odd_entry)",
+			  where, name);
+		break;
+	default:
+		tally_log(j->inst, LOG_WARNING,
+			  "%s: more than max_jobs (%" PRId64 ") jobs: the "
+			  "rest are not reported (counted, too_many_jobs)",
+			  where, j->max_jobs);
+		break;
+	}
+}
+
+/* Log a directory error when it changed (*@last: the last errno logged). */
+static void jobs_dir_error(struct jobs *j, int *last, const char *path,
+			   int e, const char *reason)
+{
+	tally_count_drop(j->inst, reason, 1);
+	if (*last == e)
+		return;
+	*last = e;
+	tally_log(j->inst, LOG_WARNING,
+		  "%s: %s: its jobs are not reported (logged once, counted "
+		  "as %s)",
+		  path, strerror(e), reason);
+}
+
+/*
+ * The user of a job
+ */
+
+static void jobs_user_name(struct jobs_job *job, long long uid)
+{
+	struct passwd pw, *res = NULL;
+	char buf[1024];
+
+	job->uid = uid;
+	if (getpwuid_r((uid_t)uid, &pw, buf, sizeof(buf), &res) == 0 && res &&
+	    strlen(res->pw_name) < sizeof(job->user))
+		snprintf(job->user, sizeof(job->user), "%s", res->pw_name);
+	else
+		snprintf(job->user, sizeof(job->user), "%lld", uid);
+}
+
+/*
+ * The owner of the processes of cgroup.procs in @dirfd: the first non-root
+ * one (*@uid), else 0 when only root's run there (*@uid untouched when
+ * there are none).
+ */
+static void jobs_procs_owner(struct jobs *j, int dirfd, long long *uid)
+{
+	struct tally_readbuf rb = { 0 };
+	const char *p;
+	int fd = tally_open_file(dirfd, "cgroup.procs");
+
+	if (fd < 0)
+		return;
+	if (tally_read_whole(fd, &rb) < 0)
+		goto out;
+	p = rb.data;
+	for (;;) {
+		char path[PATH_MAX];
+		struct stat st;
+		uint64_t pid;
+
+		while (*p == '\n')
+			p++;
+		if (tally_parse_u64(&p, &pid) < 0)
+			break;
+		snprintf(path, sizeof(path), "%s/%" PRIu64, j->proc, pid);
+		if (stat(path, &st) < 0)
+			continue;
+		if (st.st_uid != 0) {
+			*uid = st.st_uid;
+			break;
+		}
+		*uid = 0;
+	}
+out:
+	tally_readbuf_free(&rb);
+	close(fd);
+}
+
+/*
+ * Look for the job's user in the cgroup.procs of @dirfd and of its
+ * subdirectories, JOBS_PROCS_DEPTH levels deep, *@budget directories at
+ * most: a step's processes are all the job user's but slurmstepd's.
+ */
+static void jobs_find_owner(struct jobs *j, int dirfd, int depth,
+			    int *budget, long long *uid)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (*budget <= 0)
+		return;
+	(*budget)--;
+	jobs_procs_owner(j, dirfd, uid);
+	if (*uid > 0 || depth >= JOBS_PROCS_DEPTH)
+		return;
+	fd = dup(dirfd);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	rewinddir(d); /* a dup shares the position of an earlier walk */
+	while (*uid <= 0 && *budget > 0 && (de = readdir(d))) {
+		int sub;
+
+		if (de->d_name[0] == '.' ||
+		    (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+			continue;
+		sub = openat(dirfd, de->d_name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		jobs_find_owner(j, sub, depth + 1, budget, uid);
+		close(sub);
+	}
+	closedir(d);
+}
+
+static int jobs_cmp(const void *a, const void *b)
+{
+	const struct jobs_job *x = a, *y = b;
+	int c = strcmp(x->system, y->system);
+
+	if (c)
+		return c;
+	c = (int)strlen(x->id) - (int)strlen(y->id); /* numeric order */
+	return c ? c : strcmp(x->id, y->id);
+}
+
+/* The job as the last tick knew it, or NULL. */
+static const struct jobs_job *jobs_known(const struct jobs *j,
+					 const struct jobs_job *key)
+{
+	if (!j->nprev)
+		return NULL;
+	return bsearch(key, j->prev, j->nprev, sizeof(*key), jobs_cmp);
+}
+
+static struct jobs_job *jobs_add(struct jobs *j)
+{
+	if (j->ncur == j->capcur) {
+		size_t cap = j->capcur ? j->capcur * 2 : 16;
+		struct jobs_job *v = realloc(j->cur, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		j->cur = v;
+		j->capcur = cap;
+	}
+	memset(&j->cur[j->ncur], 0, sizeof(j->cur[0]));
+	return &j->cur[j->ncur++];
+}
+
+/* The steps of job directory @fd: batch flag and highest step. */
+static void jobs_steps(int fd, struct jobs_job *job)
+{
+	struct dirent *de;
+	DIR *d;
+	int dfd = dup(fd);
+
+	if (dfd < 0)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	rewinddir(d); /* a dup shares the position of an earlier walk */
+	while ((de = readdir(d))) {
+		long long step;
+
+		if (jobs_parse_step(de->d_name, &step) < 0)
+			continue;
+		if (step == JOBS_STEP_BATCH)
+			job->batch = true;
+		else if (step > job->step)
+			job->step = step;
+	}
+	closedir(d);
+}
+
+/*
+ * One entry @name of directory @dirfd (@where, for logs) that may be a
+ * job of kind @kind; @uid its owner from the path (-1: unknown).
+ * Return: 0 (kept, or not a job), -1 with errno = ENOMEM.
+ */
+static int jobs_entry(struct jobs *j, int dirfd, const char *where,
+		      const char *name, enum jobs_kind kind, long long uid,
+		      size_t *n)
+{
+	struct jobs_job key, *job;
+	const struct jobs_job *known;
+	struct stat st;
+	int fd, rc;
+
+	memset(&key, 0, sizeof(key));
+	if (kind == JOBS_FLUX) {
+		key.system = "flux";
+		rc = jobs_parse_flux_unit(name, key.id);
+	} else {
+		key.system = "slurm";
+		rc = jobs_parse_slurm_job(name, key.id);
+	}
+	if (rc < 0) {
+		if (errno == EINVAL)
+			jobs_drop(j, JOBS_ODD_NAME, where, name);
+		return 0;
+	}
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* gone since readdir: the job ended */
+	if (!S_ISDIR(st.st_mode)) {
+		jobs_drop(j, JOBS_ODD_ENTRY, where, name);
+		return 0;
+	}
+	if (++*n > (size_t)j->max_jobs) {
+		jobs_drop(j, JOBS_TOO_MANY, where, name);
+		return 0;
+	}
+	job = jobs_add(j);
+	if (!job) {
+		errno = ENOMEM;
+		return -1;
+	}
+	*job = key;
+	job->uid = -1;
+	job->step = JOBS_STEP_NONE;
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/%s", where, name);
+		jobs_dir_error(j, &j->job_err, path, errno, "unreadable_dir");
+	} else if (kind != JOBS_FLUX) {
+		jobs_steps(fd, job);
+	}
+	known = jobs_known(j, job);
+	if (uid >= 0) {
+		if (known && known->uid == uid)
+			memcpy(job->user, known->user, sizeof(job->user));
+		else
+			jobs_user_name(job, uid);
+		job->uid = uid;
+	} else if (known && known->uid >= 0) {
+		job->uid = known->uid;
+		memcpy(job->user, known->user, sizeof(job->user));
+	} else if (st.st_uid != 0) {
+		jobs_user_name(job, st.st_uid);
+	} else if (fd >= 0) {
+		int budget = JOBS_PROCS_DIRS;
+		long long owner = -1;
+
+		jobs_find_owner(j, fd, 0, &budget, &owner);
+		if (owner >= 0)
+			jobs_user_name(job, owner);
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/*
+ * The entries of directory @fd (@where): jobs of @kind, or for Slurm v1
+ * the uid_U directories that hold them.
+ * Return: 0, or -1 with errno = ENOMEM.
+ */
+static int jobs_scan_dir(struct jobs *j, int fd, const char *where,
+			 enum jobs_kind kind, long long uid, size_t *n,
+			 int *err)
+{
+	struct dirent *de;
+	DIR *d;
+	int dfd = dup(fd), rc = 0;
+
+	if (dfd < 0 || !(d = fdopendir(dfd))) {
+		if (dfd >= 0)
+			close(dfd);
+		jobs_dir_error(j, err, where, errno, "unreadable_dir");
+		return 0;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+		long long v;
+		int sfd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (kind != JOBS_SLURM_V1 || uid >= 0) {
+			if (jobs_entry(j, fd, where, de->d_name, kind, uid, n) <
+			    0) {
+				rc = -1;
+				break;
+			}
+			continue;
+		}
+		/* Slurm v1: uid_U, then its jobs */
+		if (jobs_parse_num(de->d_name, "uid_", &v) < 0) {
+			if (errno == EINVAL)
+				jobs_drop(j, JOBS_ODD_NAME, where, de->d_name);
+			continue;
+		}
+		sfd = openat(fd, de->d_name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		snprintf(sub, sizeof(sub), "%s/%s", where, de->d_name);
+		if (sfd < 0) {
+			if (errno == ENOTDIR || errno == ELOOP)
+				jobs_drop(j, JOBS_ODD_ENTRY, where, de->d_name);
+			else if (errno != ENOENT)
+				jobs_dir_error(j, err, sub, errno,
+					       "unreadable_dir");
+			continue;
+		}
+		rc = jobs_scan_dir(j, sfd, sub, kind, v, n, err);
+		close(sfd);
+		if (rc < 0)
+			break;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Merge the entries of one job found in several v1 controllers. */
+static void jobs_dedup(struct jobs *j)
+{
+	size_t out = 0;
+
+	if (j->ncur > 1)
+		qsort(j->cur, j->ncur, sizeof(j->cur[0]), jobs_cmp);
+	for (size_t i = 0; i < j->ncur; i++) {
+		struct jobs_job *a = &j->cur[out - (out > 0)];
+		struct jobs_job *b = &j->cur[i];
+
+		if (out && jobs_cmp(a, b) == 0) {
+			a->batch |= b->batch;
+			if (b->step > a->step)
+				a->step = b->step;
+			if (a->uid < 0 && b->uid >= 0) {
+				a->uid = b->uid;
+				memcpy(a->user, b->user, sizeof(a->user));
+			}
+			continue;
+		}
+		if (out != i)
+			j->cur[out] = *b;
+		out++;
+	}
+	j->ncur = out;
+}
+
+/* The system collector's tick: every hierarchy, into j->cur (sorted). */
+static int jobs_scan(struct jobs *j)
+{
+	int root, rc = 0;
+
+	j->ncur = 0;
+	root = open(j->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0) {
+		jobs_dir_error(j, &j->root_err, j->cgroup_root, errno,
+			       "cgroup_root_error");
+		return 0;
+	}
+	if (j->root_err) {
+		tally_log(j->inst, LOG_INFO, "%s: readable again",
+			  j->cgroup_root);
+		j->root_err = 0;
+	}
+	for (size_t t = 0; t < JOBS_NTREES && rc == 0; t++) {
+		char where[PATH_MAX];
+		size_t n = 0;
+		int fd = openat(root, jobs_trees[t].path,
+				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		snprintf(where, sizeof(where), "%s/%s", j->cgroup_root,
+			 jobs_trees[t].path);
+		if (fd < 0) {
+			/* no such batch system on this node: not an error */
+			if (errno != ENOENT && errno != ENOTDIR)
+				jobs_dir_error(j, &j->tree_err[t], where,
+					       errno, "unreadable_dir");
+			else
+				j->tree_err[t] = 0;
+			continue;
+		}
+		j->tree_err[t] = 0;
+		rc = jobs_scan_dir(j, fd, where, jobs_trees[t].kind, -1, &n,
+				   &j->tree_err[t]);
+		close(fd);
+	}
+	close(root);
+	jobs_dedup(j);
+	return rc;
+}
+
+/*
+ * Emitting
+ */
+
+static int jobs_emit(struct jobs *j, const struct jobs_job *job,
+		     const char *partition, const char *nodes,
+		     const char *jobstep, struct tally_batch *out)
+{
+	struct tally_labels *ls;
+	char step[24];
+	int rc;
+
+	ls = tally_labels_newv("batchsystem", job->system, "jobid", job->id,
+			       "user", job->user, NULL);
+	if (!ls)
+		return -1;
+	rc = tally_batch_add_metric(out, TALLY_INFO, "tally_job_info",
+				    jobs_info_help, ls, 1, 0);
+	tally_labels_unref(ls);
+	if (rc < 0 || !j->omnistat)
+		return rc;
+	if (!jobstep) {
+		step[0] = '\0';
+		if (job->step >= 0)
+			snprintf(step, sizeof(step), "%lld", job->step);
+		jobstep = step;
+	}
+	ls = tally_labels_newv("jobid", job->id, "user", job->user,
+			       "partition", partition, "nodes", nodes,
+			       "batchflag", job->batch ? "1" : "0", "jobstep",
+			       jobstep, "type", job->system, NULL);
+	if (!ls)
+		return -1;
+	rc = tally_batch_add_metric(out, TALLY_INFO, "rmsjob_info",
+				    jobs_rms_help, ls, 1, 0);
+	tally_labels_unref(ls);
+	return rc;
+}
+
+/* The user collector's job, from its environment and own cgroup. */
+static void jobs_self_init(struct jobs *j)
+{
+	const char *sys = tally_jobid_system(), *v;
+	struct tally_readbuf rb = { 0 };
+	char path[PATH_MAX];
+	struct jobs_where w;
+	int fd;
+
+	snprintf(j->self.id, sizeof(j->self.id), "%s", tally_jobid());
+	j->self.system = sys;
+	j->self.step = JOBS_STEP_NONE;
+	jobs_user_name(&j->self, getuid());
+	if (!strcmp(sys, "slurm")) {
+		v = getenv("SLURM_JOB_PARTITION");
+		snprintf(j->partition, sizeof(j->partition), "%s", v ? v : "");
+		v = getenv("SLURM_JOB_NUM_NODES");
+		if (!v)
+			v = getenv("SLURM_NNODES");
+		snprintf(j->nodes, sizeof(j->nodes), "%s", v ? v : "");
+		v = getenv("SLURM_STEP_ID");
+		snprintf(j->jobstep, sizeof(j->jobstep), "%s", v ? v : "");
+	} else if (!strcmp(sys, "flux")) {
+		v = getenv("FLUX_JOB_NNODES");
+		snprintf(j->nodes, sizeof(j->nodes), "%s", v ? v : "");
+	}
+	/* the step this collector runs in: "0::/system.slice/.../job_5/
+	 * step_batch/user/task_0" (v2), "4:memory:/slurm/uid_1/..." (v1) */
+	snprintf(path, sizeof(path), "%s/self/cgroup", j->proc);
+	fd = tally_open_file(AT_FDCWD, path);
+	if (fd < 0 || tally_read_whole(fd, &rb) < 0)
+		goto out;
+	for (char *line = rb.data, *nl; line && *line; line = nl) {
+		char *p = strchr(line, ':');
+
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = '\0';
+		if (p)
+			p = strchr(p + 1, ':');
+		if (!p || jobs_parse_path(p + 1, &w) < 0 || !w.system ||
+		    strcmp(w.jobid, j->self.id) != 0)
+			continue;
+		j->self.batch = w.step == JOBS_STEP_BATCH;
+		if (!j->jobstep[0] && w.step >= 0)
+			snprintf(j->jobstep, sizeof(j->jobstep), "%lld",
+				 w.step);
+		break;
+	}
+out:
+	tally_readbuf_free(&rb);
+	if (fd >= 0)
+		close(fd);
+}
+
+static int jobs_read(struct tally_instance *inst, void *state,
+		     struct tally_batch *out)
+{
+	struct jobs *j = state;
+	struct jobs_job *swap;
+	size_t cap;
+
+	j->inst = inst;
+	if (tally_user_mode()) {
+		if (!tally_jobid()) {
+			if (!j->outside_logged)
+				tally_log(inst, LOG_INFO,
+					  "not inside a batch job (no "
+					  "SLURM_JOB_ID, FLUX_JOB_ID, "
+					  "PBS_JOBID or LSB_JOBID): no "
+					  "tally_job_info");
+			j->outside_logged = true;
+			return 0;
+		}
+		if (!j->self.system)
+			jobs_self_init(j);
+		return jobs_emit(j, &j->self, j->partition, j->nodes,
+				 j->jobstep, out);
+	}
+	if (jobs_scan(j) < 0)
+		goto out_nomem;
+	for (size_t i = 0; i < j->ncur; i++)
+		if (jobs_emit(j, &j->cur[i], "", "", NULL, out) < 0)
+			goto out_nomem;
+	/* this tick's jobs are the next one's cache of users */
+	swap = j->prev;
+	j->prev = j->cur;
+	j->cur = swap;
+	cap = j->capprev;
+	j->capprev = j->capcur;
+	j->capcur = cap;
+	j->nprev = j->ncur;
+	j->ncur = 0;
+	return 0;
+
+out_nomem:
+	tally_count_drop(inst, "nomem", 1);
+	tally_log(inst, LOG_ERR, "out of memory listing the jobs");
+	j->ncur = 0;
+	errno = ENOMEM;
+	return -1;
+}
+
+static int jobs_check(struct tally_instance *inst, void *state)
+{
+	struct jobs *j = state;
+
+	if (!j->cgroup_root || j->cgroup_root[0] != '/' || !j->proc ||
+	    j->proc[0] != '/') {
+		tally_log(inst, LOG_ERR,
+			  "cgroup_root and proc must be absolute paths");
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+static void jobs_fini(struct tally_instance *inst, void *state)
+{
+	struct jobs *j = state;
+
+	(void)inst;
+	free(j->cur);
+	free(j->prev);
+}
+
+static const struct tally_option jobs_options[] = {
+	TALLY_OPT_STRING("cgroup_root", struct jobs, cgroup_root,
+			 "/sys/fs/cgroup",
+			 "where the cgroup hierarchies are mounted (system "
+			 "collector)"),
+	TALLY_OPT_STRING("proc", struct jobs, proc, "/proc",
+			 "procfs, for the owners of a job's processes and the "
+			 "collector's own cgroup"),
+	TALLY_OPT_BOOL("omnistat", struct jobs, omnistat, "false",
+		       "also export Omnistat's rmsjob_info{jobid,user,"
+		       "partition,nodes,batchflag,jobstep,type}"),
+	TALLY_OPT_INT("max_jobs", struct jobs, max_jobs, "4096", 1, 1000000,
+		      "jobs reported per cgroup hierarchy and tick; more are "
+		      "counted (too_many_jobs)"),
+	TALLY_OPT_END,
+};
+
+static const struct tally_input_ops jobs_ops = {
+	.check = jobs_check,
+	.read = jobs_read,
+	.fini = jobs_fini,
+	/* getpwuid_r() may ask LDAP: on a worker thread */
+	.flags = TALLY_INPUT_BLOCKING,
+};
+
+TALLY_PLUGIN_INPUT(jobs,
+		   "the batch jobs on the node (system collector: from the "
+		   "cgroups of Slurm and Flux) or the job a user collector "
+		   "serves: tally_job_info, Omnistat's rmsjob_info",
+		   struct jobs, jobs_options, &jobs_ops);

@@ -41,6 +41,8 @@
  * JOBS_PROCS_DIRS directories read for cgroup.procs, then getpwuid_r(),
  * which may ask the network (NSS): the input is blocking, its read runs on
  * a worker thread. A hierarchy that is not there costs one failed openat.
+ * A user collector makes its job's labels once, in init; a read appends
+ * them.
  *
  * Failure model: a cgroup root that cannot be opened is logged once (until
  * it can be opened again) and counted on every tick (cgroup_root_error);
@@ -151,6 +153,7 @@ struct jobs {
 	unsigned logged;		/* JOBS_* reasons logged */
 	int root_err;			/* errno of cgroup_root last logged */
 	int tree_err[JOBS_NTREES];	/* likewise per hierarchy */
+	bool err_now;			/* a directory error this tick */
 	int job_err;			/* likewise for job directories */
 	struct jobs_job self;		/* user collector: its job */
 	char partition[128], nodes[32], jobstep[32];
@@ -380,6 +383,7 @@ static void jobs_dir_error(struct jobs *j, int *last, const char *path,
 			   int e, const char *reason)
 {
 	tally_count_drop(j->inst, reason, 1);
+	j->err_now = true;
 	if (*last == e)
 		return;
 	*last = e;
@@ -396,7 +400,7 @@ static void jobs_dir_error(struct jobs *j, int *last, const char *path,
 static void jobs_user_name(struct jobs_job *job, long long uid)
 {
 	struct passwd pw, *res = NULL;
-	char buf[1024];
+	char buf[4096];
 
 	job->uid = uid;
 	if (getpwuid_r((uid_t)uid, &pw, buf, sizeof(buf), &res) == 0 && res &&
@@ -745,19 +749,20 @@ static int jobs_scan(struct jobs *j)
 
 		snprintf(where, sizeof(where), "%s/%s", j->cgroup_root,
 			 jobs_trees[t].path);
+		j->err_now = false;
 		if (fd < 0) {
 			/* no such batch system on this node: not an error */
 			if (errno != ENOENT && errno != ENOTDIR)
 				jobs_dir_error(j, &j->tree_err[t], where,
 					       errno, "unreadable_dir");
-			else
-				j->tree_err[t] = 0;
-			continue;
+		} else {
+			rc = jobs_scan_dir(j, fd, where, jobs_trees[t].kind,
+					   -1, &n, &j->tree_err[t]);
+			close(fd);
 		}
-		j->tree_err[t] = 0;
-		rc = jobs_scan_dir(j, fd, where, jobs_trees[t].kind, -1, &n,
-				   &j->tree_err[t]);
-		close(fd);
+		/* log the next error again once this one is gone */
+		if (!j->err_now)
+			j->tree_err[t] = 0;
 	}
 	close(root);
 	jobs_dedup(j);
@@ -877,8 +882,6 @@ static int jobs_read(struct tally_instance *inst, void *state,
 			j->outside_logged = true;
 			return 0;
 		}
-		if (!j->self.system)
-			jobs_self_init(j);
 		return jobs_emit(j, &j->self, j->partition, j->nodes,
 				 j->jobstep, out);
 	}
@@ -904,6 +907,17 @@ out_nomem:
 	j->ncur = 0;
 	errno = ENOMEM;
 	return -1;
+}
+
+/* A user collector's job is known from the start: its labels once. */
+static int jobs_init(struct tally_instance *inst, void *state)
+{
+	struct jobs *j = state;
+
+	j->inst = inst;
+	if (tally_user_mode() && tally_jobid())
+		jobs_self_init(j);
+	return 0;
 }
 
 static int jobs_check(struct tally_instance *inst, void *state)
@@ -948,6 +962,7 @@ static const struct tally_option jobs_options[] = {
 
 static const struct tally_input_ops jobs_ops = {
 	.check = jobs_check,
+	.init = jobs_init,
 	.read = jobs_read,
 	.fini = jobs_fini,
 	/* getpwuid_r() may ask LDAP: on a worker thread */

@@ -38,7 +38,9 @@
  * present per tick - the hierarchy's directory, uid_U (v1), each job's
  * directory (its steps) - and one fstatat per entry kept; a user is looked
  * up once per job (kept across ticks while the job runs): up to
- * JOBS_PROCS_DIRS directories read for cgroup.procs, then getpwuid_r(),
+ * JOBS_PROCS_DIRS directories read for cgroup.procs (for JOBS_LOOKUPS jobs
+ * per read at most; a job whose user is not found yet is looked up again
+ * on later reads, its user "" meanwhile), then getpwuid_r(),
  * which may ask the network (NSS): the input is blocking, its read runs on
  * a worker thread. A hierarchy that is not there costs one failed openat.
  * A user collector makes its job's labels once, in init; a read appends
@@ -79,6 +81,8 @@
 #define JOBS_PROCS_DIRS 32
 /* How deep below a job directory they are looked for (step/user/task). */
 #define JOBS_PROCS_DEPTH 3
+/* Jobs whose user is looked for in their processes, per read at most. */
+#define JOBS_LOOKUPS 64
 
 /* enum jobs_step special values (numbered steps are >= 0) */
 enum {
@@ -137,7 +141,9 @@ static const struct {
 /* Drop reasons logged once each (bit numbers of struct jobs.logged). */
 enum { JOBS_ODD_NAME, JOBS_ODD_ENTRY, JOBS_TOO_MANY, JOBS_NREASONS };
 static const char *const jobs_reason[JOBS_NREASONS] = {
-	"odd_name", "odd_entry", "too_many_jobs",
+	"odd_name",
+	"odd_entry",
+	"too_many_jobs",
 };
 
 struct jobs {
@@ -150,12 +156,16 @@ struct jobs {
 	struct tally_instance *inst;
 	struct jobs_job *cur, *prev; /* this tick's, the last one's (sorted) */
 	size_t ncur, nprev, capcur, capprev;
-	unsigned logged;		/* JOBS_* reasons logged */
-	int root_err;			/* errno of cgroup_root last logged */
-	int tree_err[JOBS_NTREES];	/* likewise per hierarchy */
-	bool err_now;			/* a directory error this tick */
-	int job_err;			/* likewise for job directories */
-	struct jobs_job self;		/* user collector: its job */
+	unsigned logged;	   /* JOBS_* reasons logged */
+	int root_err;		   /* errno of cgroup_root last logged */
+	int tree_err[JOBS_NTREES]; /* likewise per hierarchy */
+	bool err_now;
+	unsigned lookups;
+		/* owner searches this read (JOBS_LOOKUPS) */ /* a directory
+								 error this tick
+							       */
+	int job_err;	      /* likewise for job directories */
+	struct jobs_job self; /* user collector: its job */
 	char partition[128], nodes[32], jobstep[32];
 	bool outside_logged;
 };
@@ -190,8 +200,7 @@ static const char jobs_alnum[] = "0123456789"
 				 "abcdefghijklmnopqrstuvwxyz";
 
 /* A decimal u32 after @prefix: 0, -1 ENOENT (not @prefix), EINVAL */
-static int jobs_parse_num(const char *name, const char *prefix,
-			  long long *v)
+static int jobs_parse_num(const char *name, const char *prefix, long long *v)
 {
 	size_t pl = strlen(prefix);
 	const char *p = name + pl;
@@ -379,8 +388,8 @@ static void jobs_drop(struct jobs *j, int reason, const char *where,
 }
 
 /* Log a directory error when it changed (*@last: the last errno logged). */
-static void jobs_dir_error(struct jobs *j, int *last, const char *path,
-			   int e, const char *reason)
+static void jobs_dir_error(struct jobs *j, int *last, const char *path, int e,
+			   const char *reason)
 {
 	tally_count_drop(j->inst, reason, 1);
 	j->err_now = true;
@@ -391,6 +400,28 @@ static void jobs_dir_error(struct jobs *j, int *last, const char *path,
 		  "%s: %s: its jobs are not reported (logged once, counted "
 		  "as %s)",
 		  path, strerror(e), reason);
+}
+
+/*
+ * A DIR on directory @fd, from its start: a dup shares the file position,
+ * which an earlier walk of @fd left at the end. NULL with errno set.
+ */
+static DIR *jobs_opendir(int fd)
+{
+	int dfd = dup(fd), e;
+	DIR *d;
+
+	if (dfd < 0)
+		return NULL;
+	d = fdopendir(dfd);
+	if (!d) {
+		e = errno;
+		close(dfd);
+		errno = e;
+		return NULL;
+	}
+	rewinddir(d);
+	return d;
 }
 
 /*
@@ -454,12 +485,11 @@ out:
  * subdirectories, JOBS_PROCS_DEPTH levels deep, *@budget directories at
  * most: a step's processes are all the job user's but slurmstepd's.
  */
-static void jobs_find_owner(struct jobs *j, int dirfd, int depth,
-			    int *budget, long long *uid)
+static void jobs_find_owner(struct jobs *j, int dirfd, int depth, int *budget,
+			    long long *uid)
 {
 	struct dirent *de;
 	DIR *d;
-	int fd;
 
 	if (*budget <= 0)
 		return;
@@ -467,15 +497,9 @@ static void jobs_find_owner(struct jobs *j, int dirfd, int depth,
 	jobs_procs_owner(j, dirfd, uid);
 	if (*uid > 0 || depth >= JOBS_PROCS_DEPTH)
 		return;
-	fd = dup(dirfd);
-	if (fd < 0)
+	d = jobs_opendir(dirfd);
+	if (!d)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	rewinddir(d); /* a dup shares the position of an earlier walk */
 	while (*uid <= 0 && *budget > 0 && (de = readdir(d))) {
 		int sub;
 
@@ -531,17 +555,10 @@ static struct jobs_job *jobs_add(struct jobs *j)
 static void jobs_steps(int fd, struct jobs_job *job)
 {
 	struct dirent *de;
-	DIR *d;
-	int dfd = dup(fd);
+	DIR *d = jobs_opendir(fd);
 
-	if (dfd < 0)
+	if (!d)
 		return;
-	d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return;
-	}
-	rewinddir(d); /* a dup shares the position of an earlier walk */
 	while ((de = readdir(d))) {
 		long long step;
 
@@ -622,10 +639,11 @@ static int jobs_entry(struct jobs *j, int dirfd, const char *where,
 		memcpy(job->user, known->user, sizeof(job->user));
 	} else if (st.st_uid != 0) {
 		jobs_user_name(job, st.st_uid);
-	} else if (fd >= 0) {
+	} else if (fd >= 0 && j->lookups < JOBS_LOOKUPS) {
 		int budget = JOBS_PROCS_DIRS;
 		long long owner = -1;
 
+		j->lookups++;
 		jobs_find_owner(j, fd, 0, &budget, &owner);
 		if (owner >= 0)
 			jobs_user_name(job, owner);
@@ -645,16 +663,13 @@ static int jobs_scan_dir(struct jobs *j, int fd, const char *where,
 			 int *err)
 {
 	struct dirent *de;
-	DIR *d;
-	int dfd = dup(fd), rc = 0;
+	DIR *d = jobs_opendir(fd);
+	int rc = 0;
 
-	if (dfd < 0 || !(d = fdopendir(dfd))) {
-		if (dfd >= 0)
-			close(dfd);
+	if (!d) {
 		jobs_dir_error(j, err, where, errno, "unreadable_dir");
 		return 0;
 	}
-	rewinddir(d);
 	while ((de = readdir(d))) {
 		char sub[PATH_MAX];
 		long long v;
@@ -730,6 +745,7 @@ static int jobs_scan(struct jobs *j)
 	int root, rc = 0;
 
 	j->ncur = 0;
+	j->lookups = 0;
 	root = open(j->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0) {
 		jobs_dir_error(j, &j->root_err, j->cgroup_root, errno,
@@ -753,11 +769,11 @@ static int jobs_scan(struct jobs *j)
 		if (fd < 0) {
 			/* no such batch system on this node: not an error */
 			if (errno != ENOENT && errno != ENOTDIR)
-				jobs_dir_error(j, &j->tree_err[t], where,
-					       errno, "unreadable_dir");
+				jobs_dir_error(j, &j->tree_err[t], where, errno,
+					       "unreadable_dir");
 		} else {
-			rc = jobs_scan_dir(j, fd, where, jobs_trees[t].kind,
-					   -1, &n, &j->tree_err[t]);
+			rc = jobs_scan_dir(j, fd, where, jobs_trees[t].kind, -1,
+					   &n, &j->tree_err[t]);
 			close(fd);
 		}
 		/* log the next error again once this one is gone */
@@ -796,10 +812,10 @@ static int jobs_emit(struct jobs *j, const struct jobs_job *job,
 			snprintf(step, sizeof(step), "%lld", job->step);
 		jobstep = step;
 	}
-	ls = tally_labels_newv("jobid", job->id, "user", job->user,
-			       "partition", partition, "nodes", nodes,
-			       "batchflag", job->batch ? "1" : "0", "jobstep",
-			       jobstep, "type", job->system, NULL);
+	ls = tally_labels_newv("jobid", job->id, "user", job->user, "partition",
+			       partition, "nodes", nodes, "batchflag",
+			       job->batch ? "1" : "0", "jobstep", jobstep,
+			       "type", job->system, NULL);
 	if (!ls)
 		return -1;
 	rc = tally_batch_add_metric(out, TALLY_INFO, "rmsjob_info",

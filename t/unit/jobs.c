@@ -56,8 +56,7 @@ static void test_names(void)
 	ok(jobs_parse_num("uid_1000", "uid_", &v) == 0 && v == 1000,
 	   "uid_1000");
 	errno = 0;
-	ok(jobs_parse_num("uid_4294967296", "uid_", &v) < 0 &&
-		   errno == EINVAL,
+	ok(jobs_parse_num("uid_4294967296", "uid_", &v) < 0 && errno == EINVAL,
 	   "uid_ beyond 32 bits: EINVAL");
 	errno = 0;
 	ok(jobs_parse_num("uid_-1", "uid_", &v) < 0 && errno == EINVAL,
@@ -88,8 +87,7 @@ static void test_names(void)
 	ok(jobs_parse_flux_unit("sshd.service", id) < 0 && errno == ENOENT,
 	   "sshd.service: not a job (ENOENT)");
 	errno = 0;
-	ok(jobs_parse_flux_unit("shell-0-fA.scope", id) < 0 &&
-		   errno == ENOENT,
+	ok(jobs_parse_flux_unit("shell-0-fA.scope", id) < 0 && errno == ENOENT,
 	   "a .scope: not a job shell");
 }
 
@@ -113,14 +111,13 @@ static void test_paths(void)
 	cmp_ok(w.uid, "==", 1001, "v1: owner from uid_");
 	cmp_ok(w.step, "==", 3, "v1: step 3");
 
-	ok(jobs_parse_path("/system.slice/imp-shell-0-fXyZ.service", &w) ==
-			   0,
+	ok(jobs_parse_path("/system.slice/imp-shell-0-fXyZ.service", &w) == 0,
 	   "flux path parses");
 	is(w.system, "flux", "flux: flux");
 	is(w.jobid, "fXyZ", "flux: job id");
 
-	ok(jobs_parse_path("/user.slice/user-1000.slice/session-2.scope",
-			   &w) == 0 &&
+	ok(jobs_parse_path("/user.slice/user-1000.slice/session-2.scope", &w) ==
+			   0 &&
 		   !w.system,
 	   "a login session: no job");
 	ok(jobs_parse_path("/", &w) == 0 && !w.system, "the root: no job");

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -42,6 +43,9 @@ struct tally_http_client {
 	char hostport[300];	/* the Host header */
 	struct event *retry_ev;	/* backoff timer, then the next attempt */
 	struct event *done_ev;	/* deferred: the done callback */
+	struct event *deadline_ev; /* an attempt's whole timeout */
+	bool told_protocol;	/* the max_answer error was logged */
+	unsigned large_closes;	/* closes without an answer, large body */
 	uint64_t rng;
 	unsigned fails;		/* consecutive failed attempts, any request */
 	struct tally_http_stats st;
@@ -59,7 +63,8 @@ struct tally_http_client {
 	enum evhttp_request_error req_err;
 	bool have_err;
 	struct tally_http_result res;
-	char error[128];
+	char error[400];
+	char message[512];	/* res.message */
 	char *resp;		/* the last answer's body */
 };
 
@@ -83,6 +88,23 @@ static int url_err(char *err, size_t errlen, const char *opt,
 	return -1;
 }
 
+/* Whether @url's authority ends in ":DIGITS" beyond 65535 (evhttp
+ * refuses those as not a URL, which says nothing). */
+static bool port_too_large(const char *url)
+{
+	const char *a = strstr(url, "://"), *end, *c;
+
+	if (!a)
+		return false;
+	a += 3;
+	end = a + strcspn(a, "/?#");
+	for (c = end; c > a && isdigit((unsigned char)c[-1]); c--)
+		;
+	if (c == end || c == a || c[-1] != ':' || end - c > 10)
+		return false;
+	return strtoul(c, NULL, 10) > 65535;
+}
+
 int tally_http_url_parse(const char *opt, const char *url,
 			 struct tally_http_url *out, char *err, size_t errlen)
 {
@@ -96,6 +118,9 @@ int tally_http_url_parse(const char *opt, const char *url,
 		return url_err(err, errlen, opt, "", "empty: write "
 				    "http://host:port");
 	p = evhttp_uri_parse_with_flags(url, 0);
+	if (!p && port_too_large(url))
+		return url_err(err, errlen, opt, url,
+			       "port out of range: 1 to 65535");
 	if (!p)
 		return url_err(err, errlen, opt, url,
 			       "not a URL: write http://host:port[/prefix]");
@@ -223,6 +248,27 @@ out_err:
 
 static void client_attempt(evutil_socket_t fd, short what, void *arg);
 static void client_done(evutil_socket_t fd, short what, void *arg);
+static void client_deadline(evutil_socket_t fd, short what, void *arg);
+
+/* (Re)make the connection: after a deadline, evhttp's is torn down. */
+static int client_connect(struct tally_http_client *c)
+{
+	struct timeval tv = tally_net_timeval(c->o.timeout);
+
+	c->conn = evhttp_connection_base_new(c->base, c->dns, c->url.host,
+					     c->url.port);
+	if (!c->conn)
+		return -1;
+	evhttp_connection_set_retries(c->conn, 0);
+	evhttp_connection_set_timeout_tv(c->conn, &tv);
+	evhttp_connection_set_max_body_size(c->conn,
+					    (ev_ssize_t)c->o.max_answer);
+	evhttp_connection_set_max_headers_size(c->conn,
+					       (ev_ssize_t)c->o.max_answer);
+	/* read the 413 a server sends before it closes on a long body */
+	evhttp_connection_set_flags(c->conn, EVHTTP_CON_READ_ON_WRITE_ERROR);
+	return 0;
+}
 
 struct tally_http_client *
 tally_http_client_new(struct tally_instance *inst, struct event_base *base,
@@ -248,6 +294,8 @@ tally_http_client_new(struct tally_instance *inst, struct event_base *base,
 		c->o.backoff_max = c->o.backoff_min;
 	if (!c->o.max_response)
 		c->o.max_response = 4096;
+	if (!c->o.max_answer)
+		c->o.max_answer = TALLY_HTTP_MAX_ANSWER;
 	if (strchr(url->host, ':'))
 		snprintf(c->hostport, sizeof(c->hostport), "[%s]:%u",
 			 url->host, url->port);
@@ -257,23 +305,17 @@ tally_http_client_new(struct tally_instance *inst, struct event_base *base,
 	c->rng = tally_net_backoff_seed(c);
 	c->retry_ev = evtimer_new(base, client_attempt, c);
 	c->done_ev = event_new(base, -1, 0, client_done, c);
+	c->deadline_ev = evtimer_new(base, client_deadline, c);
 	c->body = evbuffer_new();
 	c->resp = malloc(c->o.max_response + 1);
-	if (!c->retry_ev || !c->done_ev || !c->body || !c->resp)
+	if (!c->retry_ev || !c->done_ev || !c->deadline_ev || !c->body ||
+	    !c->resp)
 		goto out_free;
 	c->dns = tally_net_dns_acquire(base);
 	if (!c->dns)
 		goto out_free;
-	c->conn = evhttp_connection_base_new(base, c->dns, url->host,
-					     url->port);
-	if (!c->conn)
+	if (client_connect(c) < 0)
 		goto out_free;
-	evhttp_connection_set_retries(c->conn, 0);
-	{
-		struct timeval tv = tally_net_timeval(c->o.timeout);
-
-		evhttp_connection_set_timeout_tv(c->conn, &tv);
-	}
 	return c;
 
 out_free:
@@ -311,6 +353,8 @@ void tally_http_client_free(struct tally_http_client *c)
 		event_free(c->retry_ev);
 	if (c->done_ev)
 		event_free(c->done_ev);
+	if (c->deadline_ev)
+		event_free(c->deadline_ev);
 	if (c->body)
 		request_clear(c);
 	evbuffer_free(c->body);
@@ -386,6 +430,8 @@ int tally_http_client_request(struct tally_http_client *c, const char *method,
 	c->arg = arg;
 	c->st.busy = true;
 	c->res = (struct tally_http_result){ .body = "", .error = "" };
+	c->message[0] = '\0';
+	c->large_closes = 0;
 	client_attempt(-1, 0, c);
 	return 0;
 
@@ -415,6 +461,7 @@ static void client_done(evutil_socket_t fd, short what, void *arg)
 
 	r.body = c->res.status ? c->resp : "";
 	r.error = c->error;
+	r.message = c->message;
 	if (r.outcome == TALLY_HTTP_OK)
 		c->error[0] = '\0';
 	request_clear(c);
@@ -471,7 +518,11 @@ static void client_retry(struct tally_http_client *c, double at_least)
 		at_least = TALLY_HTTP_RETRY_AFTER_MAX;
 	if (delay < at_least)
 		delay = at_least;
-	if (c->inst)
+	if (c->inst && c->message[0])
+		tally_log(c->inst, c->fails > 1 ? LOG_INFO : LOG_WARNING,
+			  "http://%s%s: %s: %s; retrying in %.3g s",
+			  c->hostport, c->uri, c->error, c->message, delay);
+	else if (c->inst)
 		tally_log(c->inst, c->fails > 1 ? LOG_INFO : LOG_WARNING,
 			  "http://%s%s: %s; retrying in %.3g s", c->hostport,
 			  c->uri, c->error, delay);
@@ -508,22 +559,99 @@ static const char *req_error_text(struct tally_http_client *c)
 	}
 }
 
+/* An attempt ended without an answer: say why, count, retry. */
+static void req_failed(struct tally_http_client *c)
+{
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(c->conn);
+	int dns = bev ? bufferevent_socket_get_dns_error(bev) : 0;
+
+	if (dns) {
+		snprintf(c->error, sizeof(c->error), "cannot resolve %s: %s",
+			 c->url.host, evutil_gai_strerror(dns));
+	} else {
+		snprintf(c->error, sizeof(c->error), "%s", req_error_text(c));
+	}
+	if (c->have_err && c->req_err == EVREQ_HTTP_TIMEOUT) {
+		c->st.failures_timeout++;
+		count(c, "http_failures_timeout", 1);
+	} else if (c->have_err && c->req_err == EVREQ_HTTP_DATA_TOO_LONG) {
+		snprintf(c->error, sizeof(c->error),
+			 "protocol error: answer longer than %zu bytes",
+			 c->o.max_answer);
+		c->st.failures_protocol++;
+		count(c, "http_failures_protocol", 1);
+		if (c->inst && !c->told_protocol)
+			tally_log(c->inst, LOG_WARNING,
+				  "http://%s%s: %s: the server misbehaves; "
+				  "counted as http_failures_protocol, not "
+				  "logged again",
+				  c->hostport, c->uri, c->error);
+		c->told_protocol = true;
+	} else {
+		c->st.failures_connect++;
+		count(c, "http_failures_connect", 1);
+	}
+	/* a server that closes on what it finds too long (413) */
+	if (!dns && c->have_err && c->req_err == EVREQ_HTTP_EOF &&
+	    evbuffer_get_length(c->body) >= TALLY_HTTP_LARGE_BODY &&
+	    ++c->large_closes >= 2) {
+		snprintf(c->error, sizeof(c->error),
+			 "connection closed twice after a %zu-byte request: "
+			 "taken as too large",
+			 evbuffer_get_length(c->body));
+		c->res.too_large = true;
+		c->st.too_large++;
+		count(c, "http_too_large", 1);
+		c->fails = 0;
+		c->st.rejected++;
+		count(c, "http_failures_4xx", 1);
+		client_finish(c, TALLY_HTTP_REJECTED);
+		return;
+	}
+	client_retry(c, 0);
+}
+
+/* The attempt ran out of its timeout: tear the connection down. */
+static void client_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct tally_http_client *c = arg;
+
+	if (!c->in_flight)
+		return;
+	c->in_flight = false;
+	/* frees the request without calling req_done */
+	evhttp_connection_free(c->conn);
+	c->conn = NULL;
+	c->res.status = 0;
+	snprintf(c->error, sizeof(c->error),
+		 "timed out: no whole answer within %.3g s", c->o.timeout);
+	c->st.failures_timeout++;
+	count(c, "http_failures_timeout", 1);
+	if (client_connect(c) < 0)
+		snprintf(c->error, sizeof(c->error), "out of memory");
+	client_retry(c, 0);
+}
+
 static void req_done(struct evhttp_request *req, void *arg)
 {
 	struct tally_http_client *c = arg;
 	int status = req ? evhttp_request_get_response_code(req) : 0;
+	struct evkeyvalq *hd;
 	struct evbuffer *in;
 	size_t n;
 
+	if (!c->in_flight)
+		return;
 	c->in_flight = false;
+	evtimer_del(c->deadline_ev);
 	c->res.status = status;
+	c->message[0] = '\0';
 	if (!status) {
-		snprintf(c->error, sizeof(c->error), "%s", req_error_text(c));
-		c->st.failures_connect++;
-		count(c, "http_failures_connect", 1);
-		client_retry(c, 0);
+		req_failed(c);
 		return;
 	}
+	c->large_closes = 0;
+	hd = evhttp_request_get_input_headers(req);
 	in = evhttp_request_get_input_buffer(req);
 	n = evbuffer_get_length(in);
 	if (n > c->o.max_response)
@@ -534,6 +662,18 @@ static void req_done(struct evhttp_request *req, void *arg)
 	while (n && (c->resp[n - 1] == '\n' || c->resp[n - 1] == '\r'))
 		c->resp[--n] = '\0';
 	c->res.body_len = n;
+	tally_log_peer_text(c->message, sizeof(c->message), c->resp, n);
+	if (status >= 300 && status < 400) {
+		const char *loc = evhttp_find_header(hd, "Location");
+		char where[300];
+
+		tally_log_peer_text(where, sizeof(where), loc ? loc : "?",
+				    strlen(loc ? loc : "?"));
+		snprintf(c->message, sizeof(c->message),
+			 "redirect to %s is not followed: set url to where "
+			 "the server is",
+			 where);
+	}
 	snprintf(c->error, sizeof(c->error), "HTTP %d", status);
 	if (status >= 200 && status < 300) {
 		c->fails = 0;
@@ -548,13 +688,17 @@ static void req_done(struct evhttp_request *req, void *arg)
 			c->st.failures_5xx++;
 			count(c, "http_failures_5xx", 1);
 		}
-		client_retry(c, retry_after(evhttp_find_header(
-					evhttp_request_get_input_headers(req),
-					"Retry-After")));
+		client_retry(c, retry_after(evhttp_find_header(hd,
+							       "Retry-After")));
 	} else {
 		c->fails = 0;
 		c->st.rejected++;
 		count(c, "http_failures_4xx", 1);
+		if (status == 413) {
+			c->res.too_large = true;
+			c->st.too_large++;
+			count(c, "http_too_large", 1);
+		}
 		client_finish(c, TALLY_HTTP_REJECTED);
 	}
 }
@@ -569,6 +713,8 @@ static void client_attempt(evutil_socket_t fd, short what, void *arg)
 
 	c->st.backoff = 0;
 	c->have_err = false;
+	if (!c->conn && client_connect(c) < 0)
+		goto out_fail;
 	req = evhttp_request_new(req_done, c);
 	if (!req)
 		goto out_fail;
@@ -603,9 +749,15 @@ static void client_attempt(evutil_socket_t fd, short what, void *arg)
 	count(c, "http_bytes_sent", len);
 	count(c, "http_bytes_body", c->body_raw);
 	c->in_flight = true;
+	{
+		struct timeval tv = tally_net_timeval(c->o.timeout);
+
+		evtimer_add(c->deadline_ev, &tv);
+	}
 	if (evhttp_make_request(c->conn, req, c->cmd, c->uri) < 0) {
 		/* evhttp freed the request */
 		c->in_flight = false;
+		evtimer_del(c->deadline_ev);
 		snprintf(c->error, sizeof(c->error),
 			 "connection failed: %s", strerror(errno));
 		c->st.failures_connect++;

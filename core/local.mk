@@ -179,6 +179,15 @@ t_unit_http_client_t_LDADD = t/unit/libtap.la core/libtally.la \
 TESTS += t/unit/http-client.t
 EXTRA_DIST += t/http-recorder.py
 
+# The HTTP client against misbehaving servers (t/http-faults.py)
+check_PROGRAMS += t/unit/http-faults.t
+t_unit_http_faults_t_SOURCES = t/unit/http-faults.c
+t_unit_http_faults_t_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS)
+t_unit_http_faults_t_LDADD = t/unit/libtap.la core/libtally.la \
+	$(LIBEVENT_LIBS)
+TESTS += t/unit/http-faults.t
+EXTRA_DIST += t/http-faults.py
+
 # Integration tests of the core (t/plugins provides their plugins)
 TESTS += t/t0002-config-errors.t t/t0003-pipelines.t t/t0004-loader.t \
 	t/t0005-user-mode.t t/t0006-threads-self.t t/t0007-daemon.t \

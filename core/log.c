@@ -204,6 +204,84 @@ void tally_log(const struct tally_instance *inst, int prio, const char *fmt,
 	va_end(ap);
 }
 
+void tally_log_limited(struct tally_log_limit *l, double every,
+		       const struct tally_instance *inst, int prio,
+		       const char *fmt, ...)
+{
+	struct timespec ts;
+	int64_t now;
+	char msg[1024];
+	va_list ap;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	if (l->next_ns && now < l->next_ns) {
+		l->quiet++;
+		return;
+	}
+	l->next_ns = now + (int64_t)(every * 1e9);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (l->quiet)
+		tally_log(inst, prio, "%s (%llu more times in the last %.0f s)",
+			  msg, (unsigned long long)l->quiet, every);
+	else
+		tally_log(inst, prio, "%s", msg);
+	l->quiet = 0;
+}
+
+size_t tally_log_peer_text(char *dst, size_t dstlen, const char *src,
+			   size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0, i = 0;
+
+	if (!dstlen)
+		return 0;
+	while (len && (src[len - 1] == ' ' || src[len - 1] == '\n' ||
+		       src[len - 1] == '\r' || src[len - 1] == '\t'))
+		len--;
+	while (i < len && (src[i] == ' ' || src[i] == '\n' ||
+			   src[i] == '\r' || src[i] == '\t'))
+		i++;
+	for (; i < len; i++) {
+		unsigned char ch = (unsigned char)src[i];
+		char e[4];
+		size_t n = 1;
+
+		e[0] = (char)ch;
+		if (ch == '\\' || ch == '\n' || ch == '\r' || ch == '\t') {
+			e[0] = '\\';
+			e[1] = ch == '\n' ? 'n' : ch == '\r' ? 'r' :
+			       ch == '\t' ? 't' : '\\';
+			n = 2;
+		} else if (ch < 0x20 || ch == 0x7f) {
+			e[0] = '\\';
+			e[1] = 'x';
+			e[2] = hex[ch >> 4];
+			e[3] = hex[ch & 15];
+			n = 4;
+		}
+		/* room for this, and for "..." if more follows */
+		if (o + n + (i + 1 < len ? 3 : 0) >= dstlen) {
+			if (dstlen > 3) {
+				while (o + 3 >= dstlen)
+					o--;
+				memcpy(dst + o, "...", 3);
+				o += 3;
+			} else {
+				o = 0;
+			}
+			break;
+		}
+		memcpy(dst + o, e, n);
+		o += n;
+	}
+	dst[o] = '\0';
+	return o;
+}
+
 void tally_log_conf(int prio, const char *file, int line, const char *fmt,
 		    ...)
 {

@@ -13,7 +13,9 @@
  * What happens to a request (the retry policy, the same for every output):
  *   - 2xx: done, TALLY_HTTP_OK.
  *   - connection errors (refused, reset, closed before a whole response,
- *     name not resolved, timeout), 5xx and 429: retried after a capped
+ *     name not resolved), timeouts (no whole answer within the timeout),
+ *     protocol errors (an answer longer than max_answer), 5xx and 429:
+ *     retried after a capped
  *     exponential backoff with jitter: the n-th consecutive failure waits a
  *     uniformly random time in [d/2, d], d = min(backoff_max,
  *     backoff_min * 2^(n-1)); a 429 or 503 with a Retry-After header
@@ -22,7 +24,13 @@
  *     (0: no limit) the request is given up: TALLY_HTTP_GAVE_UP.
  *   - any other status (4xx but 429, 1xx, 3xx): never retried; the
  *     server's message (the response body) goes back to the caller:
- *     TALLY_HTTP_REJECTED.
+ *     TALLY_HTTP_REJECTED. A 3xx is not followed: its message says
+ *     "redirect to LOCATION is not followed".
+ *   - 413 (Request Entity Too Large), or a request of at least
+ *     TALLY_HTTP_LARGE_BODY bytes whose connection the server closed
+ *     without an answer twice in a row (InfluxDB closes after its 413,
+ *     often before the client could read it): TALLY_HTTP_REJECTED with
+ *     too_large set, so that the caller splits what it sends.
  * A request the server received but whose answer was lost (the server died
  * between its write and its reply) is sent again: delivery is at least
  * once. InfluxDB and Prometheus overwrite a point with the same series and
@@ -35,6 +43,12 @@
  *     http_responses_2xx   requests that succeeded
  *     http_retries         attempts that were retries
  *     http_failures_connect  attempts without a whole response
+ *                          (connection errors; not timeouts)
+ *     http_failures_timeout  attempts without a whole answer within the
+ *                          timeout
+ *     http_failures_protocol attempts whose answer was longer than
+ *                          max_answer (or its headers)
+ *     http_too_large       requests the server found too large (413)
  *     http_failures_5xx    attempts answered 5xx
  *     http_failures_429    attempts answered 429
  *     http_failures_4xx    requests rejected (other 4xx, 1xx, 3xx)
@@ -64,6 +78,12 @@ struct tally_instance;
 
 /* Room for any message of this header's functions, NUL included. */
 #define TALLY_HTTP_ERRLEN 512
+
+/* Bytes of an answer's body (and of its headers) taken by default. */
+#define TALLY_HTTP_MAX_ANSWER 65536
+
+/* A request at least this long may be one the server closes on (413). */
+#define TALLY_HTTP_LARGE_BODY (1024 * 1024)
 
 /* The longest Retry-After honoured, in seconds. */
 #define TALLY_HTTP_RETRY_AFTER_MAX 300.0
@@ -103,10 +123,10 @@ int tally_http_url_parse(const char *opt, const char *url,
 
 /**
  * struct tally_http_opts - settings of a client; 0 = default
- * @timeout:      seconds a request may go without progress: to connect,
- *                to write, and between bytes of the answer (libevent's
- *                connection timeout; default 10). Running out is a
- *                connection error (retried)
+ * @timeout:      seconds an attempt may take in all, from connecting to
+ *                the last byte of the answer (default 10): a server that
+ *                trickles its answer a byte at a time runs out too.
+ *                Running out is a timeout (counted as such, retried)
  * @backoff_min:  seconds before the first retry (default 0.5)
  * @backoff_max:  cap of the exponential backoff (default 30)
  * @max_attempts: attempts per request before it is given up, the first
@@ -117,6 +137,12 @@ int tally_http_url_parse(const char *opt, const char *url,
  *                "Content-Encoding: gzip")
  * @max_response: bytes of a response body kept for the caller (default
  *                4096; the rest is discarded)
+ * @max_answer:   bytes of a response body (and, separately, of its
+ *                headers) read at most (default TALLY_HTTP_MAX_ANSWER):
+ *                an answer announcing or sending more fails the attempt
+ *                as a protocol error (counted, logged once per client,
+ *                retried), so that a broken server cannot make the
+ *                client buffer without bound
  */
 struct tally_http_opts {
 	double timeout;
@@ -125,6 +151,7 @@ struct tally_http_opts {
 	unsigned max_attempts;
 	bool gzip;
 	size_t max_response;
+	size_t max_answer;
 };
 
 /**
@@ -161,6 +188,12 @@ enum tally_http_outcome {
  * @error:    the last failure in words ("connection refused", "HTTP 503",
  *            "timed out", ...), "" after success
  * @attempts: attempts made, the first included
+ * @message:  the server's message fit for a log line: the body with
+ *            control characters escaped and cut (tally_log_peer_text()),
+ *            or for a 3xx "redirect to LOCATION is not followed"; ""
+ *            when none
+ * @too_large: the server refused the request as too large (413, or a
+ *            close right after a large body, see above): send less
  * Valid during the callback only.
  */
 struct tally_http_result {
@@ -170,6 +203,8 @@ struct tally_http_result {
 	size_t body_len;
 	const char *error;
 	unsigned attempts;
+	const char *message;
+	bool too_large;
 };
 
 /**
@@ -200,6 +235,9 @@ typedef void (*tally_http_done_fn)(void *arg,
  * @busy:             a request is in flight or waiting to be retried (now)
  * @backoff:          seconds of the current wait before a retry (0 when
  *                    not waiting)
+ * @failures_timeout: attempts that ran out of time
+ * @failures_protocol: attempts with an answer over max_answer
+ * @too_large:        requests refused as too large
  */
 struct tally_http_stats {
 	uint64_t requests;
@@ -214,6 +252,9 @@ struct tally_http_stats {
 	uint64_t bytes_body;
 	bool busy;
 	double backoff;
+	uint64_t failures_timeout;
+	uint64_t failures_protocol;
+	uint64_t too_large;
 };
 
 struct tally_http_client;

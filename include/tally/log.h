@@ -18,6 +18,7 @@
 #define TALLY_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <syslog.h> /* LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
 
@@ -68,6 +69,51 @@ void tally_count_drop(struct tally_instance *inst, const char *reason,
  */
 void tally_count_event(struct tally_instance *inst, const char *event,
 		       uint64_t n);
+
+/**
+ * struct tally_log_limit - state of one repeated complaint, for
+ * tally_log_limited(); zero-initialize, one per complaint and instance
+ * @next_ns: CLOCK_MONOTONIC time before which the complaint is not logged
+ * @quiet:   occurrences not logged since the last line
+ */
+struct tally_log_limit {
+	int64_t next_ns;
+	uint64_t quiet;
+};
+
+/**
+ * tally_log_limited() - log a complaint at most once per @every seconds
+ * @l:     its state
+ * @every: seconds between two lines (the first occurrence is logged)
+ * @inst, @prio, @fmt: as tally_log()
+ *
+ * For a failure that recurs on every flush or interval while it lasts (a
+ * server refusing every write, a datagram nobody receives): the first
+ * line says it, the next ones, @every seconds apart, add how many times
+ * it happened meanwhile. What each occurrence drops is counted by the
+ * caller as always. Same thread rules as the state's owner.
+ */
+void tally_log_limited(struct tally_log_limit *l, double every,
+		       const struct tally_instance *inst, int prio,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/**
+ * tally_log_peer_text() - make text a peer sent fit for one log line
+ * @dst:    the result, always NUL-terminated
+ * @dstlen: its size; the result is cut to fit, "..." marking the cut
+ * @src:    the peer's bytes (a server's error message), not trusted
+ * @len:    their number (NUL bytes included)
+ *
+ * A server's answer goes into a log line as it came would let it forge
+ * lines (a newline), drive the terminal (ESC) or hide the rest (NUL).
+ * Control characters (0x00-0x1f, 0x7f) become \n, \r, \t or \xHH, a
+ * backslash becomes two; leading and trailing white space is left out.
+ * Other bytes (UTF-8 included) are copied. Any thread.
+ * Return: the length of @dst.
+ */
+size_t tally_log_peer_text(char *dst, size_t dstlen, const char *src,
+			   size_t len);
 
 #ifdef __cplusplus
 }

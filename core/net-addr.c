@@ -307,6 +307,10 @@ int tally_net_addr_parse(const char *opt, const char *spec, unsigned flags,
 		unix_sockaddr(&a);
 		goto out_ok;
 	}
+	if (strstr(spec, "://"))
+		return fail(EINVAL, err, errlen,
+			    "%s \"%s\": no scheme (\"tcp://\"): write %s",
+			    opt, spec, forms(flags));
 	if (spec[0] == '[') {
 		const char *rb = strchr(spec, ']');
 

@@ -25,6 +25,7 @@ struct tally_net_dgram {
 	int fd;
 	size_t max;
 	struct tally_net_dgram_stats st;
+	struct tally_log_limit send_limit; /* "records not sent" */
 };
 
 struct tally_net_dgram *tally_net_dgram_new(struct tally_instance *inst,
@@ -88,8 +89,10 @@ static void dgram_put(struct tally_net_dgram *d, const char *p, size_t len,
 	 * (nobody listens): datagrams carry no promise, count the loss */
 	d->st.send_errors += records;
 	tally_count_drop(d->inst, "send_error", records);
-	tally_log(d->inst, LOG_WARNING, "%s: %llu records not sent: %s",
-		  d->what, (unsigned long long)records, strerror(err));
+	/* nobody listening stays so: say it once a minute, not per send */
+	tally_log_limited(&d->send_limit, 60, d->inst, LOG_WARNING,
+			  "%s: %llu records not sent: %s", d->what,
+			  (unsigned long long)records, strerror(err));
 }
 
 int tally_net_dgram_send(struct tally_net_dgram *d, struct evbuffer *buf,

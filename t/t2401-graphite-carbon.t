@@ -52,6 +52,25 @@ test_expect_success 'check: a bad layout and a bad server are refused' '
 	grep "bad.conf:2.*layout: \"name\" must appear once" err
 '
 
+test_expect_success 'check: a scheme in server, layout with format tags' '
+	cat >bad.conf <<-EOF &&
+	inputs = { c = { plugin = "counter"; }; };
+	outputs = { g = { plugin = "graphite"; server = "tcp://127.0.0.1:2003"; }; };
+	pipelines = { p = { from = ["c"]; to = ["g"]; }; };
+	EOF
+	test_must_fail tallyd -c bad.conf --check-config 2>err &&
+	grep "bad.conf:2.*server \"tcp://127.0.0.1:2003\": no scheme" err &&
+	! grep brackets err &&
+	cat >bad.conf <<-EOF &&
+	inputs = { c = { plugin = "counter"; }; };
+	outputs = { g = { plugin = "graphite"; format = "tags";
+			  layout = ["name", "labels"]; }; };
+	pipelines = { p = { from = ["c"]; to = ["g"]; }; };
+	EOF
+	test_must_fail tallyd -c bad.conf --check-config 2>err &&
+	grep "bad.conf:2.*layout is for format = \"path\"" err
+'
+
 test_expect_success 'tallyd streams to carbon (path and tags formats)' '
 	cat >g.conf <<-EOF &&
 	global = { log_level = "info"; };

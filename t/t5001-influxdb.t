@@ -37,7 +37,13 @@ test_expect_success 'check: options that do not go together' '
 		"token, org and bucket are for api = \"v2\"" &&
 	refused "database = \"x\"; user = \"u\";" \
 		"user and password go together" &&
-	refused "" "api v1 needs a database: set database"
+	refused "" "api v1 needs a database: set database" &&
+	refused "url = \"http://db:99999\"; database = \"x\";" \
+		"url \"http://db:99999\": port out of range" &&
+	refused "api = \"v2\"; org = \"o\"; bucket = \"b\"; token = \"\";" \
+		"api v2: org, bucket and token must not be empty" &&
+	refused "database = \"x\"; user = \"a:b\"; password = \"p\";" \
+		"user \"a:b\" holds a .:., which HTTP Basic"
 '
 
 test_expect_success 'start influxd' '
@@ -48,12 +54,14 @@ test_expect_success 'start influxd' '
 
 # Rows of the escaping table: measurement, tag key, tag value as written,
 # then what InfluxDB 1.x stores (line.h: a backslash run that ends a name
-# or stands before an escaped character cannot be stored, and is left out)
+# or stands before an escaped character cannot be stored, and is left out;
+# a tag key "time", which InfluxDB refuses, is written "time_")
 cat >rows <<'EOF'
 m,1 x=y"q\z	k,e y="	v a,l=ue"q	m,1 x=y"q\z	k,e y="	v a,l=ue"q
 plain	C:\dir	tail\	plain	C:\dir	tail
 end\	key	x\,y	end	key	x,y
 ünï ©	uni	ünï ©	ünï ©	uni	ünï ©
+timed	time	t1	timed	time_	t1
 empty	gone		empty	-	-
 EOF
 

@@ -54,6 +54,23 @@ static const char *const graphite_formats[] = { "path", "tags", NULL };
 enum { GRAPHITE_TCP = 0, GRAPHITE_UDP };
 static const char *const graphite_protocols[] = { "tcp", "udp", NULL };
 
+#define GRAPHITE_LAYOUT "prefix,host,name,labels"
+
+/* Whether @l is the default layout (what format "tags" ignores). */
+static bool layout_default(const struct tally_strlist *l)
+{
+	static const char *const def[] = { "prefix", "host", "name",
+					   "labels" };
+
+	if (l->n != 4)
+		return false;
+	for (size_t i = 0; i < 4; i++) {
+		if (strcmp(l->v[i], def[i]))
+			return false;
+	}
+	return true;
+}
+
 /* Parse server (and layout) as init will; messages say which. */
 static int graphite_parse(struct tally_instance *inst, struct graphite *g,
 			  struct gr_part *parts, size_t *nparts)
@@ -72,6 +89,13 @@ static int graphite_parse(struct tally_instance *inst, struct graphite *g,
 			  "server \"%s\": protocol \"udp\" takes a numeric "
 			  "address or unix:/path, not a host name",
 			  g->server);
+		return -1;
+	}
+	if (g->format == GR_FMT_TAGS && !layout_default(&g->layout)) {
+		tally_log(inst, LOG_ERR,
+			  "layout is for format = \"path\": format \"tags\" "
+			  "writes name;key=value;... in key order; remove "
+			  "layout or use format \"path\"");
 		return -1;
 	}
 	if (gr_layout_parse((const char *const *)g->layout.v, g->layout.n,
@@ -245,7 +269,7 @@ static const struct tally_option graphite_options[] = {
 		       "path (label values as path nodes, in layout order) "
 		       "or tags (Graphite 1.1: name;key=value;...)"),
 	TALLY_OPT_LIST("layout", struct graphite, layout,
-		       "prefix,host,name,labels",
+		       GRAPHITE_LAYOUT,
 		       "format path: the order of the nodes: prefix, name, "
 		       "labels (every label not named here, in key order) "
 		       "and label names"),

@@ -228,15 +228,22 @@ static int64_t count_i64(uint64_t v)
 	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
-/* Tags: the pairs in key order, empty values and keys left out. */
+/*
+ * Tags: the pairs in key order, empty values and keys left out; a key
+ * "time" is written "time_" (doc/plugins/influxdb.md).
+ */
 static int tags(struct influx_buf *b, const struct tally_label *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (!*p[i].value || !key_nonempty(p[i].value) ||
 		    !key_nonempty(p[i].key))
 			continue;
-		if (buf_addc(b, ',') < 0 || influx_escape_key(b, p[i].key) < 0 ||
-		    buf_addc(b, '=') < 0 || influx_escape_key(b, p[i].value) < 0)
+		if (buf_addc(b, ',') < 0 || influx_escape_key(b, p[i].key) < 0)
+			return -1;
+		/* InfluxDB refuses every point with a tag key "time" */
+		if (!strcmp(p[i].key, "time") && buf_addc(b, '_') < 0)
+			return -1;
+		if (buf_addc(b, '=') < 0 || influx_escape_key(b, p[i].value) < 0)
 			return -1;
 	}
 	return 0;

@@ -351,6 +351,12 @@ struct tally_outq {
 	bool busy;		/* write() said EAGAIN */
 	size_t held;		/* records the output accepted, undelivered
 				 * (tally_output_held()) */
+	struct tally_outq_hold {
+		struct tally_batch *b;
+		size_t left;	/* units not released yet */
+	} *hold;		/* tally_output_hold(), oldest at hold_head */
+	size_t hold_head, nhold, hold_cap;
+	bool handed_over;	/* a reload took the held batches */
 	double backoff;		/* seconds until the next retry */
 	struct event *deliver;	/* activated to run write() */
 	struct event *retry;	/* backoff timer */
@@ -512,6 +518,13 @@ void tally_outq_free(struct tally_instance *o);
 void tally_outq_push(struct tally_instance *o, struct tally_batch *b);
 /* records in the batches queued for output @o */
 size_t tally_outq_records(const struct tally_instance *o);
+/* The batches @o holds (tally_output_hold()), oldest first, into @out
+ * (room for tally_outq_held_batches()); they are @out's now, and their
+ * number is returned. @out NULL: they are let go, and the number of
+ * records they held returned. */
+size_t tally_outq_take_held(struct tally_instance *o,
+			    struct tally_batch **out);
+size_t tally_outq_held_batches(const struct tally_instance *o);
 
 /* libevent priorities: output deliveries first, the rest after */
 #define TALLY_PRIO_OUTPUT	0

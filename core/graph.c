@@ -268,12 +268,15 @@ int tally_graph_build(struct tally_core *core)
 
 /* Reload */
 
-/* Take what is queued for output @o, to hand over to its successor. */
+/*
+ * Take what output @o holds (tally_output_hold()) and what is queued for
+ * it, in that order, to hand over to its successor.
+ */
 static void handover_take(struct handovers *h, struct tally_instance *o)
 {
 	struct handover *v;
 	struct tally_batch **b = NULL;
-	size_t n = o->q.len;
+	size_t nh = tally_outq_held_batches(o), n = o->q.len + nh;
 
 	if (!n)
 		return;
@@ -284,11 +287,16 @@ static void handover_take(struct handovers *h, struct tally_instance *o)
 	}
 	if (!b) {
 		/* no memory to carry them: freeing @o drops them */
-		tally_count_drop(NULL, "reload", tally_outq_records(o));
+		size_t held = tally_outq_take_held(o, NULL);
+
+		tally_count_drop(NULL, "reload",
+				 tally_outq_records(o) + held);
 		return;
 	}
-	for (size_t k = 0; k < n; k++)
-		b[k] = o->q.ring[(o->q.head + k) % o->q.cap];
+	/* what the output held was accepted first: it goes first */
+	tally_outq_take_held(o, b);
+	for (size_t k = 0; k < o->q.len; k++)
+		b[nh + k] = o->q.ring[(o->q.head + k) % o->q.cap];
 	o->q.len = 0;
 	o->q.records = 0;
 	h->v[h->n++] = (struct handover){ .name = strdup(o->name),

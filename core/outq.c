@@ -146,6 +146,87 @@ void tally_output_held(struct tally_instance *inst, size_t records)
 		inst->q.held = records;
 }
 
+int tally_output_hold(struct tally_instance *inst, struct tally_batch *b,
+		      size_t units)
+{
+	struct tally_outq *q = &inst->q;
+
+	if (q->nhold == q->hold_cap) {
+		size_t cap;
+		struct tally_outq_hold *v;
+
+		/* compact what was released before growing */
+		if (q->hold_head) {
+			memmove(q->hold, q->hold + q->hold_head,
+				(q->nhold - q->hold_head) * sizeof(*q->hold));
+			q->nhold -= q->hold_head;
+			q->hold_head = 0;
+		}
+		if (q->nhold == q->hold_cap) {
+			cap = q->hold_cap ? q->hold_cap * 2 : 16;
+			v = realloc(q->hold, cap * sizeof(*v));
+			if (!v) {
+				errno = ENOMEM;
+				return -1;
+			}
+			q->hold = v;
+			q->hold_cap = cap;
+		}
+	}
+	q->hold[q->nhold++] = (struct tally_outq_hold){
+		.b = tally_batch_ref(b), .left = units ? units : 1 };
+	return 0;
+}
+
+void tally_output_release(struct tally_instance *inst, size_t units)
+{
+	struct tally_outq *q = &inst->q;
+
+	while (units && q->hold_head < q->nhold) {
+		struct tally_outq_hold *h = &q->hold[q->hold_head];
+		size_t n = units < h->left ? units : h->left;
+
+		h->left -= n;
+		units -= n;
+		if (h->left)
+			break;
+		tally_batch_unref(h->b);
+		h->b = NULL;
+		q->hold_head++;
+	}
+	if (q->hold_head == q->nhold)
+		q->hold_head = q->nhold = 0;
+}
+
+bool tally_output_handed_over(const struct tally_instance *inst)
+{
+	return inst->q.handed_over;
+}
+
+size_t tally_outq_take_held(struct tally_instance *o,
+			    struct tally_batch **out)
+{
+	struct tally_outq *q = &o->q;
+	size_t n = 0;
+
+	for (size_t i = q->hold_head; i < q->nhold; i++) {
+		if (out) {
+			out[n++] = q->hold[i].b;
+			continue;
+		}
+		n += tally_batch_count(q->hold[i].b);
+		tally_batch_unref(q->hold[i].b);
+	}
+	q->hold_head = q->nhold = 0;
+	q->handed_over = true;
+	return n;
+}
+
+size_t tally_outq_held_batches(const struct tally_instance *o)
+{
+	return o->q.nhold - o->q.hold_head;
+}
+
 int tally_outq_init(struct tally_instance *o, size_t cap, size_t max_records)
 {
 	struct event_base *base = o->core->base;
@@ -174,6 +255,9 @@ void tally_outq_free(struct tally_instance *o)
 	for (size_t k = 0; k < q->len; k++)
 		tally_batch_unref(q->ring[(q->head + k) % q->cap]);
 	free(q->ring);
+	for (size_t k = q->hold_head; k < q->nhold; k++)
+		tally_batch_unref(q->hold[k].b);
+	free(q->hold);
 	if (q->deliver)
 		event_free(q->deliver);
 	if (q->retry)

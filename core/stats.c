@@ -25,7 +25,8 @@ void tally_inst_stats(const struct tally_instance *inst,
 	st->pipeline = inst->pipe ? inst->pipe->name : NULL;
 	st->queue_len = inst->q.len;
 	st->queue_cap = inst->q.cap;
-	st->queue_records = inst->q.records;
+	/* what the output accepted and still holds (a request retried) too */
+	st->queue_records = inst->q.records + inst->q.held;
 	st->queue_records_cap = inst->q.max_records;
 	pthread_mutex_lock(&mut->stat_lock);
 	st->records_in = inst->records_in;

@@ -44,6 +44,8 @@ extern "C" {
  * reopen and end, struct tally_input_ops handoff, adopt and discard.
  * 3: struct tally_metric gained interval (TALLY_FORM_INTERVAL).
  * 4: struct tally_filter_ops gained handoff, adopt and discard.
+ * (tally_output_hold() and its kin were added without a bump: functions
+ * of the core, no struct changed.)
  */
 #define TALLY_PLUGIN_ABI 4
 
@@ -412,6 +414,40 @@ void tally_output_ready(struct tally_instance *inst);
  * fini op (tally_count_drop()). Loop thread only.
  */
 void tally_output_held(struct tally_instance *inst, size_t records);
+
+/**
+ * tally_output_hold() - keep a batch write() accepted until it is delivered
+ * @inst:  the output instance
+ * @b:     the batch (the core takes a reference)
+ * @units: how many units of it (points, lines: the output's choice) the
+ *         output will release with tally_output_release(); 0 is taken as 1
+ *
+ * For outputs that keep what they accepted past write() (influxdb renders
+ * batches into a request and retries it): a reload that replaces the
+ * output hands the batches it still holds, oldest first, to its successor
+ * of the same name ahead of its queue (they are written again, whole: a
+ * batch partly delivered is delivered twice), or drops and counts them
+ * (reason "reload", for the core) when it has none; the output's fini op
+ * then counts nothing of them (tally_output_handed_over()). At shutdown
+ * the core just releases them: the output counts what it did not deliver.
+ * Loop thread only.
+ * Return: 0, or -1 with errno = ENOMEM (not held: nothing is handed over).
+ */
+int tally_output_hold(struct tally_instance *inst, struct tally_batch *b,
+		      size_t units);
+
+/**
+ * tally_output_release() - @units of the oldest held batches are delivered
+ * or dropped (and counted): a batch whose units are all released is let go
+ */
+void tally_output_release(struct tally_instance *inst, size_t units);
+
+/**
+ * tally_output_handed_over() - whether a reload took the batches the
+ * output held (tally_output_hold()), for its successor or counted as
+ * dropped: its fini op must not count them again
+ */
+bool tally_output_handed_over(const struct tally_instance *inst);
 
 /**
  * tally_user_mode() - whether tallyd runs as a user collector (--user)

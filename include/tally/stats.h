@@ -92,7 +92,9 @@ void tally_count_drop_key(struct tally_instance *inst, const char *reason,
  * @read_seconds: total wall time spent in read(), seconds
  * @queue_len:    batches waiting in the output's queue (outputs)
  * @queue_cap:    capacity of that queue in batches (outputs; 0 otherwise)
- * @queue_records: records in those batches (outputs)
+ * @queue_records: records in those batches, plus what the output accepted
+ *                and still holds (tally_output_held(): a request being
+ *                retried) (outputs)
  * @queue_records_cap: capacity of the queue in records (outputs)
  * @ndrops:       number of entries in @drops
  * @drops:        dropped items by reason

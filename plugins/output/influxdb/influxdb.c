@@ -64,7 +64,18 @@ struct influxdb {
 	struct influx_render counted; /* r's counters already reported */
 	struct influx_buf pending;
 	size_t pending_points;
+	/*
+	 * What is being delivered: out.p[out_off..out.len) holds out_points
+	 * points; a request carries the first inflight_points of them
+	 * (inflight_bytes), at most chunk_max (halved on each "too large").
+	 */
+	struct influx_buf out;
+	size_t out_off;
+	size_t out_points;
 	size_t inflight_points;
+	size_t inflight_bytes;
+	size_t chunk_max;
+	struct tally_log_limit refused_log, gave_up_log;
 	struct event *flush_ev;
 	bool flush_due;		/* the interval passed while a request ran */
 	bool blocked;		/* write() said EAGAIN: call ready() later */
@@ -100,6 +111,14 @@ static int influxdb_check(struct tally_instance *inst, void *state)
 				  "api v1 takes database, user and password");
 			rc = -1;
 		}
+		if (d->user && strchr(d->user, ':')) {
+			tally_log(inst, LOG_ERR,
+				  "user \"%s\" holds a ':', which HTTP Basic "
+				  "authentication cannot carry: choose another "
+				  "user name",
+				  d->user);
+			rc = -1;
+		}
 		if (!d->user != !d->password) {
 			tally_log(inst, LOG_ERR,
 				  "user and password go together: set both or "
@@ -110,6 +129,11 @@ static int influxdb_check(struct tally_instance *inst, void *state)
 		if (!d->org || !d->bucket || !d->token) {
 			tally_log(inst, LOG_ERR,
 				  "api v2 needs org, bucket and token");
+			rc = -1;
+		} else if (!*d->token || !*d->org || !*d->bucket) {
+			tally_log(inst, LOG_ERR,
+				  "api v2: org, bucket and token must not be "
+				  "empty");
 			rc = -1;
 		}
 		if (d->database || d->user || d->password ||
@@ -258,17 +282,32 @@ static void influxdb_count(struct influxdb *d)
 /* Tell the core what waits here, so that shutdown waits for it. */
 static void influxdb_held(struct influxdb *d)
 {
-	tally_output_held(d->inst, d->pending_points + d->inflight_points);
-}
-
-static void free_cb(const void *data, size_t len, void *arg)
-{
-	free((void *)data);
+	tally_output_held(d->inst, d->pending_points + d->out_points);
 }
 
 static void influxdb_done(void *arg, const struct tally_http_result *res);
 
-/* Send the pending points, if any and if no request is out. */
+/* Bytes of the first @k lines of what is being delivered. */
+static size_t out_bytes(const struct influxdb *d, size_t k)
+{
+	const char *p = d->out.p + d->out_off, *end = d->out.p + d->out.len;
+
+	if (k >= d->out_points)
+		return (size_t)(end - p);
+	while (k--) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		p = nl ? nl + 1 : end;
+	}
+	return (size_t)(p - (d->out.p + d->out_off));
+}
+
+/*
+ * Send the next request, if no request is out: the rest of what is being
+ * delivered, or else the pending points. The client references the bytes
+ * (no copy): they stay here until the request has ended, so that a
+ * request the server finds too large can be sent again in halves.
+ */
 static void influxdb_send(struct influxdb *d)
 {
 	struct tally_http_header h[2] = {
@@ -276,35 +315,46 @@ static void influxdb_send(struct influxdb *d)
 		{ "Authorization", d->auth },
 	};
 	struct evbuffer *body;
+	size_t k;
 
-	if (!d->pending_points || tally_http_client_busy(d->http))
+	if (tally_http_client_busy(d->http))
 		return;
-	event_del(d->flush_ev);
-	d->flush_due = false;
+	if (!d->out_points) {
+		struct influx_buf t = d->out;
+
+		if (!d->pending_points)
+			return;
+		event_del(d->flush_ev);
+		d->flush_due = false;
+		/* swap: the spent buffer's memory fills up next */
+		t.len = 0;
+		d->out = d->pending;
+		d->pending = t;
+		d->out_off = 0;
+		d->out_points = d->pending_points;
+		d->pending_points = 0;
+		d->chunk_max = SIZE_MAX;
+	}
+	k = d->out_points < d->chunk_max ? d->out_points : d->chunk_max;
+	d->inflight_points = k;
+	d->inflight_bytes = out_bytes(d, k);
 	body = evbuffer_new();
-	/* the buffer's bytes go to the client as they are, not copied */
-	if (!body || evbuffer_add_reference(body, d->pending.p, d->pending.len,
-					    free_cb, NULL) < 0)
-		goto out_drop;
-	d->pending = (struct influx_buf){ 0 };
-	d->inflight_points = d->pending_points;
-	d->pending_points = 0;
-	if (tally_http_client_request(d->http, "POST", d->path, h,
+	if (!body ||
+	    evbuffer_add_reference(body, d->out.p + d->out_off,
+				   d->inflight_bytes, NULL, NULL) < 0 ||
+	    tally_http_client_request(d->http, "POST", d->path, h,
 				      d->auth ? 2 : 1, body, influxdb_done,
 				      d) < 0) {
-		tally_count_drop(d->inst, "nomem", d->inflight_points);
+		if (body)
+			evbuffer_free(body);
+		tally_count_drop(d->inst, "nomem", d->out_points);
+		tally_output_release(d->inst, d->out_points);
+		d->out_points = 0;
 		d->inflight_points = 0;
+		influxdb_held(d);
+		return;
 	}
 	evbuffer_free(body);
-	influxdb_held(d);
-	return;
-
-out_drop:
-	if (body)
-		evbuffer_free(body);
-	tally_count_drop(d->inst, "nomem", d->pending_points);
-	d->pending.len = 0;
-	d->pending_points = 0;
 	influxdb_held(d);
 }
 
@@ -316,46 +366,79 @@ static uint64_t partial_dropped(const char *msg)
 	return p ? strtoull(p + 8, NULL, 10) : 0;
 }
 
+/* The request's points are done with (written, or dropped, counted). */
+static void influxdb_advance(struct influxdb *d)
+{
+	tally_output_release(d->inst, d->inflight_points);
+	d->out_off += d->inflight_bytes;
+	d->out_points -= d->inflight_points;
+	d->inflight_points = 0;
+	d->inflight_bytes = 0;
+}
+
 static void influxdb_done(void *arg, const struct tally_http_result *res)
 {
 	struct influxdb *d = arg;
 	size_t n = d->inflight_points;
 
-	d->inflight_points = 0;
+	if (res->outcome == TALLY_HTTP_REJECTED && res->too_large && n > 1) {
+		/* send the same points again in halves (Telegraf does) */
+		d->chunk_max = n / 2;
+		d->inflight_points = 0;
+		d->inflight_bytes = 0;
+		tally_log_limited(&d->refused_log, 60, d->inst, LOG_WARNING,
+				  "request of %zu points too large for the "
+				  "server (%s): sending them in requests of "
+				  "%zu",
+				  n, res->error, d->chunk_max);
+		influxdb_send(d);
+		return;
+	}
+	influxdb_advance(d);
 	switch (res->outcome) {
 	case TALLY_HTTP_OK:
 		tally_count_event(d->inst, "points_written", n);
 		break;
 	case TALLY_HTTP_REJECTED:
-		if (strstr(res->body, "partial write")) {
+		if (res->too_large) {
+			tally_log_limited(&d->refused_log, 60, d->inst,
+					  LOG_ERR,
+					  "a single point too large for the "
+					  "server (%s): dropped",
+					  res->error);
+			tally_count_drop(d->inst, "too_large", n);
+		} else if (strstr(res->body, "partial write")) {
 			uint64_t lost = partial_dropped(res->body);
 
 			if (!lost || lost > n)
 				lost = n;
-			tally_log(d->inst, LOG_WARNING,
-				  "partial write (HTTP %d): %s; %llu of %zu "
-				  "points dropped by the server",
-				  res->status, res->body,
-				  (unsigned long long)lost, n);
+			tally_log_limited(&d->refused_log, 60, d->inst,
+					  LOG_WARNING,
+					  "partial write (HTTP %d): %s; %llu "
+					  "of %zu points dropped by the server",
+					  res->status, res->message,
+					  (unsigned long long)lost, n);
 			tally_count_drop(d->inst, "partial_write", lost);
 			tally_count_event(d->inst, "points_written", n - lost);
 		} else {
-			tally_log(d->inst, LOG_ERR,
-				  "write refused (HTTP %d): %s; %zu points "
-				  "dropped, not retried",
-				  res->status, *res->body ? res->body : "",
-				  n);
+			tally_log_limited(&d->refused_log, 60, d->inst,
+					  LOG_ERR,
+					  "write refused (HTTP %d): %s; %zu "
+					  "points dropped, not retried",
+					  res->status, res->message, n);
 			tally_count_drop(d->inst, "rejected", n);
 		}
 		break;
 	case TALLY_HTTP_GAVE_UP:
-		tally_log(d->inst, LOG_ERR,
-			  "write failed %u times (%s): %zu points dropped",
-			  res->attempts, res->error, n);
+		tally_log_limited(&d->gave_up_log, 60, d->inst, LOG_ERR,
+				  "write failed %u times (%s): %zu points "
+				  "dropped",
+				  res->attempts, res->error, n);
 		tally_count_drop(d->inst, "gave_up", n);
 		break;
 	}
-	if (d->pending_points >= (size_t)d->batch_size || d->flush_due)
+	if (d->out_points || d->pending_points >= (size_t)d->batch_size ||
+	    d->flush_due)
 		influxdb_send(d);
 	influxdb_held(d);
 	if (d->blocked && d->pending_points < (size_t)d->batch_size) {
@@ -379,7 +462,7 @@ static int influxdb_write(struct tally_instance *inst, void *state,
 {
 	struct influxdb *d = state;
 	const struct tally_record *recs = tally_batch_records(b);
-	size_t n = tally_batch_count(b);
+	size_t n = tally_batch_count(b), len0, points0;
 
 	if (d->pending_points >= (size_t)d->batch_size) {
 		influxdb_send(d);
@@ -390,6 +473,8 @@ static int influxdb_write(struct tally_instance *inst, void *state,
 			return -1;
 		}
 	}
+	len0 = d->pending.len;
+	points0 = d->pending_points;
 	for (size_t i = 0; i < n; i++) {
 		int k = influx_render_record(&d->r, &d->pending, &recs[i]);
 
@@ -398,6 +483,16 @@ static int influxdb_write(struct tally_instance *inst, void *state,
 			continue;
 		}
 		d->pending_points += (size_t)k;
+	}
+	/* the batch stays with the core until its points are delivered, so
+	 * that a reload hands it to the successor */
+	if (d->pending_points > points0 &&
+	    tally_output_hold(inst, b, d->pending_points - points0) < 0) {
+		d->pending.len = len0;
+		d->pending_points = points0;
+		influxdb_count(d);
+		errno = ENOMEM;
+		return -1;
 	}
 	influxdb_count(d);
 	influxdb_held(d);
@@ -463,11 +558,15 @@ out_nomem:
 static void influxdb_fini(struct tally_instance *inst, void *state)
 {
 	struct influxdb *d = state;
-	size_t lost = d->pending_points;
+	size_t lost = d->pending_points + d->out_points;
 
-	if (d->http && tally_http_client_busy(d->http))
-		lost += d->inflight_points;
-	if (lost) {
+	if (lost && tally_output_handed_over(inst)) {
+		/* a reload: the core has their batches, for the successor */
+		tally_log(inst, LOG_INFO,
+			  "replaced: %zu points not delivered yet go to the "
+			  "successor with their batches",
+			  lost);
+	} else if (lost) {
 		tally_log(inst, LOG_WARNING,
 			  "stopping with %zu points not delivered", lost);
 		tally_count_drop(inst, "undelivered_at_exit", lost);
@@ -476,6 +575,7 @@ static void influxdb_fini(struct tally_instance *inst, void *state)
 	if (d->flush_ev)
 		event_free(d->flush_ev);
 	influx_buf_free(&d->pending);
+	influx_buf_free(&d->out);
 	free(d->path);
 	free(d->auth);
 }

@@ -251,10 +251,9 @@ size_t tally_log_peer_text(char *dst, size_t dstlen, const char *src,
 		size_t n = 1;
 
 		e[0] = (char)ch;
-		if (ch == '\\' || ch == '\n' || ch == '\r' || ch == '\t') {
+		if (ch == '\n' || ch == '\r' || ch == '\t') {
 			e[0] = '\\';
-			e[1] = ch == '\n' ? 'n' : ch == '\r' ? 'r' :
-			       ch == '\t' ? 't' : '\\';
+			e[1] = ch == '\n' ? 'n' : ch == '\r' ? 'r' : 't';
 			n = 2;
 		} else if (ch < 0x20 || ch == 0x7f) {
 			e[0] = '\\';

@@ -107,8 +107,8 @@ void tally_log_limited(struct tally_log_limit *l, double every,
  *
  * A server's answer goes into a log line as it came would let it forge
  * lines (a newline), drive the terminal (ESC) or hide the rest (NUL).
- * Control characters (0x00-0x1f, 0x7f) become \n, \r, \t or \xHH, a
- * backslash becomes two; leading and trailing white space is left out.
+ * Control characters (0x00-0x1f, 0x7f) become \n, \r, \t or \xHH (a
+ * backslash stays as it is); leading and trailing white space is left out.
  * Other bytes (UTF-8 included) are copied. Any thread.
  * Return: the length of @dst.
  */

@@ -56,7 +56,7 @@ t_unit_tap_t_SOURCES = t/unit/tap-selftest.c
 t_unit_tap_t_LDADD = t/unit/libtap.la
 TESTS += t/unit/tap.t
 
-EXTRA_DIST += t/lib/tally.sh t/lib/run-test.sh t/lib/print-var.mk
+EXTRA_DIST += t/lib/tally.sh t/lib/run-test.sh t/lib/print-var.mk t/lsan.supp
 
 # The test-only plugins (t/plugins) checked end to end.
 TESTS += t/t0001-plugins-testonly.t

@@ -37,7 +37,10 @@ plugins_output_report_la_SOURCES = plugins/output/report/report.c \
 	$(REPORT_SOURCES)
 plugins_output_report_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) \
 	$(CAIRO_CFLAGS)
-plugins_output_report_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+# Never unloaded (a reload that removes the output, or exit): cairo and
+# fontconfig keep process-wide caches that do not survive their library
+# leaving the process, and a later report would load them again.
+plugins_output_report_la_LDFLAGS = $(PLUGIN_LDFLAGS) -Wl,-z,nodelete
 plugins_output_report_la_LIBADD = core/libtally.la $(LIBEVENT_LIBS) \
 	$(CAIRO_LIBS) -lm
 EXTRA_DIST += plugins/output/report/draw.c plugins/output/report/draw-none.c

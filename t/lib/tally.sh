@@ -31,6 +31,11 @@ if test -z "$TALLY_PLUGIN_PATH"; then
 fi
 export TALLYD TALLY_PLUGIN_PATH PYTHON3
 
+# Under the sanitizers: leaks inside libraries tally does not own and
+# cannot free (t/lsan.supp says which and why). Harmless otherwise.
+LSAN_OPTIONS="suppressions=$SHARNESS_TEST_SRCDIR/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
+
 # A --user tallyd keeps its runtime dir (sockets) in the test's trash
 # directory, so parallel tests never share one; no job id or trace endpoint
 # leaks in from the shell that runs the tests.

@@ -387,7 +387,8 @@ int report_draw(const struct rj *j, const struct rj_result *r,
 		errno = ENOMEM;
 		goto out_free;
 	}
-	qsort(p.w, p.nw, sizeof(*p.w), longest_first);
+	if (p.nw) /* p.w is NULL while there is none */
+		qsort(p.w, p.nw, sizeof(*p.w), longest_first);
 	if (lanes_raster(&p) < 0)
 		goto out_free;
 

@@ -604,7 +604,8 @@ static struct rj_win *merge_windows(struct rj_region **r, size_t n,
 	if (!w)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		memcpy(w + k, r[i]->u, r[i]->nu * sizeof(*w));
+		if (r[i]->nu) /* u is NULL while there is none */
+			memcpy(w + k, r[i]->u, r[i]->nu * sizeof(*w));
 		k += r[i]->nu;
 	}
 	*nout = win_union(w, k);
@@ -817,7 +818,8 @@ const struct rj_result *rj_compute(struct rj *j, int64_t job_begin_ns,
 		goto out_nomem;
 
 	/* per rank */
-	memcpy(sorted, j->all, j->nregions * sizeof(*sorted));
+	if (j->nregions) /* j->all is NULL while there is none */
+		memcpy(sorted, j->all, j->nregions * sizeof(*sorted));
 	qsort(sorted, j->nregions, sizeof(*sorted), region_by_rank);
 	if (ranks_fill(j, sorted, every) < 0)
 		goto out_nomem;

@@ -59,12 +59,34 @@ test_expect_success 'a library without rsmi_init: said once, idle' '
 	grep "no GPU metrics: libz.so.1 has no rsmi_init: not a ROCm SMI library" log.txt
 '
 
-test_expect_success 'a helper that is not installed: one error, the rest runs' '
+test_expect_success 'a helper that is not installed, or not a file: refused at check' '
 	(HELPER=$PWD/nowhere/tally-rocm-helper && rocm_conf nohelper.conf out.txt "") &&
-	"$TALLYD" --once -c nohelper.conf >log.txt 2>&1 &&
-	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
-	grep "helper $PWD/nowhere/tally-rocm-helper: No such file or directory" log.txt &&
-	grep "^gauge node_load1 " out.txt
+	test_must_fail "$REAL_TALLYD" --check-config -c nohelper.conf 2>err &&
+	grep "helper $PWD/nowhere/tally-rocm-helper: No such file or directory (is tally installed whole?)" err &&
+	(HELPER=$PWD && rocm_conf dirhelper.conf out.txt "") &&
+	test_must_fail "$REAL_TALLYD" --check-config -c dirhelper.conf 2>err &&
+	grep "helper $PWD: not a regular file" err
+'
+
+test_expect_success 'an empty library is refused at check' '
+	rocm_conf nolib.conf out.txt "library = \"\";" &&
+	test_must_fail "$REAL_TALLYD" --check-config -c nolib.conf 2>err &&
+	grep "library: empty" err
+'
+
+test_expect_success 'a helper gone after the start: counted, said once, tried again' '
+	mkdir -p h && cp "$ROCM_HELPER" h/tally-rocm-helper &&
+	(HELPER=$PWD/h/tally-rocm-helper &&
+	 rocm_conf gone.conf gone.txt "max_backoff = 0.2;") &&
+	start_tallyd --log gone.log gone.conf &&
+	wait_for "test \$(event gone.txt helper_starts) -ge 2" &&
+	mv h/tally-rocm-helper h/saved &&
+	wait_for "test \$(event gone.txt helper_start_failed) -ge 3" &&
+	test "$(count gone.log "cannot start the helper $PWD/h/tally-rocm-helper: No such file or directory")" = 1 &&
+	n=$(event gone.txt helper_starts) &&
+	mv h/saved h/tally-rocm-helper &&
+	wait_for "test \$(event gone.txt helper_starts) -gt $n" &&
+	stop_tallyd
 '
 
 test_expect_success 'timeout not shorter than the interval is refused' '

@@ -201,4 +201,37 @@ test_expect_success 'a helper that hangs is killed at the deadline; scrapes stay
 	stop_tallyd
 '
 
+# children PID - "pid state" of each child process of PID
+children() {
+	for s in /proc/[0-9]*/stat; do
+		read -r c_pid c_comm c_st c_pp c_rest <"$s" 2>/dev/null &&
+		test "$c_pp" = "$1" && echo "$c_pid $c_st"
+	done
+	:
+}
+
+test_expect_success 'a reload that replaces the input reaps its old helper' '
+	rocm_conf rl.conf rl.txt "" &&
+	start_tallyd --log rl.log rl.conf &&
+	wait_for "grep -q \"2 GPU(s)\" rl.log" &&
+	for opt in "ras = true;" "power_cap = true;" "ras = true;" ""; do
+		n=$(count rl.log "2 GPU(s)") &&
+		rocm_conf rl.conf rl.txt "$opt" &&
+		reload_tallyd &&
+		wait_for "test \$(count rl.log \"2 GPU(s)\") -gt $n" || return 1
+	done &&
+	children $TALLYD_PID >kids &&
+	cat kids &&
+	test $(wc -l <kids) = 1 &&
+	! grep " Z$" kids &&
+	: the input removed by a reload: no child at all &&
+	sed -i -e "/gpu = {/,/};/d" -e "s/\"gpu\", //" rl.conf &&
+	! grep rocm_smi rl.conf &&
+	reload_tallyd &&
+	children $TALLYD_PID >kids &&
+	test ! -s kids &&
+	kill -0 $TALLYD_PID &&
+	stop_tallyd
+'
+
 test_done

@@ -59,6 +59,25 @@ test_expect_success 'a helper restarted as global.user names what it lost; the r
 	test "$(event drop.txt metrics_lost)" = 1
 '
 
+test_expect_success 'a reload that replaces the input after the drop names what it lost too' '
+	rocm_conf rl.conf rl.txt "" &&
+	sed -i "s/^global = { /global = { user = \"nobody\"; /" rl.conf &&
+	start_tallyd --log rl.log rl.conf &&
+	line="gauge rocm_average_socket_power_watts{card=\"1\"} 87" &&
+	wait_for "grep -qxF \"\$line\" rl.txt" &&
+	rocm_conf rl.conf rl.txt "ras = true;" &&
+	sed -i "s/^global = { /global = { user = \"nobody\"; /" rl.conf &&
+	reload_tallyd &&
+	wait_for "test \$(event rl.txt metrics_lost) -ge 1" 20 &&
+	grep "rocm_smi\[gpu\]: helper started by a reload as uid $(id -u nobody) reads 1 metric fewer than the first one: lost rocm_average_socket_power_watts on card 1 (what only root may read" rl.log &&
+	: the RAS metrics the first helper did not read are not lost &&
+	! grep "lost .*rocm_ras" rl.log &&
+	n=$(count rl.txt "gauge rocm_num_gpus 2") &&
+	wait_for "test \$(count rl.txt \"gauge rocm_num_gpus 2\") -gt $n" 20 &&
+	stop_tallyd &&
+	test "$(event rl.txt metrics_lost)" = 1
+'
+
 test_expect_success 'a collector that keeps root loses nothing on a restart' '
 	rocm_conf root.conf root.txt "" &&
 	TALLY_TEST_ROCM_HELPER=abort_if:$PWD/crash start_tallyd --log root.log root.conf &&

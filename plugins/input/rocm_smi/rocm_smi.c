@@ -31,8 +31,13 @@
  *  - a metric a GPU does not have is skipped for that GPU alone (logged
  *    once per helper at LOG_INFO); queries failing later are counted as
  *    event query_errors and retried by the helper with a backoff.
- * A helper killed while it sits in the kernel (a wedged device) may not be
- * reaped at once: its pid is kept and reaped on later ticks.
+ *  - a helper that cannot be started (gone after the check, fork failing):
+ *    counted as event helper_start_failed, logged when the reason changes,
+ *    tried again every max_backoff.
+ * A stopped helper is killed and reaped within ROCM_REAP_MS (the loop
+ * waits that long at worst; a reload replacing the instance leaves no
+ * zombie). One killed while it sits in the kernel (a wedged device) may
+ * not be reaped then: its pid is kept and reaped on later ticks.
  *
  * With --once (no event loop) the read runs the same exchange with poll()
  * and the same deadlines, then stops the helper.
@@ -48,7 +53,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -63,6 +70,9 @@
 /* A start may wait on the library's device locks (5 s each) */
 #define ROCM_START_EXTRA 10.0
 #define ROCM_MAX_ZOMBIES 16
+/* Longest wait for a killed helper's exit, and for a dead one's (ms) */
+#define ROCM_REAP_MS 200
+#define ROCM_GRACE_MS 100
 /* timeout = 0: half the interval, at most this (seconds) */
 #define ROCM_DEFAULT_TIMEOUT 2.0
 
@@ -84,7 +94,6 @@ enum rocm_state {
 	ROCM_READY,    /* waiting for the next tick */
 	ROCM_BUSY,     /* "read" sent, answer being received */
 	ROCM_FAILED,   /* helper said "fail": waiting for its exit */
-	ROCM_DISABLED, /* the helper cannot be run at all */
 };
 
 struct rocm_smi {
@@ -128,6 +137,14 @@ struct rocm_smi {
 	size_t ncur;
 	bool first_read;
 	unsigned helpers_ready; /* helpers that completed a read */
+	bool adopted;		/* base_keys are the retired instance's */
+	int start_errno;	/* why the last start failed, logged */
+};
+
+/* What a reload hands the successor: the baseline of rocm_lost_check() */
+struct rocm_handed {
+	char **keys;
+	size_t n;
 };
 
 static void rocm_schedule_restart(struct rocm_smi *r, double delay);
@@ -143,10 +160,35 @@ static void rocm_reap(struct rocm_smi *r)
 }
 
 /*
- * Stop the helper: close its socket, kill it, reap it if it is gone.
+ * Wait for helper @pid to exit, polling at most @ms milliseconds (the loop
+ * waits that long at worst). Return: 0 with its wait status in @st, or -1
+ * (errno ETIMEDOUT) while it still runs.
+ */
+static int rocm_wait(pid_t pid, int *st, int ms)
+{
+	struct timespec step = { 0, 2 * 1000 * 1000 };
+
+	for (int waited = 0;; waited += 2) {
+		pid_t w = waitpid(pid, st, WNOHANG);
+
+		if (w == pid || (w < 0 && errno == ECHILD))
+			return w == pid ? 0 : -1;
+		if (waited >= ms)
+			break;
+		nanosleep(&step, NULL);
+	}
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+/*
+ * Stop the helper: close its socket, give it @grace_ms to exit by itself
+ * (a helper that died is then reaped with its own status), kill it, and
+ * reap it within ROCM_REAP_MS; one stuck in the kernel (a wedged device)
+ * is kept in @zombies and reaped later.
  * @status: its wait status when reaped, else -1.
  */
-static void rocm_stop_helper(struct rocm_smi *r, int *status)
+static void rocm_stop_helper(struct rocm_smi *r, int *status, int grace_ms)
 {
 	int st;
 
@@ -165,15 +207,17 @@ static void rocm_stop_helper(struct rocm_smi *r, int *status)
 	r->batch = NULL;
 	if (r->pid <= 0)
 		return;
-	if (waitpid(r->pid, &st, WNOHANG) == r->pid) {
+	if (rocm_wait(r->pid, &st, grace_ms) == 0) {
 		if (status)
 			*status = st;
 	} else {
 		kill(r->pid, SIGKILL);
-		if (waitpid(r->pid, &st, WNOHANG) != r->pid) {
+		if (rocm_wait(r->pid, &st, ROCM_REAP_MS) < 0) {
 			rocm_reap(r);
 			if (r->nzombies < ROCM_MAX_ZOMBIES)
 				r->zombies[r->nzombies++] = r->pid;
+		} else if (status) {
+			*status = st;
 		}
 	}
 	r->pid = 0;
@@ -263,8 +307,10 @@ static void rocm_lost_check(struct rocm_smi *r)
 		return;
 	tally_count_event(r->inst, "metrics_lost", lost);
 	tally_log(r->inst, LOG_WARNING,
-		  "helper restarted as uid %u reads %zu metric%s fewer than "
+		  "helper %s as uid %u reads %zu metric%s fewer than "
 		  "the first one: lost %s%s",
+		  r->adopted && r->helpers_ready == 2 ? "started by a reload"
+						      : "restarted",
 		  (unsigned)geteuid(), lost, lost == 1 ? "" : "s", line,
 		  geteuid() ? " (what only root may read comes back when "
 			      "tallyd restarts; see doc/plugins/rocm_smi.md)"
@@ -324,6 +370,31 @@ static int rocm_spawn(struct rocm_smi *r)
 	return 0;
 }
 
+/*
+ * Start a helper, or count and log why not (event helper_start_failed;
+ * logged again only when the reason changes): the helper removed or made
+ * unrunnable after the check, fork failing. Return: as rocm_spawn().
+ */
+static int rocm_start_helper(struct rocm_smi *r)
+{
+	int e;
+
+	if (access(r->helper, X_OK) == 0 && rocm_spawn(r) == 0) {
+		r->start_errno = 0;
+		return 0;
+	}
+	e = errno;
+	tally_count_event(r->inst, "helper_start_failed", 1);
+	if (e != r->start_errno)
+		tally_log(r->inst, LOG_WARNING,
+			  "cannot start the helper %s: %s: no GPU metrics; "
+			  "trying again every %.3g s",
+			  r->helper, strerror(e), r->max_backoff);
+	r->start_errno = e;
+	errno = e;
+	return -1;
+}
+
 static void rocm_add_sample(struct rocm_smi *r, const struct rocm_msg *m)
 {
 	struct tally_label pairs[1 + ROCM_PROTO_MAX_LABELS];
@@ -354,6 +425,19 @@ static void rocm_add_sample(struct rocm_smi *r, const struct rocm_msg *m)
 	tally_labels_unref(ls);
 }
 
+/* " (killed by signal N)", " (exit status N)" or, not reaped, " (still
+ * running, killed)" of wait status @status (-1: not reaped) */
+static void rocm_how(int status, char *how, size_t size)
+{
+	if (status >= 0 && WIFSIGNALED(status))
+		snprintf(how, size, " (killed by signal %d)", WTERMSIG(status));
+	else if (status >= 0 && WIFEXITED(status))
+		snprintf(how, size, " (exit status %d)", WEXITSTATUS(status));
+	else
+		snprintf(how, size, " (did not exit in %d ms: killed)",
+			 ROCM_GRACE_MS + ROCM_REAP_MS);
+}
+
 /* The helper failed us (@reason: "crashed" or "timeout"): kill, count,
  * log, restart later. */
 static void rocm_lost(struct rocm_smi *r, const char *event, const char *drop,
@@ -364,13 +448,8 @@ static void rocm_lost(struct rocm_smi *r, const char *event, const char *drop,
 
 	if (r->state == ROCM_BUSY)
 		tally_count_drop(r->inst, drop, 1);
-	rocm_stop_helper(r, &status);
-	if (status >= 0 && WIFSIGNALED(status))
-		snprintf(how, sizeof(how), " (killed by signal %d)",
-			 WTERMSIG(status));
-	else if (status >= 0 && WIFEXITED(status))
-		snprintf(how, sizeof(how), " (exit status %d)",
-			 WEXITSTATUS(status));
+	rocm_stop_helper(r, &status, strcmp(what, "died") ? 0 : ROCM_GRACE_MS);
+	rocm_how(status, how, sizeof(how));
 	tally_count_event(r->inst, event, 1);
 	tally_log(r->inst, LOG_WARNING,
 		  "helper %s%s: GPU metrics missing until it is restarted in "
@@ -571,7 +650,7 @@ static void rocm_on_read(struct bufferevent *bev, void *arg)
 	} else if (rc < 0) {
 		if (r->state == ROCM_FAILED) {
 			/* its exit is not a crash: ask again much later */
-			rocm_stop_helper(r, NULL);
+			rocm_stop_helper(r, NULL, ROCM_GRACE_MS);
 			rocm_schedule_restart(r, r->max_backoff);
 		} else {
 			rocm_lost(r, "helper_crashed", "helper_crashed",
@@ -641,15 +720,13 @@ static void rocm_on_restart(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	rocm_reap(r);
-	if (rocm_spawn(r) < 0) {
-		tally_log(r->inst, LOG_WARNING, "cannot start %s: %s",
-			  r->helper, strerror(errno));
+	if (rocm_start_helper(r) < 0) {
 		rocm_schedule_restart(r, r->max_backoff);
 		return;
 	}
 	r->bev = bufferevent_socket_new(r->base, r->fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!r->bev) {
-		rocm_stop_helper(r, NULL);
+		rocm_stop_helper(r, NULL, 0);
 		rocm_schedule_restart(r, r->max_backoff);
 		return;
 	}
@@ -670,6 +747,8 @@ static void rocm_schedule_restart(struct rocm_smi *r, double delay)
 static int rocm_check(struct tally_instance *inst, void *state)
 {
 	struct rocm_smi *r = state;
+	const char *why = NULL;
+	struct stat st;
 
 	if (r->timeout == 0) {
 		r->timeout = tally_instance_interval(inst) / 2;
@@ -690,6 +769,25 @@ static int rocm_check(struct tally_instance *inst, void *state)
 			  r->helper);
 		return -1;
 	}
+	if (stat(r->helper, &st) < 0)
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else if (access(r->helper, X_OK) < 0)
+		why = strerror(errno);
+	if (why) {
+		tally_log(inst, LOG_ERR,
+			  "helper %s: %s (is tally installed whole?)",
+			  r->helper, why);
+		return -1;
+	}
+	if (!r->library[0]) {
+		tally_log(inst, LOG_ERR,
+			  "library: empty; a library name (\"%s\") or an "
+			  "absolute path is needed",
+			  "librocm_smi64.so.1");
+		return -1;
+	}
 	return 0;
 }
 
@@ -700,14 +798,6 @@ static int rocm_init(struct tally_instance *inst, void *state)
 	r->inst = inst;
 	r->fd = -1;
 	r->backoff = 1.0;
-	if (access(r->helper, X_OK) < 0) {
-		/* an installation problem: say it, and stay out of the way */
-		tally_log(inst, LOG_ERR,
-			  "helper %s: %s: no GPU metrics (is tally installed "
-			  "whole?)",
-			  r->helper, strerror(errno));
-		r->state = ROCM_DISABLED;
-	}
 	return 0;
 }
 
@@ -729,8 +819,7 @@ static int rocm_start(struct tally_instance *inst, void *state,
 	 * set-up, done before tallyd gives up root (global.user), so the
 	 * first helper reads what root may read.
 	 */
-	if (r->state != ROCM_DISABLED)
-		rocm_on_restart(-1, 0, r);
+	rocm_on_restart(-1, 0, r);
 	return 0;
 }
 
@@ -742,13 +831,12 @@ static int rocm_read_sync(struct rocm_smi *r, struct tally_batch *out)
 {
 	struct evbuffer *in = evbuffer_new();
 	int64_t deadline;
+	int status;
 	bool sent = false;
 	const char *lost = NULL;
 
-	if (!in || rocm_spawn(r) < 0) {
+	if (!in || rocm_start_helper(r) < 0) {
 		evbuffer_free(in);
-		tally_log(r->inst, LOG_WARNING, "cannot start %s: %s",
-			  r->helper, strerror(errno));
 		return 0;
 	}
 	r->req_ns = tally_now_ns();
@@ -791,17 +879,25 @@ static int rocm_read_sync(struct rocm_smi *r, struct tally_batch *out)
 		}
 	}
 	evbuffer_free(in);
+	status = -1;
+	rocm_stop_helper(r, &status,
+			 lost && !strcmp(lost, "helper_timeout") ? 0
+								 : ROCM_GRACE_MS);
 	if (lost) {
+		char how[64] = "";
+
+		if (strcmp(lost, "helper_timeout"))
+			rocm_how(status, how, sizeof(how));
 		tally_count_drop(r->inst, lost, 1);
 		tally_count_event(r->inst, lost, 1);
-		tally_log(r->inst, LOG_WARNING, "helper %s: no GPU metrics%s%s",
+		tally_log(r->inst, LOG_WARNING,
+			  "helper %s%s: no GPU metrics%s%s",
 			  strcmp(lost, "helper_timeout")
 				  ? "died"
 				  : "did not answer in time",
-			  r->lastlib[0] ? "; the library said: " : "",
+			  how, r->lastlib[0] ? "; the library said: " : "",
 			  r->lastlib);
 	}
-	rocm_stop_helper(r, NULL);
 	r->state = ROCM_OFF;
 	return 0;
 }
@@ -813,8 +909,6 @@ static int rocm_read(struct tally_instance *inst, void *state,
 
 	(void)inst;
 	rocm_reap(r);
-	if (r->state == ROCM_DISABLED)
-		return 0;
 	if (!r->base)
 		return rocm_read_sync(r, out);
 	switch (r->state) {
@@ -843,7 +937,11 @@ static void rocm_stop(struct tally_instance *inst, void *state)
 	(void)inst;
 	if (r->restart)
 		event_del(r->restart);
-	rocm_stop_helper(r, NULL);
+	/*
+	 * EOF on its socket ends the helper; after the privilege drop tallyd
+	 * may not kill the first one (root's), so it is given that time.
+	 */
+	rocm_stop_helper(r, NULL, ROCM_GRACE_MS);
 	r->state = ROCM_OFF;
 }
 
@@ -860,6 +958,69 @@ static void rocm_fini(struct tally_instance *inst, void *state)
 	r->deadline = r->restart = NULL;
 	rocm_keys_free(&r->base_keys, &r->nbase);
 	rocm_keys_free(&r->cur_keys, &r->ncur);
+}
+
+/*
+ * A reload replaces the instance (an option changed): the successor's
+ * helper starts after the privilege drop, so it compares its first read
+ * with what the first helper of this instance read, as a restart does.
+ */
+static void *rocm_handoff(struct tally_instance *inst, void *state, int next)
+{
+	struct rocm_smi *r = state;
+	struct rocm_handed *h;
+
+	(void)inst;
+	if (!next || !r->helpers_ready || !r->nbase)
+		return NULL;
+	h = malloc(sizeof(*h));
+	if (!h)
+		return NULL; /* best effort: the successor starts afresh */
+	h->keys = r->base_keys;
+	h->n = r->nbase;
+	r->base_keys = NULL;
+	r->nbase = 0;
+	return h;
+}
+
+static void rocm_discard(void *handed)
+{
+	struct rocm_handed *h = handed;
+
+	rocm_keys_free(&h->keys, &h->n);
+	free(h);
+}
+
+/* Whether options of @r read the metric of key @k at all. */
+static bool rocm_key_wanted(const struct rocm_smi *r, const char *k)
+{
+	if (!r->ras && !strncmp(k, "rocm_ras_", 9))
+		return false;
+	if (!r->power_cap && !strncmp(k, "rocm_power_cap_watts ", 21))
+		return false;
+	return true;
+}
+
+static int rocm_adopt(struct tally_instance *inst, void *state, void *handed)
+{
+	struct rocm_smi *r = state;
+	struct rocm_handed *h = handed;
+	size_t k = 0;
+
+	(void)inst;
+	for (size_t i = 0; i < h->n; i++) {
+		if (rocm_key_wanted(r, h->keys[i]))
+			h->keys[k++] = h->keys[i];
+		else
+			free(h->keys[i]);
+	}
+	rocm_keys_free(&r->base_keys, &r->nbase);
+	r->base_keys = h->keys;
+	r->nbase = k;
+	r->helpers_ready = 1;
+	r->adopted = true;
+	free(h);
+	return 0;
 }
 
 static const struct tally_option rocm_options[] = {
@@ -893,6 +1054,9 @@ static const struct tally_input_ops rocm_ops = {
 	.start = rocm_start,
 	.stop = rocm_stop,
 	.fini = rocm_fini,
+	.handoff = rocm_handoff,
+	.adopt = rocm_adopt,
+	.discard = rocm_discard,
 };
 
 TALLY_PLUGIN_INPUT(

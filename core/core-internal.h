@@ -635,7 +635,10 @@ const char *tally_mode_conf_dir(void);
  * running, so that a second collector of the same directory (the same
  * job) says so and stops instead of taking the first one's sockets. 0,
  * or -1 with errno = EBUSY (held by the pid logged) or why the lock file
- * could not be opened (logged). System mode: 0, nothing done.
+ * could not be opened (logged). System mode: always 0; when another
+ * collector holds the lock (or it cannot be opened), logged, and this one
+ * neither writes nor removes RUNDIR/listen: a process removes only files
+ * it created, in a directory it holds.
  */
 int tally_runtime_dir_lock(void);
 /*

@@ -283,7 +283,7 @@ int tally_runtime_dir_lock(void)
 	char path[PATH_MAX], pid[24];
 	int fd, e;
 
-	if (!mode_user || mode_lock_fd >= 0)
+	if (mode_lock_fd >= 0)
 		return 0;
 	if (snprintf(path, sizeof(path), "%s/tallyd.lock", mode_rundir) >=
 	    (int)sizeof(path)) {
@@ -291,6 +291,25 @@ int tally_runtime_dir_lock(void)
 		goto out_log;
 	}
 	fd = pid_file_lock(path, pid, sizeof(pid));
+	if (fd < 0 && !mode_user) {
+		/*
+		 * A system collector starts anyway (its sockets may differ),
+		 * but the directory's files are the holder's: this one
+		 * neither writes nor removes RUNDIR/listen.
+		 */
+		if (errno == EWOULDBLOCK)
+			tally_log(NULL, LOG_NOTICE,
+				  "%s is another collector's (tallyd pid %s "
+				  "holds %s): this one leaves its listen file "
+				  "alone",
+				  mode_rundir, *pid ? pid : "?", path);
+		else
+			tally_log(NULL, LOG_NOTICE,
+				  "cannot lock %s: %s: this collector leaves "
+				  "%s/listen alone",
+				  path, strerror(errno), mode_rundir);
+		return 0;
+	}
 	if (fd < 0) {
 		if (errno != EWOULDBLOCK)
 			goto out_log;
@@ -372,11 +391,22 @@ static void pid_file_remove(void)
 		return;
 	if (fstat(mode_pid_fd, &a) == 0 && stat(mode_pid_path, &b) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
-	    unlink(mode_pid_path) < 0)
-		/* a directory tallyd cannot write once it dropped root */
-		if (ftruncate(mode_pid_fd, 0) < 0)
-			tally_log(NULL, LOG_DEBUG, "pid file %s: %s",
-				  mode_pid_path, strerror(errno));
+	    unlink(mode_pid_path) < 0) {
+		int e = errno;
+
+		/*
+		 * A directory tallyd cannot write once it dropped root: no
+		 * descriptor helps, unlink needs that right when it runs.
+		 * Emptied, it names no process; say so.
+		 */
+		tally_log(NULL, LOG_WARNING,
+			  "cannot remove the pid file %s: %s (%s; give "
+			  "--pid-file a directory global.user may write, or "
+			  "remove it by hand)",
+			  mode_pid_path, strerror(e),
+			  ftruncate(mode_pid_fd, 0) == 0 ? "emptied"
+							 : "left as it is");
+	}
 	close(mode_pid_fd);
 	mode_pid_fd = -1;
 }
@@ -533,6 +563,8 @@ static int listen_write(void)
 		errno = ENAMETOOLONG;
 		goto out_err;
 	}
+	if (mode_lock_fd < 0)
+		return 0; /* the directory is another collector's */
 	for (size_t i = 0; i < npubs; i++)
 		n += pubs[i].kind == PUB_LISTEN;
 	if (!n) {

@@ -86,9 +86,12 @@ static int unix_lock(struct tally_net_unix *u, char *why, size_t whylen)
 	/* global.user: the identity this collector drops to owns it too */
 	if (!tally_priv_owner(st.st_uid)) {
 		snprintf(why, whylen,
-			 "%s belongs to uid %u, not to this collector: not "
-			 "using the path (remove it or choose another path)",
-			 lock, (unsigned)st.st_uid);
+			 "%s belongs to uid %u, not to this collector (lock "
+			 "files stay after exit: one that ran with global.user "
+			 "left it?): not using the path (when no tallyd uses "
+			 "it, remove %s; or run with that user, or choose "
+			 "another path)",
+			 lock, (unsigned)st.st_uid, lock);
 		err = EPERM;
 		goto out_close;
 	}

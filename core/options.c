@@ -133,6 +133,273 @@ out_nomem:
 	return -1;
 }
 
+/* ---- regular expressions: RE2 (node_exporter, Prometheus) to POSIX ERE -- */
+
+struct rx_out {
+	char *p;
+	size_t len, cap;
+};
+
+static int rx_put(struct rx_out *o, const char *s, size_t n)
+{
+	if (o->len + n + 1 > o->cap) {
+		size_t ncap = o->cap ? o->cap : 64;
+		char *np;
+
+		while (ncap < o->len + n + 1)
+			ncap *= 2;
+		np = realloc(o->p, ncap);
+		if (!np) {
+			errno = ENOMEM;
+			return -1;
+		}
+		o->p = np;
+		o->cap = ncap;
+	}
+	memcpy(o->p + o->len, s, n);
+	o->len += n;
+	o->p[o->len] = '\0';
+	return 0;
+}
+
+static int rx_puts(struct rx_out *o, const char *s)
+{
+	return rx_put(o, s, strlen(s));
+}
+
+/* The bracket body of Perl class @c (d s w), or NULL. */
+static const char *rx_class(char c)
+{
+	switch (c) {
+	case 'd':
+		return "0-9";
+	case 's':
+		return "[:space:]";
+	case 'w':
+		return "[:alnum:]_";
+	}
+	return NULL;
+}
+
+/* The character escape @c stands for (\t...), or 0. */
+static char rx_control(char c)
+{
+	switch (c) {
+	case 't':
+		return '\t';
+	case 'n':
+		return '\n';
+	case 'r':
+		return '\r';
+	case 'f':
+		return '\f';
+	case 'v':
+		return '\v';
+	}
+	return 0;
+}
+
+/*
+ * Translate the bracket expression at @*pp (on its '[') into @o; @*pp is
+ * left after its ']'. Return: 0, -1 with errno (EINVAL: *@why set).
+ */
+static int rx_bracket(struct rx_out *o, const char **pp, const char **why)
+{
+	const char *p = *pp + 1;
+	bool first = true;
+
+	if (rx_put(o, "[", 1) < 0)
+		return -1;
+	if (*p == '^') {
+		if (rx_put(o, "^", 1) < 0)
+			return -1;
+		p++;
+	}
+	for (; *p; p++, first = false) {
+		char one[2] = { 0 };
+		const char *put = one;
+
+		if (*p == ']' && !first)
+			break;
+		if (*p == '[' && p[1] == ':') {
+			const char *end = strstr(p + 2, ":]");
+
+			if (!end) {
+				*why = "unterminated [:class:]";
+				errno = EINVAL;
+				return -1;
+			}
+			if (rx_put(o, p, (size_t)(end + 2 - p)) < 0)
+				return -1;
+			p = end + 1;
+			continue;
+		}
+		if (*p == '[') {
+			put = "[.[.]"; /* POSIX would start [. [= here */
+		} else if (*p == '\\' && p[1]) {
+			p++;
+			if (rx_class(*p)) {
+				put = rx_class(*p);
+			} else if (rx_class((char)(*p | 0x20))) {
+				*why = "\\D, \\S or \\W inside brackets has no "
+				       "POSIX equivalent";
+				errno = EINVAL;
+				return -1;
+			} else if (rx_control(*p)) {
+				one[0] = rx_control(*p);
+			} else if (*p == ']' || *p == '-' || *p == '^' ||
+				   *p == '[') {
+				/* a collating symbol: literal anywhere */
+				if (rx_puts(o, "[.") < 0 || rx_put(o, p, 1) < 0)
+					return -1;
+				put = ".]";
+			} else if ((*p >= 'a' && *p <= 'z') ||
+				   (*p >= 'A' && *p <= 'Z') ||
+				   (*p >= '0' && *p <= '9')) {
+				*why = "an escape inside brackets that POSIX "
+				       "has not";
+				errno = EINVAL;
+				return -1;
+			} else {
+				one[0] = *p; /* \. \\ \/ ...: the character */
+			}
+		} else {
+			one[0] = *p;
+		}
+		if (rx_puts(o, put) < 0)
+			return -1;
+	}
+	if (*p != ']') {
+		*why = "unterminated [";
+		errno = EINVAL;
+		return -1;
+	}
+	*pp = p + 1;
+	return rx_put(o, "]", 1);
+}
+
+/* Whether @p (after a '{') is a repetition n}, n,} or n,m}; its end. */
+static const char *rx_repeat_end(const char *p)
+{
+	const char *q = p;
+
+	while (*q >= '0' && *q <= '9')
+		q++;
+	if (q == p)
+		return NULL;
+	if (*q == ',')
+		for (q++; *q >= '0' && *q <= '9'; q++)
+			;
+	return *q == '}' ? q : NULL;
+}
+
+/*
+ * @src in POSIX ERE, into @o. Return: 0, or -1 with errno (EINVAL: *@why
+ * says what cannot be translated).
+ */
+static int rx_translate(struct rx_out *o, const char *src, const char **why)
+{
+	const char *p = src;
+
+	if (rx_put(o, "", 0) < 0)
+		return -1;
+	while (*p) {
+		char c = *p;
+
+		if (c == '[') {
+			if (rx_bracket(o, &p, why) < 0)
+				return -1;
+			continue;
+		}
+		if (c == '(' && p[1] == '?') {
+			*why = "(? groups and flags, such as (?i) or (?:...), "
+			       "are not POSIX";
+			errno = EINVAL;
+			return -1;
+		}
+		if ((c == '*' || c == '+' || c == '?') && p[1] == '?') {
+			*why = "lazy quantifiers (*?, +?, ?\?) are not POSIX";
+			errno = EINVAL;
+			return -1;
+		}
+		if (c == '{') {
+			const char *end = rx_repeat_end(p + 1);
+
+			if (end && end[1] == '?') {
+				*why = "lazy quantifiers ({n,m}?): not POSIX";
+				errno = EINVAL;
+				return -1;
+			}
+			if (end) {
+				if (rx_put(o, p, (size_t)(end + 1 - p)) < 0)
+					return -1;
+				p = end + 1;
+				continue;
+			}
+		}
+		if (c == '\\' && p[1]) {
+			char e = p[1];
+			const char *cls = rx_class((char)(e | 0x20));
+			char ctl = rx_control(e);
+
+			p += 2;
+			if (cls && (e == 'd' || e == 's' || e == 'w')) {
+				if (rx_puts(o, "[") < 0 ||
+				    rx_puts(o, cls) < 0 || rx_puts(o, "]") < 0)
+					return -1;
+			} else if (cls && (e == 'D' || e == 'S' || e == 'W')) {
+				if (rx_puts(o, "[^") < 0 ||
+				    rx_puts(o, cls) < 0 || rx_puts(o, "]") < 0)
+					return -1;
+			} else if (ctl) {
+				if (rx_put(o, &ctl, 1) < 0)
+					return -1;
+			} else if (strchr("AzCpPQEx", e)) {
+				*why = "\\A \\z \\C \\p \\P \\Q \\E \\x: "
+				       "not POSIX";
+				errno = EINVAL;
+				return -1;
+			} else if (rx_put(o, p - 2, 2) < 0) {
+				return -1;
+			}
+			continue;
+		}
+		if (rx_put(o, p, 1) < 0)
+			return -1;
+		p++;
+	}
+	return 0;
+}
+
+int tally_regcomp(regex_t *re, const char *src, int cflags, char *err,
+		  size_t errsize)
+{
+	struct rx_out o = { 0 };
+	const char *why = NULL;
+	int rc;
+
+	if (err && errsize)
+		err[0] = '\0';
+	if (rx_translate(&o, src, &why) < 0) {
+		int e = errno;
+
+		if (err && errsize && why)
+			snprintf(err, errsize, "%s", why);
+		free(o.p);
+		errno = e;
+		return -1;
+	}
+	rc = regcomp(re, o.p, REG_EXTENDED | cflags);
+	free(o.p);
+	if (rc) {
+		if (err && errsize)
+			regerror(rc, re, err, errsize);
+		errno = rc == REG_ESPACE ? ENOMEM : EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
 static void regexlist_free(struct tally_regexlist *rl)
 {
 	for (size_t i = 0; i < rl->n; i++) {
@@ -161,16 +428,17 @@ static int regexlist_compile(struct tally_regexlist *out,
 		return -1;
 	}
 	for (size_t i = 0; i < l->n; i++) {
-		int rc = regcomp(&tmp.re[i], l->v[i], REG_EXTENDED | REG_NOSUB);
+		char msg[256];
 
-		if (rc) {
-			char msg[256];
+		if (tally_regcomp(&tmp.re[i], l->v[i], REG_NOSUB, msg,
+				  sizeof(msg)) < 0) {
+			int e = errno;
 
-			regerror(rc, &tmp.re[i], msg, sizeof(msg));
 			tally_log_conf(LOG_ERR, file, line,
 				       "%s: option '%s': bad regular "
 				       "expression \"%s\": %s",
-				       what, key, l->v[i], msg);
+				       what, key, l->v[i],
+				       msg[0] ? msg : strerror(e));
 			tmp.src = l->v;
 			tmp.n = i;
 			l->v = NULL;
@@ -178,7 +446,7 @@ static int regexlist_compile(struct tally_regexlist *out,
 				free(tmp.src[j]);
 			l->n = 0;
 			regexlist_free(&tmp);
-			errno = EINVAL;
+			errno = e;
 			return -1;
 		}
 	}

@@ -183,6 +183,20 @@ test_expect_success '--check-config reports a bad expression with file:line' '
 	grep "^bad.conf:$line: error: inputs.net: option .exclude.: bad regular expression" check.txt
 '
 
+test_expect_success 'node_exporter expressions: \\d and \\w are understood' '
+	once "$FIXTURES/proc-6.1" "$FIXTURES/sys-6.1" \
+		"exclude = [\"^\\\\w+\\\\d$\"]; netclass = false; infiniband = false;" &&
+	grep -q "device=\"lo\"" out.txt &&
+	! grep -q "device=\"eth0\"" out.txt &&
+	! grep -q "device=\"ib0\"" out.txt
+'
+
+test_expect_success '--check-config refuses what POSIX cannot say, with the reason' '
+	sed "s/(bad/(?i)^ETH/" bad.conf >lazy.conf &&
+	test_must_fail tallyd --check-config -c lazy.conf >check.txt 2>&1 &&
+	grep "^lazy.conf:5: error: inputs.net: option .exclude.: bad regular expression \"(?i)^ETH\": (? groups and flags" check.txt
+'
+
 test_expect_success 'Linux 2.6.18: a wide counter touches the colon; no sysfs' '
 	once "$FIXTURES/proc-2.6.18" "$PWD/no-sys" &&
 	{

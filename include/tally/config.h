@@ -115,7 +115,8 @@ struct tally_strlist {
  * struct tally_regexlist - a list of compiled regular expressions
  * @n:   number of expressions
  * @src: their source text (core-owned)
- * @re:  compiled with regcomp(REG_EXTENDED | REG_NOSUB) (core-owned)
+ * @re:  compiled with tally_regcomp(REG_NOSUB): node_exporter's and
+ *       Prometheus' \d, \s, \w are understood (core-owned)
  */
 struct tally_regexlist {
 	size_t n;
@@ -240,6 +241,31 @@ struct tally_option {
  * Return: true or false; false for an empty list.
  */
 bool tally_strlist_contains(const struct tally_strlist *list, const char *s);
+
+/**
+ * tally_regcomp() - compile a regular expression written for node_exporter
+ * or Prometheus (Go's RE2 syntax) with POSIX regcomp(REG_EXTENDED | @cflags)
+ * @re:      the compiled expression, as regcomp() fills it (regfree() it)
+ * @src:     the expression; NUL-terminated
+ * @cflags:  more regcomp() flags (REG_NOSUB, REG_ICASE...)
+ * @err:     on failure, what is wrong, NUL-terminated (may be NULL)
+ * @errsize: size of @err
+ *
+ * POSIX ERE has no Perl classes: glibc reads \d as a plain "d", so a
+ * node_exporter default such as "^(ram|loop|nvme\d+n\d+p)\d+$" would
+ * silently match nothing. They are translated into bracket expressions,
+ * outside and inside brackets: \d [0-9], \s [[:space:]], \w [[:alnum:]_],
+ * \D \S \W their negations (outside brackets only), \t \n \r \f \v the
+ * characters; inside brackets an escaped character (\. \\ \-...) is that
+ * character. Other escapes outside brackets are left as they are (\. \\
+ * \/ \b...). What RE2 has and POSIX cannot say is refused: (?flags),
+ * (?:...) and (?P<name>...) groups, lazy quantifiers (*? +? ?? {n,m}?),
+ * \A \z \C \p \P \Q \E \x, and \D \S \W inside brackets.
+ * Return: 0, or -1 with errno = EINVAL (refused or not a valid expression,
+ * @err says why) or ENOMEM. Thread-safe.
+ */
+int tally_regcomp(regex_t *re, const char *src, int cflags, char *err,
+		  size_t errsize);
 
 /**
  * tally_regexlist_match() - whether any expression of @list matches @s

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <libconfig.h>
+#include <regex.h>
 
 #include "../../core/core-internal.h"
 #include "tap.h"
@@ -372,6 +373,120 @@ static void test_describe(void)
 	free(buf);
 }
 
+/* Whether @re (tally_regcomp()) matches @s; -1 if it does not compile. */
+static int rx_match(const char *re, const char *s)
+{
+	regex_t r;
+	int m;
+
+	if (tally_regcomp(&r, re, REG_NOSUB, NULL, 0) < 0)
+		return -1;
+	m = regexec(&r, s, 0, NULL, 0) == 0;
+	regfree(&r);
+	return m;
+}
+
+/* Whether @re is refused, with a message holding @why. */
+static bool rx_refused(const char *re, const char *why)
+{
+	char err[256];
+	regex_t r;
+
+	errno = 0;
+	if (tally_regcomp(&r, re, REG_NOSUB, err, sizeof(err)) == 0) {
+		regfree(&r);
+		return false;
+	}
+	if (errno != EINVAL || !strstr(err, why)) {
+		diag("%s: errno %d, \"%s\"", re, errno, err);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * node_exporter's (Go RE2) expressions: the Perl classes POSIX ERE lacks
+ * are translated, what cannot be is refused with the reason.
+ */
+static void test_regcomp(void)
+{
+	/* node_exporter 1.5's --collector.diskstats.device-exclude */
+	static const char disk[] =
+		"^(ram|loop|fd|(h|s|v|xv)d[a-z]|nvme\\d+n\\d+p)\\d+$";
+	/* --collector.filesystem.mount-points-exclude (1.5.0, Debian) */
+	static const char mnt[] = "^/(dev|proc|run|sys|mnt|media|"
+				  "var/lib/docker/.+|"
+				  "var/lib/containers/storage/.+)($|/)";
+	/* --collector.systemd.unit-exclude */
+	static const char unit[] =
+		".+\\.(automount|device|mount|scope|slice|target)";
+	regex_t plain;
+
+	/* what regcomp alone does with \d: a plain d, the bug */
+	ok(regcomp(&plain, disk, REG_EXTENDED | REG_NOSUB) == 0 &&
+		   regexec(&plain, "sda1", 0, NULL, 0) != 0,
+	   "POSIX regcomp alone: the diskstats default misses sda1");
+	regfree(&plain);
+	ok(rx_match(disk, "sda1") == 1 && rx_match(disk, "nvme0n1p1") == 1 &&
+		   rx_match(disk, "ram0") == 1 && rx_match(disk, "loop12") == 1 &&
+		   rx_match(disk, "xvda3") == 1,
+	   "diskstats device-exclude: partitions, ram, loop excluded");
+	ok(rx_match(disk, "sda") == 0 && rx_match(disk, "nvme0n1") == 0 &&
+		   rx_match(disk, "dm-0") == 0 && rx_match(disk, "md127") == 0 &&
+		   rx_match(disk, "sdd") == 0,
+	   "diskstats device-exclude: whole disks kept (sdd: no d class)");
+	ok(rx_match(mnt, "/proc/sys/fs") == 1 && rx_match(mnt, "/run") == 1 &&
+		   rx_match(mnt, "/var/lib/docker/overlay2/x") == 1 &&
+		   rx_match(mnt, "/") == 0 && rx_match(mnt, "/home") == 0 &&
+		   rx_match(mnt, "/var/lib/docker") == 0,
+	   "filesystem mount-points-exclude");
+	ok(rx_match(unit, "tmp.mount") == 1 && rx_match(unit, "tmpmount") == 0 &&
+		   rx_match(unit, "ssh.service") == 0,
+	   "systemd unit-exclude: \\. stays a literal dot");
+	ok(rx_match("^lo$", "lo") == 1 && rx_match("^lo$", "lo0") == 0,
+	   "netdev device-exclude ^lo$");
+
+	ok(rx_match("^\\s*\\w+\\s*$", " eth_0 ") == 1 &&
+		   rx_match("^\\s*\\w+\\s*$", "eth-0") == 0,
+	   "\\s and \\w outside brackets");
+	ok(rx_match("^\\D\\S\\W$", "1b-") == 0 &&
+		   rx_match("^\\D\\S\\W$", "a b") == 0 &&
+		   rx_match("^\\D\\S\\W$", "a1_") == 0 &&
+		   rx_match("^\\D\\S\\W$", "a1-") == 1 &&
+		   rx_match("^\\D+$", "a1") == 0,
+	   "\\D \\S \\W: the negations");
+	ok(rx_match("^[\\d.]+$", "10.0.0.1") == 1 &&
+		   rx_match("^[\\d.]+$", "10.0.0.a") == 0 &&
+		   rx_match("^[^\\d]+$", "abc") == 1 &&
+		   rx_match("^[^\\d]+$", "a1") == 0,
+	   "\\d inside brackets, and negated brackets");
+	ok(rx_match("^[\\w-]+$", "eth-0_a") == 1 &&
+		   rx_match("^[\\w-]+$", "eth 0") == 0 &&
+		   rx_match("^[\\s]$", "\t") == 1,
+	   "\\w and \\s inside brackets");
+	ok(rx_match("^[\\]\\-\\^\\\\]+$", "]-^\\") == 1 &&
+		   rx_match("^[\\]\\-\\^\\\\]+$", "a") == 0 &&
+		   rx_match("^[a\\.]$", "\\") == 0 && rx_match("^[a\\.]$", ".") == 1,
+	   "escaped ] - ^ \\ . inside brackets are those characters");
+	ok(rx_match("^[[:digit:]x]+$", "12x") == 1 &&
+		   rx_match("^[]a]$", "]") == 1,
+	   "POSIX classes and a leading ] inside brackets kept");
+	ok(rx_match("^a\\\\d$", "a\\d") == 1 && rx_match("^a\\\\d$", "a\\1") == 0,
+	   "\\\\ stays an escaped backslash: \\\\d is a backslash and a d");
+	ok(rx_match("^a{2}$", "aa") == 1 && rx_match("^a\\tb$", "a\tb") == 1,
+	   "repetitions and \\t");
+	ok(rx_refused("(?i)sda", "(?"), "(?i) refused");
+	ok(rx_refused("^(?:sd|hd)a$", "(?"), "(?:...) refused");
+	ok(rx_refused("a.*?b", "lazy"), "*? refused");
+	ok(rx_refused("a+?", "lazy") && rx_refused("a??", "lazy") &&
+		   rx_refused("a{1,3}?", "lazy"),
+	   "+? ?? {n,m}? refused");
+	ok(rx_refused("[\\D]", "inside brackets"), "\\D inside brackets refused");
+	ok(rx_refused("\\pL", "not POSIX") && rx_refused("\\Aa\\z", "not POSIX"),
+	   "\\p, \\A, \\z refused");
+	ok(rx_refused("(", "Unmatched ("), "invalid expressions: regerror's text");
+}
+
 int main(void)
 {
 	static const struct {
@@ -453,5 +568,6 @@ int main(void)
 	test_typed();
 	test_grammars();
 	test_describe();
+	test_regcomp();
 	return done_testing();
 }

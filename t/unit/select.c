@@ -118,8 +118,14 @@ int main(void)
 	o = (struct sel_opts){ .keep_if = STRLIST("env=(") };
 	ok(!sel_rules_new(&o, err, sizeof(err)) && errno == EINVAL,
 	   "a bad regex refused");
-	is(err, "keep_if: \"env=(\": not a valid regular expression",
+	is(err,
+	   "keep_if: \"env=(\": not a valid regular expression: Unmatched ( "
+	   "or \\(",
 	   "message");
+	o = (struct sel_opts){ .keep_if = STRLIST("env=(?i)prod") };
+	ok(!sel_rules_new(&o, err, sizeof(err)) && errno == EINVAL,
+	   "a Go flag group refused");
+	ok(strstr(err, "(? groups and flags") != NULL, "saying why");
 
 	tally_batch_unref(b);
 	tally_labels_unref(prod);

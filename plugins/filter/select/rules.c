@@ -77,6 +77,7 @@ static int list_parse(struct sel_list *l, const struct tally_strlist *src,
 		if (regex) {
 			size_t len = strlen(p->value) + 5;
 			char *anch = malloc(len);
+			char msg[128];
 			int rc;
 
 			if (!anch) {
@@ -84,13 +85,15 @@ static int list_parse(struct sel_list *l, const struct tally_strlist *src,
 				return -1;
 			}
 			snprintf(anch, len, "^(%s)$", p->value);
-			rc = regcomp(&p->re, anch, REG_EXTENDED | REG_NOSUB);
+			rc = tally_regcomp(&p->re, anch, REG_NOSUB, msg,
+					   sizeof(msg));
 			free(anch);
-			if (rc) {
+			if (rc < 0) {
 				snprintf(errbuf, errsize,
 					 "%s: \"%s\": not a valid regular "
-					 "expression",
-					 what, src->v[i]);
+					 "expression: %s",
+					 what, src->v[i],
+					 msg[0] ? msg : strerror(errno));
 				errno = EINVAL;
 				return -1;
 			}

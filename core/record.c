@@ -53,6 +53,8 @@ struct tally_batch {
 	struct chunk *cur;	/* the chunk allocations come from */
 	const char *source;
 	double interval;
+	const char **origin; /* tally_batch_set_origin(), or NULL */
+	size_t norigin;	     /* entries of @origin; NULL beyond */
 	struct tally_batch **keeps; /* batches records borrow from */
 	size_t nkeeps, capkeeps;
 	unsigned forms;	    /* TALLY_FORM_BIT()s of the records */
@@ -145,6 +147,7 @@ static void batch_destroy(struct tally_batch *b)
 	}
 	free(b->recs);
 	free(b->keeps);
+	free(b->origin);
 	free(b);
 }
 
@@ -166,6 +169,9 @@ void tally_batch_unref(struct tally_batch *b)
 			tally_labels_unref(r->span.attrs);
 	}
 	b->n = 0;
+	free(b->origin);
+	b->origin = NULL;
+	b->norigin = 0;
 	/* after the labels: a borrowed record's strings may be in a keep */
 	for (size_t i = 0; i < b->nkeeps; i++)
 		tally_batch_unref(b->keeps[i]);
@@ -224,6 +230,33 @@ const char *tally_batch_source(const struct tally_batch *b)
 double tally_batch_interval(const struct tally_batch *b)
 {
 	return b ? b->interval : 0;
+}
+
+int tally_batch_set_origin(struct tally_batch *b, size_t i,
+			   const char *origin)
+{
+	if (!b || i >= b->n) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (i >= b->norigin) {
+		const char **v = realloc(b->origin, b->cap * sizeof(*v));
+
+		if (!v) {
+			errno = ENOMEM;
+			return -1;
+		}
+		memset(v + b->norigin, 0, (b->cap - b->norigin) * sizeof(*v));
+		b->origin = v;
+		b->norigin = b->cap;
+	}
+	b->origin[i] = origin;
+	return 0;
+}
+
+const char *tally_batch_origin(const struct tally_batch *b, size_t i)
+{
+	return b && i < b->norigin ? b->origin[i] : NULL;
 }
 
 static unsigned record_forms(const struct tally_record *r)
@@ -411,13 +444,26 @@ static int batch_keep(struct tally_batch *b, struct tally_batch *src)
 struct tally_record *tally_batch_append_from(struct tally_batch *b,
 					     struct tally_batch *src, size_t i)
 {
+	struct tally_record *r;
+
 	if (!b || !src || b == src || i >= src->n) {
 		errno = EINVAL;
 		return NULL;
 	}
 	if (batch_keep(b, src) < 0)
 		return NULL;
-	return batch_put(b, &src->recs[i]);
+	r = batch_put(b, &src->recs[i]);
+	/* the origin lives in @src's arena (or is static), kept above */
+	if (r && i < src->norigin && src->origin[i] &&
+	    tally_batch_set_origin(b, b->n - 1, src->origin[i]) < 0) {
+		/* not appended after all */
+		b->n--;
+		tally_labels_unref(r->kind == TALLY_REC_METRIC ? r->metric.labels
+				   : r->kind == TALLY_REC_SPAN ? r->span.attrs
+							       : NULL);
+		return NULL;
+	}
+	return r;
 }
 
 struct tally_batch *tally_batch_select(struct tally_batch *src,

@@ -194,6 +194,62 @@ test_expect_success 'a directory gone: scrape error, logged once' '
 	test "$(self_drop directory_error)" -ge 1
 '
 
+# A second tallyd: procfs on a fixture (one read, at start: interval 3600)
+# and a textfile directory whose file writes procfs' node_load1 (same type)
+# and node_load5 (untyped), and the textfile input's own scrape_error.
+# Whatever order the inputs' first reads come in, procfs' series win and
+# the file's other series are exported.
+test_expect_success 'a file cannot replace another input'"'"'s series' '
+	mkdir coll &&
+	cat >coll/a-coll.prom <<-\EOF &&
+	# HELP node_load1 1m load average, from a file.
+	# TYPE node_load1 gauge
+	node_load1 99
+	node_load5 98
+	node_textfile_scrape_error 7
+	job_ok{step="1"} 1
+	EOF
+	cport=$(free_port) &&
+	cat >coll.conf <<-EOF &&
+	global = { interval = 0.2; log_level = "info"; };
+	inputs = {
+	  proc = { plugin = "procfs"; root = "$FIXTURES/proc-6.1";
+	           interval = 3600; };
+	  tf = { plugin = "textfile"; directory = "$PWD/coll"; };
+	  self = { plugin = "self"; };
+	};
+	outputs = { prom = { plugin = "prometheus";
+	                     listen = "127.0.0.1:$cport"; }; };
+	pipelines = { p = { from = ["proc", "tf", "self"]; to = ["prom"]; }; };
+	EOF
+	start_tallyd --log coll.log --wait "port_listening $cport" coll.conf &&
+	cpage() {
+		curl -sf "http://127.0.0.1:$cport/metrics" >page.txt
+	} &&
+	creads() {
+		cpage &&
+		awk -v n="$1" "index(\$0, \"tally_reads_total{\") == 1 &&
+			index(\$0, \"instance=\\\"tf\\\"\") { if (\$2 >= n) ok = 1 }
+			END { exit !ok }" page.txt
+	} &&
+	wait_for "creads 5" &&
+	grep -x "node_load1 0.53" page.txt &&
+	grep -x "# TYPE node_load5 gauge" page.txt &&
+	grep -x "node_load5 0.63" page.txt &&
+	grep -x "node_textfile_scrape_error 0" page.txt &&
+	grep -x "job_ok{step=\"1\"} 1" page.txt &&
+	grep "^node_textfile_mtime_seconds{file=\"$PWD/coll/a-coll.prom\"} " page.txt &&
+	test "$(self_drop reserved_name)" -ge 3 &&
+	awk "index(\$0, \"tally_dropped_total{\") == 1 &&
+		index(\$0, \"instance=\\\"prom\\\"\") &&
+		index(\$0, \"reason=\\\"source_collision\\\"\") { n = \$2 }
+		END { exit !(n >= 6) }" page.txt &&
+	test $(grep -c "$PWD/coll/a-coll.prom: node_load1{}: input proc exports this series" coll.log) = 1 &&
+	test $(grep -c "$PWD/coll/a-coll.prom: node_load5{}: input proc exports this series" coll.log) = 1 &&
+	test $(grep -c "a-coll.prom: node_textfile_scrape_error: the textfile input.s own family" coll.log) = 1 &&
+	stop_tallyd
+'
+
 test_expect_success 'check-config refuses a relative directory' '
 	cat >rel.conf <<-EOF &&
 	inputs = { tf = { plugin = "textfile"; directory = "tf"; }; };

@@ -490,6 +490,35 @@ const struct tally_record *tally_batch_records(const struct tally_batch *b);
 const char *tally_batch_source(const struct tally_batch *b);
 
 /**
+ * tally_batch_set_origin() - mark record @i as read on behalf of other
+ * programs, from @origin, rather than measured by the input itself
+ * @b:      batch being built (not yet emitted)
+ * @i:      index of one of its records
+ * @origin: where the record was read, for log lines (a file's path): a
+ *          string in @b's arena, in a batch @b borrows from, or static
+ *
+ * Such a record yields: an output that keys series by name and labels
+ * (prometheus) keeps another input's series of the same name and labels
+ * over it, and names @origin when it drops it. The textfile input marks
+ * what it reads from *.prom files, so a file cannot replace node_load1 of
+ * the procfs input. tally_batch_append_from() and tally_batch_select()
+ * keep the mark; records rebuilt otherwise (tally_batch_copy_record(),
+ * aggregates) lose it.
+ * Cost: nothing for batches without marks; an array of pointers for one
+ * that has some.
+ * Return: 0, or -1 with errno = EINVAL (@i out of range) or ENOMEM.
+ */
+int tally_batch_set_origin(struct tally_batch *b, size_t i,
+			   const char *origin);
+
+/**
+ * tally_batch_origin() - the origin of record @i (tally_batch_set_origin())
+ * Return: the string, valid while @b is referenced; NULL when the record
+ * is the input's own (or @i is out of range).
+ */
+const char *tally_batch_origin(const struct tally_batch *b, size_t i);
+
+/**
  * tally_batch_interval() - interval of the producing input, in seconds
  *
  * Outputs use it to derive defaults such as a series' expiry.

@@ -22,7 +22,12 @@
  *     same name with another type or another HELP, or with the same labels
  *     as a series already taken, is dropped, logged and counted; that does
  *     not set node_textfile_scrape_error (node_exporter's registry drops
- *     them the same way).
+ *     them the same way); so are series of node_textfile_mtime_seconds
+ *     and node_textfile_scrape_error, the input's own (reserved_name);
+ *   - every record is marked as read from its file
+ *     (tally_batch_set_origin()): the prometheus output keeps another
+ *     input's series of the same name and labels over it (procfs'
+ *     node_load1 over a file's), and names the file when it drops it.
  *
  * A file being rewritten in place may be read half-written: as for
  * node_exporter, writers should write a temporary file and rename it.
@@ -115,6 +120,8 @@ struct tf_tick {
 	size_t nser;
 };
 
+static const char textfile_mtime[] = "node_textfile_mtime_seconds";
+static const char textfile_error[] = "node_textfile_scrape_error";
 static const char textfile_mtime_help[] =
 	"Unixtime mtime of textfiles successfully read.";
 static const char textfile_error_help[] =
@@ -169,14 +176,18 @@ static bool seen_news(struct textfile *t, const char *name,
 }
 
 /* Kinds of series conflict between files, and their drop reasons. */
-enum { TF_TYPE, TF_HELP, TF_DUPLICATE, TF_NCONFLICTS };
+enum { TF_TYPE, TF_HELP, TF_DUPLICATE, TF_RESERVED, TF_NCONFLICTS };
 static const char *const tf_conflict_reason[TF_NCONFLICTS] = {
-	"type_conflict", "help_conflict", "duplicate_series",
+	"type_conflict",
+	"help_conflict",
+	"duplicate_series",
+	"reserved_name",
 };
 static const char *const tf_conflict_text[TF_NCONFLICTS] = {
 	"an earlier file has the family with another TYPE",
 	"an earlier file has the family with another HELP",
 	"an earlier file has the same series",
+	"the textfile input's own family: a file may not write it",
 };
 
 /* Whether to log conflict @kind of file @name: once per version of the
@@ -474,6 +485,8 @@ static int textfile_merge(struct textfile *t, struct tf_tick *k,
 			  struct tf_file *f, const char *name,
 			  struct tally_batch *out)
 {
+	const char *origin = NULL;
+
 	for (size_t i = 0; i < tally_batch_count(f->b); i++) {
 		const struct tally_metric *m = &tally_batch_at(f->b, i)->metric;
 		struct tf_family *fam =
@@ -496,7 +509,10 @@ static int textfile_merge(struct textfile *t, struct tf_tick *k,
 			if (!fam->help)
 				fam->help = fam->dflt;
 		}
-		if (fam->type != m->type)
+		if (strcmp(m->name, textfile_mtime) == 0 ||
+		    strcmp(m->name, textfile_error) == 0)
+			why = TF_RESERVED;
+		else if (fam->type != m->type)
 			why = TF_TYPE;
 		else if (!help_eq(fam->help, m->help ? m->help : fam->dflt))
 			why = TF_HELP;
@@ -515,11 +531,20 @@ static int textfile_merge(struct textfile *t, struct tf_tick *k,
 					  tf_conflict_text[why]);
 			continue;
 		}
+		if (!origin) {
+			origin = tally_batch_strdup(out, f->path);
+			if (!origin)
+				return -1;
+		}
 		r = tally_batch_append_from(out, f->b, i);
 		if (!r)
 			return -1;
 		if (!m->help)
 			r->metric.help = fam->dflt;
+		/* read for others: another input's series wins over it */
+		if (tally_batch_set_origin(out, tally_batch_count(out) - 1,
+					   origin) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -648,8 +673,7 @@ static int textfile_read(struct tally_instance *inst, void *state,
 			tally_labels_newv("file", files[i].path, NULL);
 
 		if (!ls ||
-		    textfile_gauge(out, "node_textfile_mtime_seconds",
-				   textfile_mtime_help, ls,
+		    textfile_gauge(out, textfile_mtime, textfile_mtime_help, ls,
 				   (double)files[i].mtime_s) < 0) {
 			tally_labels_unref(ls);
 			goto out_nomem;
@@ -657,8 +681,8 @@ static int textfile_read(struct tally_instance *inst, void *state,
 		tally_labels_unref(ls);
 	}
 out_status:
-	rc = textfile_gauge(out, "node_textfile_scrape_error",
-			    textfile_error_help, NULL, errored ? 1 : 0);
+	rc = textfile_gauge(out, textfile_error, textfile_error_help, NULL,
+			    errored ? 1 : 0);
 	goto out_free;
 
 out_nomem:

@@ -339,6 +339,47 @@ static void test_keep(void)
 	ok(k.flags == NULL && k.cap == 0, "freed: empty again");
 }
 
+/* Origins (tally_batch_set_origin()) follow borrowed records. */
+static void test_origin(void)
+{
+	struct tally_batch *src = tally_batch_new(), *b, *sel;
+	bool keep[3] = { false, true, true };
+	const char *path;
+
+	for (int i = 0; i < 3; i++)
+		tally_batch_add_metric(src, TALLY_GAUGE, "g", NULL, NULL, i, 0);
+	path = tally_batch_strdup(src, "/d/a.prom");
+	ok(tally_batch_origin(src, 1) == NULL, "no origin by default");
+	ok(tally_batch_set_origin(src, 1, path) == 0, "set one");
+	errno = 0;
+	ok(tally_batch_set_origin(src, 3, path) < 0 && errno == EINVAL,
+	   "out of range: EINVAL");
+	ok(tally_batch_origin(src, 0) == NULL &&
+		   tally_batch_origin(src, 2) == NULL &&
+		   tally_batch_origin(src, 7) == NULL,
+	   "the others have none");
+	b = tally_batch_new();
+	tally_batch_add_metric(b, TALLY_GAUGE, "own", NULL, NULL, 0, 0);
+	tally_batch_append_from(b, src, 1);
+	tally_batch_append_from(b, src, 2);
+	ok(tally_batch_origin(b, 0) == NULL &&
+		   tally_batch_origin(b, 1) == path &&
+		   tally_batch_origin(b, 2) == NULL,
+	   "tally_batch_append_from() keeps it");
+	sel = tally_batch_select(src, keep);
+	ok(tally_batch_origin(sel, 0) == path &&
+		   tally_batch_origin(sel, 1) == NULL,
+	   "tally_batch_select() keeps it");
+	tally_batch_unref(sel);
+	tally_batch_unref(b);
+	tally_batch_unref(src);
+	/* a recycled batch starts without */
+	b = tally_batch_new();
+	tally_batch_add_metric(b, TALLY_GAUGE, "g", NULL, NULL, 0, 0);
+	ok(tally_batch_origin(b, 0) == NULL, "a recycled batch has none");
+	tally_batch_unref(b);
+}
+
 int main(void)
 {
 	struct tally_bucket bk[] = { { 0.1, 2 }, { 1, 5 } };
@@ -447,5 +488,6 @@ int main(void)
 	test_forms();
 	test_span_values();
 	test_borrow();
+	test_origin();
 	return done_testing();
 }

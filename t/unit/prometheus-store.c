@@ -1224,6 +1224,116 @@ static void test_not_finite_and_warn_once(void)
 	prom_store_free(s);
 }
 
+/* A textfile's batch: node_load1 gauge, node_load5 untyped, job_ok gauge,
+ * every record read from /d/a.prom. */
+static struct tally_batch *file_batch(void)
+{
+	struct tally_batch *b = tally_batch_new();
+
+	add_gauge(b, "node_load1", "from a file", 99, NULL, NULL);
+	tally_batch_add_metric(b, TALLY_UNTYPED, "node_load5", NULL, NULL, 98,
+			       0);
+	add_gauge(b, "job_ok", NULL, 1, NULL, NULL);
+	tally_batch_add_delta(b, TALLY_COUNTER, "jobs", NULL, NULL, 100, 1, 0);
+	for (size_t i = 0; i < tally_batch_count(b); i++)
+		tally_batch_set_origin(b, i, "/d/a.prom");
+	tally_batch_set_source(b, "tf", 10.0);
+	return b;
+}
+
+/* procfs' batch: node_load1 and node_load5 gauges, a jobs increment */
+static struct tally_batch *proc_batch(const char *source)
+{
+	struct tally_batch *b = tally_batch_new();
+
+	add_gauge(b, "node_load1", "1m load average.", 0.53, NULL, NULL);
+	add_gauge(b, "node_load5", "5m load average.", 0.63, NULL, NULL);
+	tally_batch_add_delta(b, TALLY_COUNTER, "jobs", NULL, NULL, 1, 1, 0);
+	tally_batch_set_source(b, source, 10.0);
+	return b;
+}
+
+static struct prom_store *source_store;
+
+static void file_twice(void)
+{
+	apply(source_store, file_batch(), 30 * S);
+	apply(source_store, file_batch(), 40 * S);
+}
+
+/*
+ * A series read from a file (tally_batch_set_origin(): the textfile
+ * input's) never replaces another input's: whichever comes first, the
+ * input's own series is shown, the file's is dropped, counted and logged
+ * once naming the file; the file's other series stay.
+ */
+static void test_source_collision(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	char *text, *err;
+
+	/* the file first: its series are shown until an input has them */
+	apply(s, file_batch(), 10 * S);
+	text = render(s, PROM_FMT_TEXT, 10 * S, R0);
+	is(sample(text, "node_load1"), "99", "a file's series alone: shown");
+	ok(strstr(text, "# TYPE node_load5 untyped\n") != NULL,
+	   "its untyped family too");
+	free(text);
+	apply(s, proc_batch("proc"), 20 * S);
+	text = render(s, PROM_FMT_TEXT, 20 * S, R0);
+	is(sample(text, "node_load1"), "0.53", "the input's takes over");
+	ok(strstr(text, "# TYPE node_load5 gauge\n") != NULL,
+	   "with its family when the type differs");
+	is(sample(text, "node_load5"), "0.63", "and its value");
+	is(sample(text, "jobs_total"), "1",
+	   "an increment taking over counts from 0, not the file's total");
+	is(sample(text, "job_ok"), "1", "the file's other series stay");
+	free(text);
+
+	tally_log_setup(TALLY_LOG_STDERR, LOG_INFO);
+	tally_log_set_window(0);
+	source_store = s;
+	err = tap_capture_stderr(file_twice);
+	text = render(s, PROM_FMT_TEXT, 40 * S, R0);
+	is(sample(text, "node_load1"), "0.53", "the file does not replace it");
+	is(sample(text, "node_load5"), "0.63", "nor the other type's");
+	is(sample(text, "jobs_total"), "1", "nor add to the input's counter");
+	is(sample(text, "job_ok"), "1", "the file's own series still updated");
+	cmp_ok(prom_store_stats(s)->source_collision, "==", 6,
+	       "each dropped record counted as source_collision");
+	cmp_ok(prom_store_stats(s)->type_conflict, "==", 0,
+	       "not as a type conflict");
+	cmp_ok(tap_count(err, "/d/a.prom: node_load1{}: input proc exports "
+			      "this series"),
+	       "==", 1, "logged once, naming the file and the series");
+	free(text);
+	free(err);
+
+	/* two inputs' own records: the last shown, increments add up */
+	apply(s, proc_batch("proc2"), 50 * S);
+	text = render(s, PROM_FMT_TEXT, 50 * S, R0);
+	is(sample(text, "jobs_total"), "2",
+	   "two inputs' increments of one counter add up, as before");
+	free(text);
+	tally_log_set_window(10);
+	prom_store_free(s);
+
+	/* the input first: the file never shows */
+	s = prom_store_new(&o, NULL);
+	apply(s, proc_batch("proc"), 10 * S);
+	apply(s, file_batch(), 20 * S);
+	text = render(s, PROM_FMT_TEXT, 20 * S, R0);
+	is(sample(text, "node_load1"), "0.53", "input first: kept");
+	ok(strstr(text, "# TYPE node_load5 gauge\n") != NULL &&
+		   !strstr(text, "98"),
+	   "input first: the file's untyped node_load5 dropped");
+	cmp_ok(prom_store_stats(s)->source_collision, "==", 3,
+	       "and counted");
+	free(text);
+	prom_store_free(s);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -1243,5 +1353,6 @@ int main(void)
 	test_order();
 	test_process_gone();
 	test_not_finite_and_warn_once();
+	test_source_collision();
 	return done_testing();
 }

@@ -149,6 +149,7 @@ struct prom_family {
 	bool has_help;
 	struct prom_series **v; /* [0, nsorted) sorted by lbl */
 	size_t n, cap, nsorted;
+	size_t nfirm; /* series not yielding (struct prom_series.yields) */
 	struct reserved res[4];
 	int nres;
 };
@@ -187,6 +188,14 @@ struct prom_series {
 	struct prom_region *region;
 	double value; /* counters, gauges: what a delta adds to */
 	bool self; /* tallyd's own: counted in nself, not against max_series */
+	/*
+	 * The input whose records the series shows (interned in store.owners)
+	 * and whether they were read on behalf of others (a textfile's,
+	 * tally_batch_set_origin()): another input's records take over such
+	 * a series, and it never takes over another input's.
+	 */
+	const char *owner;
+	bool yields;
 	/* histograms, summaries of interval records: the totals so far */
 	uint64_t count;
 	double sum;
@@ -252,6 +261,11 @@ struct prom_store {
 	struct tally_lru warned;
 	bool quiet; /* the series being made was warned about already */
 	struct tally_strlist attrs; /* o.attributes, copied */
+	/* the record being applied: its input, and its origin if it yields */
+	const char *owner;
+	const char *origin;
+	char **owners; /* input names seen, interned: compared by pointer */
+	size_t nowners;
 };
 
 /* A refused series (name, label set) whose refusal was logged. */
@@ -643,6 +657,8 @@ static struct prom_series *series_new(struct prom_store *s,
 		goto out_nomem;
 	ser->fam = f;
 	ser->self = self;
+	ser->owner = s->owner;
+	ser->yields = s->origin != NULL;
 	ser->lbl_len = strlen(lbl);
 	ser->lbl = malloc(ser->lbl_len + 1);
 	if (!ser->lbl)
@@ -671,6 +687,7 @@ static struct prom_series *series_new(struct prom_store *s,
 	}
 	s->nseries++;
 	s->nself += self;
+	f->nfirm += !ser->yields;
 	return ser;
 
 out_nomem:
@@ -686,6 +703,30 @@ static void series_unlink(struct prom_store *s, struct prom_series *ser)
 		tally_htable_remove(&s->raw, &ser->raw);
 	s->nseries--;
 	s->nself -= ser->self;
+	ser->fam->nfirm -= !ser->yields;
+}
+
+/*
+ * Remove family @f and its series at once: an input's records of another
+ * type take it over from series that yield (a textfile's).
+ */
+static void family_evict(struct prom_store *s, struct prom_family *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		series_unlink(s, f->v[i]);
+		series_free(f->v[i]);
+	}
+	f->n = f->nsorted = 0;
+	for (size_t i = 0; i < s->nfams; i++) {
+		if (s->fams[i] == f) {
+			memmove(&s->fams[i], &s->fams[i + 1],
+				(s->nfams - i - 1) * sizeof(*s->fams));
+			s->nfams--;
+			break;
+		}
+	}
+	family_remove(s, f);
+	s->gen++;
 }
 
 /*
@@ -855,13 +896,20 @@ static struct prom_series *metric_series_make(struct prom_store *s,
 		goto out_nomem;
 	fh = tally_hash_str(TALLY_HASH_SEED, s->tmp.p);
 	f = family_find(s, s->tmp.p, fh);
+	/* an input's own family wins over one only files have written */
+	if (f && f->kind == FAM_METRIC && f->type != m->type && !s->origin &&
+	    !f->nfirm) {
+		family_evict(s, f);
+		f = NULL;
+	}
 	if (f && (f->type != m->type || f->kind != FAM_METRIC)) {
 		DROP(s, type_conflict, "type_conflict");
 		if (!s->quiet)
 			tally_log(s->inst, LOG_WARNING,
-				  "%s: exposed as %s already, dropping its %s "
-				  "samples",
-				  m->name,
+				  "%s%s%s: exposed as %s already, dropping its "
+				  "%s samples",
+				  s->origin ? s->origin : "",
+				  s->origin ? ": " : "", m->name,
 				  f->kind == FAM_METRIC ? type_name[f->type]
 							: "span series",
 				  type_name[m->type]);
@@ -1166,28 +1214,82 @@ static int interval_keep(struct prom_series *ser, const struct tally_metric *m)
 	return 0;
 }
 
+/*
+ * A record of input s->owner for @ser, a series of another input or of
+ * this one yielding otherwise. A record that yields (s->origin: a
+ * textfile's) never takes over another input's series: it is dropped,
+ * counted and logged once. An input's own record takes over a series that
+ * yields, fresh (*@fresh: accumulated from 0), or with its family when
+ * the type differs and no input's own series is in it (*@serp NULL).
+ * Between two inputs' own records the last one is shown, as before.
+ * Return: 1 if the record is dropped, else 0.
+ */
+static int series_claim(struct prom_store *s, struct prom_series **serp,
+			const struct tally_metric *m, uint64_t rh, bool *fresh)
+{
+	struct prom_series *ser = *serp;
+
+	if (s->origin && ser->owner != s->owner) {
+		DROP(s, source_collision, "source_collision");
+		if (!tally_lru_find(&s->warned, rh, warned_eq, m)) {
+			tally_log(s->inst, LOG_WARNING,
+				  "%s: %s{%s}: input %s exports this series: "
+				  "the one read from the file is dropped "
+				  "(logged once)",
+				  s->origin, m->name, ser->lbl, ser->owner);
+			warned_add(s, m, rh);
+		}
+		return 1;
+	}
+	if (!s->origin && ser->yields) {
+		if (ser->fam->type != m->type) {
+			if (!ser->fam->nfirm) {
+				family_evict(s, ser->fam);
+				*serp = NULL;
+			}
+			/* else the caller drops it: type_conflict */
+			return 0;
+		}
+		ser->yields = false;
+		ser->fam->nfirm++;
+		*fresh = ser->owner != s->owner;
+	} else if (s->origin && !ser->yields) {
+		ser->yields = true; /* the same input, reading a file now */
+		ser->fam->nfirm--;
+	}
+	ser->owner = s->owner;
+	return 0;
+}
+
 static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 			int64_t deadline)
 {
 	uint64_t rh = raw_hash(m->name, m->labels);
 	struct prom_series *ser = raw_find(s, m->name, m->labels, rh);
+	const struct prom_series *base;
 	struct tally_metric acc;
 	int rc;
 	bool interval = m->form == TALLY_FORM_INTERVAL && m->interval;
+	bool fresh = false;
 
 	if (m->type < TALLY_COUNTER || m->type > TALLY_UNTYPED)
 		return 0;
+	/* one pointer compare per record: different inputs are rare */
+	if (ser && (ser->owner != s->owner || ser->yields != !!s->origin) &&
+	    series_claim(s, &ser, m, rh, &fresh))
+		return 0;
+	base = fresh ? NULL : ser;
 	if (ser && interval && ser->fam->type != m->type) {
 		DROP(s, type_conflict, "type_conflict");
 		return 0;
 	}
 	if (interval) {
-		rc = interval_accumulate(s, ser, m, &acc);
+		rc = interval_accumulate(s, base, m, &acc);
 		if (rc)
 			return rc < 0 ? -1 : 0;
 		m = &acc;
 	} else if (m->form != TALLY_FORM_CUMULATIVE) {
-		if (delta_accumulate(s, ser, m, &acc))
+		if (delta_accumulate(s, base, m, &acc))
 			return 0;
 		m = &acc;
 	}
@@ -1790,6 +1892,9 @@ void prom_store_free(struct prom_store *s)
 	tally_htable_fini(&s->raw);
 	tally_htable_fini(&s->exposed);
 	warned_free(s);
+	for (size_t i = 0; i < s->nowners; i++)
+		free(s->owners[i]);
+	free(s->owners);
 	free(s->local_host);
 	free(s->fams);
 	free(s->jobid);
@@ -1803,6 +1908,29 @@ void prom_store_free(struct prom_store *s)
 	free(s->tmp2.p);
 	free(s->tmp3.p);
 	free(s);
+}
+
+/*
+ * Input name @src interned in the store, so that series compare owners by
+ * pointer; NULL on ENOMEM (ownership is then not checked for the batch).
+ * The names are few (one per input instance ever configured).
+ */
+static const char *owner_intern(struct prom_store *s, const char *src)
+{
+	char **v, *copy;
+
+	for (size_t i = 0; i < s->nowners; i++)
+		if (strcmp(s->owners[i], src) == 0)
+			return s->owners[i];
+	v = realloc(s->owners, (s->nowners + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	s->owners = v;
+	copy = strdup(src);
+	if (!copy)
+		return NULL;
+	s->owners[s->nowners++] = copy;
+	return copy;
 }
 
 int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
@@ -1819,10 +1947,12 @@ int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
 				: s->o.expire_event_ns;
 	if (n)
 		s->gen++;
+	s->owner = n ? owner_intern(s, tally_batch_source(b)) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		const struct tally_record *rec = tally_batch_at(b, i);
 		int rc = 0;
 
+		s->origin = s->owner ? tally_batch_origin(b, i) : NULL;
 		if (rec->kind == TALLY_REC_METRIC)
 			rc = apply_metric(s, &rec->metric, now_ns + expire);
 		else if (rec->kind == TALLY_REC_SPAN)
@@ -1833,6 +1963,7 @@ int prom_store_apply(struct prom_store *s, const struct tally_batch *b,
 			nomem = 1;
 		}
 	}
+	s->origin = NULL;
 	if (nomem) {
 		errno = ENOMEM;
 		return -1;

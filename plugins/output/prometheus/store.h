@@ -133,6 +133,9 @@ struct prom_store_stats {
 	uint64_t name_collision;   /* sample names clash with another family */
 	uint64_t label_collision;  /* two label keys sanitize to one name */
 	uint64_t series_collision; /* another raw series exposes the same */
+	uint64_t source_collision; /* a record read from a file (a textfile's,
+				    * tally_batch_set_origin()) for a series
+				    * another input exports */
 	uint64_t bad_histogram;	   /* unsorted buckets, +Inf != count */
 	uint64_t span_open_limit;  /* begin beyond max_open_spans */
 	uint64_t span_duplicate;   /* begin of a span already open */
@@ -175,6 +178,13 @@ void prom_store_free(struct prom_store *s);
  * counter delta or interval total, and any other non-cumulative form, is
  * dropped as bad_delta; interval buckets whose bounds changed, as
  * bad_histogram.
+ * A series belongs to the input it was last updated by
+ * (tally_batch_source()). Records an input read from files on behalf of
+ * other programs (tally_batch_origin(): the textfile input's) yield: such a
+ * record for a series another input exports is dropped as
+ * source_collision (logged once per series, naming the file), and another
+ * input's record takes over a series only files wrote (with its family,
+ * if of another type). Between inputs' own records the last is shown.
  * Return: 0, or -1 with errno = ENOMEM when at least one record was dropped
  * for lack of memory (the rest were applied).
  */

@@ -1308,7 +1308,6 @@ static void test_source_collision(void)
 			      "this series"),
 	       "==", 1, "logged once, naming the file and the series");
 	free(text);
-	free(err);
 
 	/* two inputs' own records: the last shown, increments add up */
 	apply(s, proc_batch("proc2"), 50 * S);

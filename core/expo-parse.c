@@ -893,10 +893,16 @@ int tally_expo_parse(struct tally_batch *b, const char *text, size_t len,
 		if (*e.p == '#') {
 			e.p++;
 			if (parse_comment(&e) < 0)
-				goto out;
+				goto out_line;
 		} else if (parse_sample(&e) < 0) {
-			goto out;
+			goto out_line;
 		}
+	}
+	if (len && text[len - 1] != '\n' &&
+	    (flags & TALLY_EXPO_PARSE_FINAL_NEWLINE)) {
+		ep_fail(&e, "the last line does not end with a newline: the "
+			    "file is being written or was cut short");
+		goto out;
 	}
 	/* everything checked before the first record is appended */
 	for (f = e.first; f; f = f->next)
@@ -914,6 +920,14 @@ int tally_expo_parse(struct tally_batch *b, const char *text, size_t len,
 		}
 	}
 	rc = n;
+	goto out;
+out_line:
+	/* a line that ends in CR: say so rather than "bad value 1\r" */
+	if (err && errno == EINVAL && e.end > text && e.end[-1] == '\r')
+		snprintf(err->msg, sizeof(err->msg),
+			 "the line ends with a carriage return (\\r): Windows "
+			 "line ends (CRLF); the text format ends lines with "
+			 "\\n only");
 out:
 	{
 		int saved = errno;

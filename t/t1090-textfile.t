@@ -250,6 +250,18 @@ test_expect_success 'a file cannot replace another input'"'"'s series' '
 	stop_tallyd
 '
 
+test_expect_success 'a file without its final newline, or with CRLF line ends: skipped, saying why' '
+	printf "job_nonl 1\\njob_nonl_more 2" >tf.gone/g-nonl.prom &&
+	printf "job_crlf 1\\r\\n" >tf.gone/h-crlf.prom &&
+	mv tf.gone tf &&
+	wait_for "grep -q g-nonl.prom:2: tallyd.log && grep -q h-crlf.prom:1: tallyd.log" &&
+	grep "g-nonl.prom:2: the last line does not end with a newline: the file is being written or was cut short: the whole file is skipped" tallyd.log &&
+	grep "h-crlf.prom:1: the line ends with a carriage return (.r): Windows line ends (CRLF); the text format ends lines with .n only: the whole file is skipped" tallyd.log &&
+	page &&
+	! grep "job_nonl\\|job_crlf" tf.txt &&
+	grep -x "node_textfile_scrape_error 1" tf.txt
+'
+
 test_expect_success 'check-config refuses a relative directory' '
 	cat >rel.conf <<-EOF &&
 	inputs = { tf = { plugin = "textfile"; directory = "tf"; }; };

@@ -163,6 +163,28 @@ test_expect_success 'a broken certificate at SIGHUP: the one in use stays' '
 	kill -0 $TALLYD_PID
 '
 
+test_expect_success 'an expired certificate: a warning at load, still served' '
+	mkdir ca &&
+	printf "[ca]\ndefault_ca = d\n[d]\ndatabase = index.txt\nnew_certs_dir = .\nserial = serial\ndefault_md = sha256\npolicy = p\n[p]\ncommonName = supplied\n" >ca/ca.cnf &&
+	: >ca/index.txt && echo 01 >ca/serial &&
+	(cd ca &&
+	 openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -subj /CN=tally-old -keyout ../old.key -out old.csr &&
+	 openssl ca -batch -config ca.cnf -selfsign -keyfile ../old.key \
+		-in old.csr -out ../old.crt -startdate 20200101000000Z \
+		-enddate 20200102000000Z) >ca.log 2>&1 &&
+	oport=$(free_port) &&
+	sed -e "s/127.0.0.1:$port/127.0.0.1:$oport/" \
+	    -e "s|$PWD/server.crt|$PWD/old.crt|" \
+	    -e "s|$PWD/server.key|$PWD/old.key|" tls.conf >old.conf &&
+	pid=$TALLYD_PID &&
+	start_tallyd --log old.log --wait "port_listening $oport" old.conf &&
+	grep "warning: .*tls_cert_file $PWD/old.crt: the certificate expired on 2020-01-02 00:00:00 UTC: clients will refuse it" old.log &&
+	curl -sfk "https://127.0.0.1:$oport/metrics" | grep -q ^tally_build_info &&
+	stop_tallyd &&
+	TALLYD_PID=$pid
+'
+
 cleanup stop_prometheus
 
 test_expect_success 'a real Prometheus scrapes it over TLS' '

@@ -52,6 +52,9 @@ self_event() {
 test_expect_success 'hashes and a certificate' '
 	alice=$(bcrypt wonder-land-1 | sed "s/^\$2b\\$/\$2y\$/") &&
 	bob=$(bcrypt "b0b pass:with colon") &&
+	long=$(printf "dave-%067d" 7) &&
+	test ${#long} = 72 &&
+	dave=$(bcrypt "$long") &&
 	case $alice in "\$2y\$10\$"*) ;; *) false ;; esac &&
 	case $bob in "\$2b\$10\$"*) ;; *) false ;; esac &&
 	self_signed_cert server tally-auth
@@ -69,6 +72,17 @@ test_expect_success 'a hash that is not bcrypt is refused at --check-config' '
 	! grep plain-text err
 '
 
+test_expect_success 'a bad cost, or an empty user list: refused with the reason' '
+	low="\$2y\$03\$${alice#\$2y\$10\$}" &&
+	test ${#low} = 60 &&
+	sed "s|carol = \"plain-text\"|carol = \"$low\"|" bad.conf >cost.conf &&
+	test_must_fail tallyd --check-config -c cost.conf 2>err &&
+	grep "the hash of user carol is not a bcrypt hash.*: its cost 03 is outside bcrypt.s 04 to 31" err &&
+	sed "s|{ carol = \"plain-text\"; }|{}|" bad.conf >empty.conf &&
+	test_must_fail tallyd --check-config -c empty.conf 2>err &&
+	grep "basic_auth_users is empty: every scraper would get the page without a password" err
+'
+
 test_expect_success 'start tallyd: HTTPS and basic auth for alice and bob' '
 	port=$(free_port) &&
 	cat >auth.conf <<-EOF &&
@@ -79,7 +93,8 @@ test_expect_success 'start tallyd: HTTPS and basic auth for alice and bob' '
 	                     tls_cert_file = "$PWD/server.crt";
 	                     tls_key_file = "$PWD/server.key";
 	                     basic_auth_users = { alice = "$alice";
-	                                          bob = "$bob"; }; }; };
+	                                          bob = "$bob";
+	                                          dave = "$dave"; }; }; };
 	pipelines = { p = { from = ["self"]; to = ["prom"]; }; };
 	EOF
 	tallyd --check-config -c auth.conf &&
@@ -106,6 +121,12 @@ test_expect_success 'a wrong password and an unknown user: 401, counted' '
 	test "$(code -u mallory:wonder-land-1 --interface 127.0.0.2)" = 401 &&
 	test "$(code -H "Authorization: Basic !!!")" = 401 &&
 	wait_for "test \$(self_event unauthorized) -ge $((before + 3))"
+'
+
+test_expect_success 'a password beyond bcrypt'"'"'s 72 bytes: 401, not its first 72' '
+	test "$(code -u "dave:$long")" = 200 &&
+	test "$(code -u "dave:${long}tail")" = 401 &&
+	test "$(code -u "dave:${long}other tail")" = 401
 '
 
 test_expect_success 'the same wrong password again: 401 at once, no backoff' '

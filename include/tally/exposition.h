@@ -158,7 +158,8 @@ size_t tally_expo_format_labels(char *dst, size_t size,
  * pages written by others (the textfile input's *.prom files).
  *
  * The grammar is the text exposition format 0.0.4 as Prometheus' own parser
- * (expfmt) reads it: lines end at '\n' (the last one may lack it); blanks
+ * (expfmt) reads it: lines end at '\n' (the last one may lack it, unless
+ * TALLY_EXPO_PARSE_FINAL_NEWLINE); blanks
  * are spaces and tabs, allowed before a line, between tokens, inside the
  * braces and at the end; "# HELP name text" (text escapes \\ and \n),
  * "# TYPE name counter|gauge|histogram|summary|untyped" (any case), other
@@ -170,7 +171,8 @@ size_t tally_expo_format_labels(char *dst, size_t size,
  * x_bucket{le=...}, x_sum and x_count; a summary x{quantile=...}, x_sum
  * and x_count; samples whose family has no TYPE are untyped.
  *
- * Errors, each naming its line: a bad token, escape or number, invalid
+ * Errors, each naming its line: a bad token, escape or number (on a line
+ * ending in "\r\n" the message says Windows line ends instead), invalid
  * UTF-8 in a label value or HELP text, a NUL byte, a second HELP or TYPE
  * line for one family, a TYPE after the family's samples, a duplicate
  * label name, the same series twice (or a bucket or quantile twice), a
@@ -182,6 +184,10 @@ size_t tally_expo_format_labels(char *dst, size_t size,
 /** Parse flag: a sample with a timestamp is an error (node_exporter's
  * textfile collector refuses client-side timestamps). */
 #define TALLY_EXPO_PARSE_NO_TIMESTAMPS 0x1u
+/** Parse flag: a page whose last line lacks its '\n' is an error
+ * (node_exporter's textfile collector refuses such a file, "unexpected end
+ * of input stream": it is being written in place, or was cut short). */
+#define TALLY_EXPO_PARSE_FINAL_NEWLINE 0x2u
 
 /**
  * struct tally_expo_error - why tally_expo_parse() refused a page

@@ -341,7 +341,9 @@ static struct tally_batch *textfile_file(struct textfile *t, int dirfd,
 		tally_count_drop(t->inst, "nomem", 1);
 		return NULL;
 	}
-	if (tally_expo_parse(b, text, len, TALLY_EXPO_PARSE_NO_TIMESTAMPS,
+	if (tally_expo_parse(b, text, len,
+			     TALLY_EXPO_PARSE_NO_TIMESTAMPS |
+				     TALLY_EXPO_PARSE_FINAL_NEWLINE,
 			     &err) < 0) {
 		int e = errno;
 

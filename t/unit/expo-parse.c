@@ -200,7 +200,7 @@ static void test_bad(void)
 		  "out of range" },
 		{ "# TYPE s summary\ns 1\n", 2, "without a quantile label" },
 		{ "# TYPE s summary\ns_count NaN\n", 2, "non-negative" },
-		{ "a 1\r\n", 1, "not a number" },
+		{ "a 1\r\n", 1, "carriage return (\\r): Windows line ends (CRLF)" },
 		{ NULL },
 	};
 
@@ -248,6 +248,42 @@ static void test_timestamps_refused(void)
 	tally_batch_unref(b);
 }
 
+/* node_exporter refuses a file whose last line lacks its newline (a file
+ * being written); CRLF line ends are named as such. */
+static void test_line_ends(void)
+{
+	struct tally_batch *b = tally_batch_new();
+	struct tally_expo_error err;
+	static const char nonl[] = "a 1\nb 2";
+	static const char crlf[] = "# TYPE a gauge\r\na 1\r\n";
+
+	ok(tally_expo_parse(b, nonl, strlen(nonl), 0, &err) == 2,
+	   "no final newline: taken by default (Prometheus' scrapes)");
+	tally_batch_unref(b);
+	b = tally_batch_new();
+	ok(tally_expo_parse(b, nonl, strlen(nonl),
+			    TALLY_EXPO_PARSE_FINAL_NEWLINE, &err) == -1 &&
+		   errno == EINVAL,
+	   "refused with TALLY_EXPO_PARSE_FINAL_NEWLINE");
+	cmp_ok(err.line, "==", 2, "on the last line");
+	ok(strstr(err.msg, "does not end with a newline") != NULL,
+	   "message: %s", err.msg);
+	cmp_ok(tally_batch_count(b), "==", 0, "nothing appended");
+	ok(tally_expo_parse(b, "a 1\n", 4, TALLY_EXPO_PARSE_FINAL_NEWLINE,
+			    &err) == 1 &&
+		   tally_expo_parse(b, "", 0, TALLY_EXPO_PARSE_FINAL_NEWLINE,
+				    &err) == 0,
+	   "a page ending in a newline, or empty, is taken");
+	tally_batch_unref(b);
+	b = tally_batch_new();
+	ok(tally_expo_parse(b, crlf, strlen(crlf), 0, &err) == -1,
+	   "CRLF line ends refused");
+	cmp_ok(err.line, "==", 1, "on the first line");
+	ok(strstr(err.msg, "carriage return") && strstr(err.msg, "CRLF"),
+	   "message names them: %s", err.msg);
+	tally_batch_unref(b);
+}
+
 /* A big page: many series and one histogram per 100 of them. */
 static void test_many(void)
 {
@@ -280,6 +316,7 @@ int main(void)
 	test_bad();
 	test_nul();
 	test_timestamps_refused();
+	test_line_ends();
 	test_many();
 	return done_testing();
 }

@@ -1333,6 +1333,38 @@ static void test_source_collision(void)
 	prom_store_free(s);
 }
 
+/* A family's HELP follows its records' (a textfile's HELP line edited). */
+static void test_help_changes(void)
+{
+	struct prom_store_opts o = default_opts();
+	struct prom_store *s = prom_store_new(&o, NULL);
+	struct tally_batch *b = tally_batch_new();
+	char *text;
+
+	add_gauge(b, "h", "First text.", 1, "k", "a");
+	add_gauge(b, "h", "First text.", 2, "k", "b");
+	apply(s, b, 10 * S);
+	b = tally_batch_new();
+	add_gauge(b, "h", "Second text.", 3, "k", "a");
+	apply(s, b, 20 * S);
+	text = render(s, PROM_FMT_TEXT, 20 * S, R0);
+	ok(strstr(text, "# HELP h Second text.\n") && !strstr(text, "First"),
+	   "a changed HELP replaces the family's");
+	free(text);
+	/* a file's HELP does not replace an input's own */
+	b = tally_batch_new();
+	add_gauge(b, "h", "From a file.", 4, "k", "c");
+	tally_batch_set_origin(b, 0, "/d/h.prom");
+	tally_batch_set_source(b, "tf", 10.0);
+	apply(s, b, 30 * S);
+	text = render(s, PROM_FMT_TEXT, 30 * S, R0);
+	ok(strstr(text, "# HELP h Second text.\n") != NULL,
+	   "a file's HELP does not replace an input's");
+	is(sample(text, "h{k=\"c\"}"), "4", "its series is shown");
+	free(text);
+	prom_store_free(s);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -1353,5 +1385,6 @@ int main(void)
 	test_process_gone();
 	test_not_finite_and_warn_once();
 	test_source_collision();
+	test_help_changes();
 	return done_testing();
 }

@@ -97,12 +97,46 @@ struct prom_auth {
 	bool stop;			 /* under lock */
 };
 
-static bool bcrypt_form(const char *h)
+/*
+ * Why @h is not a bcrypt hash as htpasswd -B or node_exporter's tools make
+ * them, in @why (@size bytes); true when it is one.
+ */
+static bool bcrypt_form(const char *h, char *why, size_t size)
 {
-	if (strlen(h) != 60 || h[0] != '$' || h[1] != '2' ||
-	    (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') || h[3] != '$')
+	size_t n = strlen(h);
+
+	if (n < 7 || h[0] != '$' || h[1] != '2' ||
+	    (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') || h[3] != '$') {
+		snprintf(why, size, "it does not start with $2y$, $2b$ or $2a$");
 		return false;
-	return crypt_checksalt(h) == CRYPT_SALT_OK;
+	}
+	if (h[4] < '0' || h[4] > '9' || h[5] < '0' || h[5] > '9' ||
+	    h[6] != '$') {
+		snprintf(why, size,
+			 "its cost, after $2%c$, is not two digits "
+			 "($2%c$10$...)",
+			 h[2], h[2]);
+		return false;
+	}
+	if ((h[4] - '0') * 10 + (h[5] - '0') < 4 ||
+	    (h[4] - '0') * 10 + (h[5] - '0') > 31) {
+		snprintf(why, size, "its cost %c%c is outside bcrypt's 04 to 31",
+			 h[4], h[5]);
+		return false;
+	}
+	if (n != 60) {
+		snprintf(why, size,
+			 "it has %zu characters, where bcrypt hashes have 60",
+			 n);
+		return false;
+	}
+	if (crypt_checksalt(h) != CRYPT_SALT_OK) {
+		snprintf(why, size,
+			 "its salt or hash is not bcrypt's base64 "
+			 "([./A-Za-z0-9])");
+		return false;
+	}
+	return true;
 }
 
 int prom_auth_check_users(struct tally_instance *inst,
@@ -113,12 +147,14 @@ int prom_auth_check_users(struct tally_instance *inst,
 	for (size_t i = 0; i < tally_labels_count(users); i++) {
 		const struct tally_label *l = tally_labels_at(users, i);
 
-		if (!bcrypt_form(l->value)) {
+		char why[96];
+
+		if (!bcrypt_form(l->value, why, sizeof(why))) {
 			tally_log(inst, LOG_ERR,
 				  "basic_auth_users: the hash of user %s is "
 				  "not a bcrypt hash (\"$2y$10$...\", 60 "
-				  "characters, as htpasswd -nbB makes)",
-				  l->key);
+				  "characters, as htpasswd -nbB makes): %s",
+				  l->key, why);
 			rc = -1;
 		}
 	}
@@ -416,6 +452,13 @@ enum prom_auth_verdict prom_auth_request(struct prom_auth *a,
 	enum prom_auth_verdict v = PROM_AUTH_DENIED;
 
 	if (basic_credentials(h, buf, sizeof(buf), &user, &password) < 0)
+		goto out_denied;
+	/*
+	 * bcrypt reads the first 72 bytes only: a longer password would pass
+	 * with any tail (and each tail cost a bcrypt, being a new cache key).
+	 * htpasswd -B and Go's bcrypt refuse to hash one, so no user has one.
+	 */
+	if (strlen(password) > PROM_AUTH_MAX_PASSWORD)
 		goto out_denied;
 	auth_key(a, user, password, key);
 	switch (cache_get(a, key, now)) {

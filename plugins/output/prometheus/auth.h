@@ -48,6 +48,8 @@ struct prom_auth;
 #define PROM_AUTH_CACHE_MAX 256
 /* Longest backoff of an address after failures, seconds. */
 #define PROM_AUTH_BACKOFF_MAX_S 60
+/* Longest password, bytes: bcrypt reads no more; a longer one gets 401. */
+#define PROM_AUTH_MAX_PASSWORD 72
 /* Verifications waiting for the thread at most; beyond: 429. */
 #define PROM_AUTH_MAX_PENDING 16
 /* Addresses whose failures are remembered; the least recent goes. */

@@ -525,6 +525,14 @@ static int prometheus_check(struct tally_instance *inst, void *state)
 	if (p->basic_auth_users &&
 	    prom_auth_check_users(inst, p->basic_auth_users) < 0)
 		rc = -1;
+	/* not silently plain: the option says authentication is wanted */
+	if (p->basic_auth_users && !tally_labels_count(p->basic_auth_users)) {
+		tally_log(inst, LOG_ERR,
+			  "basic_auth_users is empty: every scraper would get "
+			  "the page without a password; name users, or leave "
+			  "the option out for no authentication");
+		rc = -1;
+	}
 	if (rc < 0)
 		errno = EINVAL;
 	return rc;

@@ -146,7 +146,8 @@ struct prom_family {
 	struct prom_family *alias; /* FAM_SPAN_SECONDS: whose series */
 	char *hdr[2];		   /* HELP and TYPE lines per format */
 	size_t hdr_len[2];
-	bool has_help;
+	char *help;	   /* its HELP text (copied), NULL: none came yet */
+	uint64_t help_gen; /* store.gen when a record's HELP was compared */
 	struct prom_series **v; /* [0, nsorted) sorted by lbl */
 	size_t n, cap, nsorted;
 	size_t nfirm; /* series not yielding (struct prom_series.yields) */
@@ -424,6 +425,7 @@ static void family_free(struct prom_family *f)
 		free(f->res[i].name);
 	free(f->hdr[0]);
 	free(f->hdr[1]);
+	free(f->help);
 	free(f->v);
 	free(f->name);
 	free(f);
@@ -503,10 +505,15 @@ static struct prom_family *family_new(struct prom_store *s, const char *name,
 			return NULL;
 		}
 	}
-	f->has_help = help && *help;
+	if (help && *help) {
+		f->help = strdup(help);
+		if (!f->help)
+			goto out_nomem;
+	}
+	f->help_gen = s->gen;
 	/* No help from the input: the raw name tells where the family came
 	 * from once sanitized, and an empty HELP fails promtool's lint. */
-	if (family_headers(f, f->has_help ? help : fallback) < 0)
+	if (family_headers(f, f->help ? help : fallback) < 0)
 		goto out_nomem;
 	if (tally_htable_reserve(&s->families) < 0)
 		goto out_nomem;
@@ -1261,6 +1268,30 @@ static int series_claim(struct prom_store *s, struct prom_series **serp,
 	return 0;
 }
 
+/*
+ * A record's HELP text @help for family @f: the first one, or a new one
+ * (a textfile's HELP line edited), compared once per batch and family, so
+ * a batch costs one strcmp per family, not per series. A file's text
+ * (s->origin) does not replace an input's own. Best effort: without
+ * memory the old text stays.
+ */
+static void family_help(struct prom_store *s, struct prom_family *f,
+			const char *help)
+{
+	char *copy;
+
+	f->help_gen = s->gen;
+	if (f->help && (strcmp(f->help, help) == 0 || (s->origin && f->nfirm)))
+		return;
+	copy = strdup(help);
+	if (!copy || family_headers(f, help) < 0) {
+		free(copy);
+		return;
+	}
+	free(f->help);
+	f->help = copy;
+}
+
 static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 			int64_t deadline)
 {
@@ -1301,9 +1332,8 @@ static int apply_metric(struct prom_store *s, const struct tally_metric *m,
 		DROP(s, type_conflict, "type_conflict");
 		return 0;
 	}
-	if (!ser->fam->has_help && m->help && *m->help &&
-	    family_headers(ser->fam, m->help) == 0)
-		ser->fam->has_help = true;
+	if (m->help && *m->help && ser->fam->help_gen != s->gen)
+		family_help(s, ser->fam, m->help);
 	rc = series_set(s, ser, m);
 	if (rc == 0) {
 		ser->deadline = deadline;

@@ -21,6 +21,8 @@
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <time.h>
 
 struct prom_tls {
 	struct tally_instance *inst;
@@ -62,6 +64,43 @@ static int tls_no_passphrase(char *buf, int size, int rwflag, void *u)
 	(void)rwflag;
 	t->encrypted = true;
 	return 0;
+}
+
+/*
+ * Warn about a certificate out of its validity dates: every client
+ * refuses it (Prometheus: "x509: certificate has expired"), so a scrape
+ * that worked before a reload fails after it. It is still served: the
+ * operator may be replacing it, and a warning names the problem where a
+ * refusal would take the endpoint down.
+ */
+static void tls_check_dates(struct prom_tls *t, const X509 *x)
+{
+	const ASN1_TIME *na, *nb;
+	const char *what = NULL;
+	char when[64] = "?";
+	struct tm tm;
+
+	if (!x)
+		return;
+	na = X509_get0_notAfter(x);
+	nb = X509_get0_notBefore(x);
+	if (na && X509_cmp_current_time(na) < 0) {
+		what = "expired on";
+		if (ASN1_TIME_to_tm(na, &tm) == 1)
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC",
+				 &tm);
+	} else if (nb && X509_cmp_current_time(nb) > 0) {
+		what = "is not valid before";
+		if (ASN1_TIME_to_tm(nb, &tm) == 1)
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC",
+				 &tm);
+	}
+	if (what)
+		tally_log(t->inst, LOG_WARNING,
+			  "tls_cert_file %s: the certificate %s %s: clients "
+			  "will refuse it until it is replaced (SIGHUP "
+			  "reloads it)",
+			  t->cert_file, what, when);
 }
 
 /* A context from the files, or NULL (logged). */
@@ -114,6 +153,7 @@ static SSL_CTX *tls_ctx(struct prom_tls *t)
 			  tls_error(err, sizeof(err)));
 		goto out_free;
 	}
+	tls_check_dates(t, SSL_CTX_get0_certificate(ctx));
 	return ctx;
 
 out_free:

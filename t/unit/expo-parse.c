@@ -200,7 +200,8 @@ static void test_bad(void)
 		  "out of range" },
 		{ "# TYPE s summary\ns 1\n", 2, "without a quantile label" },
 		{ "# TYPE s summary\ns_count NaN\n", 2, "non-negative" },
-		{ "a 1\r\n", 1, "carriage return (\\r): Windows line ends (CRLF)" },
+		{ "a 1\r\n", 1,
+		  "carriage return (\\r): Windows line ends (CRLF)" },
 		{ NULL },
 	};
 

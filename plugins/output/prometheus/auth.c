@@ -107,7 +107,8 @@ static bool bcrypt_form(const char *h, char *why, size_t size)
 
 	if (n < 7 || h[0] != '$' || h[1] != '2' ||
 	    (h[2] != 'a' && h[2] != 'b' && h[2] != 'y') || h[3] != '$') {
-		snprintf(why, size, "it does not start with $2y$, $2b$ or $2a$");
+		snprintf(why, size,
+			 "it does not start with $2y$, $2b$ or $2a$");
 		return false;
 	}
 	if (h[4] < '0' || h[4] > '9' || h[5] < '0' || h[5] > '9' ||
@@ -120,8 +121,9 @@ static bool bcrypt_form(const char *h, char *why, size_t size)
 	}
 	if ((h[4] - '0') * 10 + (h[5] - '0') < 4 ||
 	    (h[4] - '0') * 10 + (h[5] - '0') > 31) {
-		snprintf(why, size, "its cost %c%c is outside bcrypt's 04 to 31",
-			 h[4], h[5]);
+		snprintf(why, size,
+			 "its cost %c%c is outside bcrypt's 04 to 31", h[4],
+			 h[5]);
 		return false;
 	}
 	if (n != 60) {

@@ -13,8 +13,9 @@
  *   - files are read in name order; only names ending in ".prom";
  *   - a file that cannot be read, is not a regular file, is bigger than
  *     max_file_size, does not parse, or holds a sample with a timestamp is
- *     skipped whole (never half-read), logged with the line and reason,
- *     counted, and sets node_textfile_scrape_error to 1; it gets no
+ *     skipped whole (never half-read), logged with the line and reason and
+ *     counted once per version of the file (its mtime and size), and sets
+ *     node_textfile_scrape_error to 1 on every tick; it gets no
  *     node_textfile_mtime_seconds;
  *   - a family without HELP gets "Metric read from FILE[, FILE...]", the
  *     files (full paths) that hold it;
@@ -319,8 +320,9 @@ static struct tally_batch *textfile_file(struct textfile *t, int dirfd,
 			   &why) < 0) {
 		int e = errno;
 
-		tally_count_drop(t->inst, why, 1);
+		/* one skip per version of the file, not one per tick */
 		if (seen_news(t, name, st.st_mode ? &st : NULL, why)) {
+			tally_count_drop(t->inst, why, 1);
 			if (e == EFBIG)
 				tally_log(t->inst, LOG_WARNING,
 					  "%s: bigger than max_file_size "
@@ -351,12 +353,14 @@ static struct tally_batch *textfile_file(struct textfile *t, int dirfd,
 						   : "malformed_file";
 		if (e == ENOMEM)
 			why = "nomem";
-		tally_count_drop(t->inst, why, 1);
-		if (seen_news(t, name, &st, why))
+		/* one skip per version of the file, not one per tick */
+		if (seen_news(t, name, &st, why) || e == ENOMEM) {
+			tally_count_drop(t->inst, why, 1);
 			tally_log(t->inst, LOG_WARNING,
 				  "%s:%u: %s: the whole file is skipped", path,
 				  err.line,
 				  e == ENOMEM ? "out of memory" : err.msg);
+		}
 		tally_batch_unref(b);
 		free(text);
 		return NULL;

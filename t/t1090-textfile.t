@@ -126,6 +126,11 @@ test_expect_success 'the malformed file: logged and counted once per version' '
 	test $(grep -c "e-timestamps.prom:3: ts_metric has a timestamp" tallyd.log) = 1 &&
 	! grep half_read page.txt &&
 	! grep ts_metric page.txt &&
+	wait_for "page && test \$(self_drop malformed_file) -ge 1 &&
+		test \$(self_drop timestamps) -ge 1" &&
+	n=$(awk "index(\$0, \"tally_reads_total{\") == 1 &&
+		index(\$0, \"instance=\\\"tf\\\"\") { print \$2 }" page.txt) &&
+	wait_for "reads $((n + 3))" &&
 	test "$(self_drop malformed_file)" = 1 &&
 	test "$(self_drop timestamps)" = 1
 '

@@ -1358,6 +1358,35 @@ static const char *span_jobid(struct prom_store *s, const struct tally_span *sp)
  * trace (rmsjob_annotations: jobid, marker, traceid) */
 #define REGION_OWN_LABELS 5
 
+/*
+ * A region series' own labels of @sp into @own (REGION_OWN_LABELS, sorted
+ * by key), numbers formatted into @depth and @rank (24 bytes each): depth
+ * (when asked), the span's own jobid (a job's collector gives every span
+ * one, as metrics carry theirs; no option default here), rank, region,
+ * trace. Return: how many.
+ */
+static size_t region_own_labels(const struct prom_store *s,
+				const struct tally_span *sp,
+				struct tally_label *own, char *depth, char *rank)
+{
+	const char *jobid = tally_labels_get(sp->attrs, "jobid");
+	size_t n = 0;
+
+	if (s->o.depth_label) {
+		snprintf(depth, 24, "%u", sp->depth);
+		own[n++] = (struct tally_label){ "depth", depth };
+	}
+	if (jobid && *jobid)
+		own[n++] = (struct tally_label){ "jobid", jobid };
+	if (sp->src.rank >= 0) {
+		snprintf(rank, 24, "%d", sp->src.rank);
+		own[n++] = (struct tally_label){ "rank", rank };
+	}
+	own[n++] = (struct tally_label){ "region", sp->name };
+	own[n++] = (struct tally_label){ "trace", sp->trace };
+	return n;
+}
+
 static struct prom_series *region_get(struct prom_store *s,
 				      struct prom_family *f,
 				      const struct tally_span *sp)
@@ -1379,22 +1408,7 @@ static struct prom_series *region_get(struct prom_store *s,
 		own[n++] = (struct tally_label){ "marker", sp->name };
 		own[n++] = (struct tally_label){ "traceid", sp->trace };
 	} else {
-		/* the span's own jobid (a job's collector gives every span
-		 * one), as metrics carry theirs; no option default here */
-		const char *jobid = tally_labels_get(sp->attrs, "jobid");
-
-		if (s->o.depth_label) {
-			snprintf(depth, sizeof(depth), "%u", sp->depth);
-			own[n++] = (struct tally_label){ "depth", depth };
-		}
-		if (jobid && *jobid)
-			own[n++] = (struct tally_label){ "jobid", jobid };
-		if (sp->src.rank >= 0) {
-			snprintf(rank, sizeof(rank), "%d", sp->src.rank);
-			own[n++] = (struct tally_label){ "rank", rank };
-		}
-		own[n++] = (struct tally_label){ "region", sp->name };
-		own[n++] = (struct tally_label){ "trace", sp->trace };
+		n = region_own_labels(s, sp, own, depth, rank);
 	}
 	/* the static labels, where the region's own keys leave room */
 	n = tally_label_merge(own, n, tally_labels_pairs(s->o.labels),
@@ -1636,7 +1650,6 @@ static void region_move_end(struct prom_region *g, int64_t from, int64_t to)
 static int region_attr(struct prom_store *s, const struct tally_span *sp,
 		       const struct tally_attr *v, int64_t deadline)
 {
-	const char *jobid = tally_labels_get(sp->attrs, "jobid");
 	struct tally_label own[REGION_OWN_LABELS];
 	struct tally_metric m = {
 		.type = TALLY_COUNTER,
@@ -1645,23 +1658,12 @@ static int region_attr(struct prom_store *s, const struct tally_span *sp,
 		.sample_rate = 1,
 	};
 	char depth[24], rank[24], name[256];
-	size_t n = 0;
+	size_t n;
 	int rc;
 
 	if (!(m.value >= 0))
 		return 0; /* a counter does not go down */
-	if (s->o.depth_label) {
-		snprintf(depth, sizeof(depth), "%u", sp->depth);
-		own[n++] = (struct tally_label){ "depth", depth };
-	}
-	if (jobid && *jobid)
-		own[n++] = (struct tally_label){ "jobid", jobid };
-	if (sp->src.rank >= 0) {
-		snprintf(rank, sizeof(rank), "%d", sp->src.rank);
-		own[n++] = (struct tally_label){ "rank", rank };
-	}
-	own[n++] = (struct tally_label){ "region", sp->name };
-	own[n++] = (struct tally_label){ "trace", sp->trace };
+	n = region_own_labels(s, sp, own, depth, rank);
 	if ((size_t)snprintf(name, sizeof(name), "tally_trace_region_%s_total",
 			     v->key) >= sizeof(name))
 		return 0; /* no such key in the attributes option */

@@ -102,7 +102,6 @@ static void start_server(void)
 	const char *py = getenv("PYTHON3"), *src = getenv("top_srcdir");
 	const char *dir = tap_tmpdir("tally-http-client");
 	char rec[512];
-	FILE *f;
 
 	if (!py)
 		py = "/usr/bin/python3";
@@ -118,20 +117,7 @@ static void start_server(void)
 		      (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 300; i++) {
-		unsigned p;
-
-		f = fopen(portfile, "r");
-		if (f && fscanf(f, "%u", &p) == 1) {
-			port = (uint16_t)p;
-			fclose(f);
-			return;
-		}
-		if (f)
-			fclose(f);
-		usleep(100000);
-	}
-	bail_out("the recording server did not start");
+	port = (uint16_t)tap_wait_port(portfile, "the recording server");
 }
 
 static void stop_server(void)

@@ -62,7 +62,6 @@ static void start_server(const char *mode)
 	const char *py = getenv("PYTHON3"), *src = getenv("top_srcdir");
 	const char *dir = tap_tmpdir("tally-http-faults");
 	char prog[512];
-	FILE *f;
 
 	if (!py)
 		py = "/usr/bin/python3";
@@ -76,20 +75,7 @@ static void start_server(const char *mode)
 		execl(py, py, prog, portfile, logfile, mode, (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 300; i++) {
-		unsigned p;
-
-		f = fopen(portfile, "r");
-		if (f && fscanf(f, "%u", &p) == 1) {
-			port = (uint16_t)p;
-			fclose(f);
-			return;
-		}
-		if (f)
-			fclose(f);
-		usleep(100000);
-	}
-	bail_out("the fake server did not start");
+	port = (uint16_t)tap_wait_port(portfile, "the fake server");
 }
 
 static void stop_server(void)

@@ -361,3 +361,21 @@ unsigned tap_count(const char *s, const char *needle)
 		n++;
 	return n;
 }
+
+unsigned tap_wait_port(const char *portfile, const char *what)
+{
+	for (int i = 0; i < 300; i++) {
+		FILE *f = fopen(portfile, "r");
+		unsigned p;
+
+		if (f && fscanf(f, "%u", &p) == 1) {
+			fclose(f);
+			return p;
+		}
+		if (f)
+			fclose(f);
+		usleep(100000);
+	}
+	bail_out("%s did not start", what);
+	return 0;
+}

@@ -150,6 +150,15 @@ void bail_out(const char *fmt, ...)
 const char *tap_tmpdir(const char *prefix);
 
 /**
+ * tap_wait_port() - the port a helper server wrote into @portfile
+ * @what: the server, for the bail-out message
+ *
+ * Polls every 100 ms for up to 30 s (the server writes the file once it
+ * listens). Return: the port; bails out if none came.
+ */
+unsigned tap_wait_port(const char *portfile, const char *what);
+
+/**
  * tap_capture_stderr() - run @fn with stderr sent to a temporary file
  * Return: what it wrote, NUL-terminated (static storage, 64 KiB at most,
  * valid until the next call).

@@ -379,12 +379,40 @@ static void test_parse_devices(void)
 		       "devices \"%s\"", cases[i].s);
 }
 
+/*
+ * Time past max_windows is summed unmerged: two overlapping occurrences of
+ * a whole-job region, and one reaching past the job, must not make the
+ * region open longer than the job (share 1, not 2.5; report_join_fuzz).
+ */
+static void test_unjoined_bound(void)
+{
+	struct rj_opts o = { .max_samples = 4,
+			     .max_regions = 10,
+			     .max_windows = 1,
+			     .top = 10 };
+	struct rj *j = rj_new(&o);
+	const struct rj_result *r;
+
+	rj_occurrence(j, 0, "warm", B, B + S(1), false);
+	rj_occurrence(j, 0, "all", B, B + S(100), false);
+	rj_occurrence(j, 0, "all", B + S(10), B + S(90), false);
+	rj_occurrence(j, 0, "all", B + S(50), B + S(120), false);
+	r = rj_compute(j, B, B + S(100));
+	cmp_ok(r->unjoined, "==", 3, "three occurrences past the cap");
+	ok(r->nrows == 2 && !strcmp(r->rows[0].name, "all"), "all first");
+	is_near(r->rows[0].total_s, 100, "all: at most the job");
+	is_near(r->rows[0].share, 1, "all: share 1");
+	cmp_ok(r->rows[0].calls, "==", 3, "all: its calls count");
+	rj_free(j);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
 	test_job();
 	test_fold();
 	test_bad_input();
+	test_unjoined_bound();
 	test_downsample();
 	test_open();
 	test_parse_devices();

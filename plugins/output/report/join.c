@@ -676,8 +676,16 @@ static int regions_union(struct rj *j, int64_t jb, int64_t je,
 				r->u[k++] = w;
 		}
 		r->nu = win_union(r->u, k);
-		r->open_s =
-			win_seconds(r->u, r->nu) + (double)r->unjoined_ns / NS;
+		/*
+		 * Time past max_windows was summed without its windows: not
+		 * clamped to the job nor merged with overlapping occurrences,
+		 * so it can exceed the job. One rank's region is open at most
+		 * the whole job (what report_join_fuzz found: a share of
+		 * 1.004 from two overlapping unjoined occurrences).
+		 */
+		r->open_s = fmin(win_seconds(r->u, r->nu) +
+					 (double)r->unjoined_ns / NS,
+				 (double)(je - jb) / NS);
 	}
 	return 0;
 }
@@ -701,9 +709,7 @@ static int row_fill(struct rj *j, struct rj_region **r, const struct group *g,
 	row->calls = g->calls;
 	row->total_s = g->total_s;
 	row->mean_s = g->calls ? g->total_s / (double)g->calls : NAN;
-	/* at most 1 (the fuzzer found 1.004: a total over the ranks
-	 * above the window times the ranks; cause not yet found) */
-	row->share = fmin(1.0, g->total_s / (job_s * (double)nranks));
+	row->share = g->total_s / (job_s * (double)nranks);
 	for (size_t i = 0; i < g->n; i++) {
 		uint64_t m = rank_mask(j, r[i]->rank);
 
@@ -866,8 +872,7 @@ const struct rj_result *rj_compute(struct rj *j, int64_t job_begin_ns,
 		row->ranks = folded_ranks(sorted, groups + top, ngroups - top);
 		row->mean_s =
 			row->calls ? row->total_s / (double)row->calls : NAN;
-		row->share =
-			fmin(1.0, row->total_s / (job_s * (double)nranks));
+		row->share = row->total_s / (job_s * (double)nranks);
 	}
 	free(groups);
 	free(sorted);

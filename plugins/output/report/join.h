@@ -33,7 +33,9 @@
  * halving its resolution (the error bound uses the coarsest period);
  * (rank, region) keys stop at max_regions and windows at max_windows
  * (beyond: counted, and a region's calls and time still add up but its
- * further windows are not joined).
+ * further windows are not joined; that time is summed as it comes, not
+ * merged with overlapping occurrences nor cut to the job, so a rank's
+ * region is then taken as open at most the whole job).
  *
  * Thread-safety: none; one struct rj is used by one thread.
  */

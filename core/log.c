@@ -4,9 +4,10 @@
  *
  * A broken peer can make a plugin log the same complaint thousands of times
  * a second; that must not flood syslog nor cost the loop its time. Each
- * (instance, format string) pair may log LOG_BURST lines per log_window
- * seconds; the rest are counted, and the first line after the window says
- * how many were suppressed. The core's own notices and info lines are not
+ * (instance, format string) pair, or (instance, format, subject) for
+ * tally_log_about(), may log LOG_BURST lines per log_window seconds; the
+ * rest are counted, and the first line after the window says how many were
+ * suppressed. The core's own notices and info lines are not
  * limited (they follow an operator's action: start, signal, reload).
  */
 #include "config.h"
@@ -38,6 +39,7 @@ static time_t log_window = 10;	/* seconds; tests shorten it */
 struct log_slot {
 	const void *inst;
 	const char *fmt;
+	uint64_t about; /* hash of tally_log_about()'s subject, or 0 */
 	time_t window;
 	unsigned count;
 	unsigned suppressed;
@@ -125,16 +127,19 @@ static void log_emit(int prio, const char *prefix, const char *msg)
 }
 
 /* Returns how many earlier messages were suppressed, or -1 to suppress. */
-static long log_throttle(const void *inst, const char *fmt)
+static long log_throttle(const void *inst, const char *fmt, uint64_t about)
 {
-	size_t h = ((uintptr_t)inst >> 4) ^ ((uintptr_t)fmt >> 2);
+	size_t h = ((uintptr_t)inst >> 4) ^ ((uintptr_t)fmt >> 2) ^
+		   (size_t)about;
 	struct log_slot *s = &log_slots[h % LOG_SLOTS];
 	time_t now = time(NULL);
 	long prev;
 
-	if (s->inst != inst || s->fmt != fmt) {
+	if (s->inst != inst || s->fmt != fmt || s->about != about) {
 		/* slot taken by another source: give it up (best effort) */
-		*s = (struct log_slot){ .inst = inst, .fmt = fmt, .window = now };
+		*s = (struct log_slot){
+			.inst = inst, .fmt = fmt, .about = about, .window = now
+		};
 	}
 	if (now - s->window >= log_window) {
 		prev = s->suppressed;
@@ -151,8 +156,8 @@ static long log_throttle(const void *inst, const char *fmt)
 	return prev;
 }
 
-void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
-		va_list ap)
+static void log_v(const struct tally_instance *inst, int prio, uint64_t about,
+		  const char *fmt, va_list ap)
 {
 	char msg[1024], prefix[160] = "";
 	long suppressed;
@@ -168,7 +173,7 @@ void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 	suppressed = 0;
 	if (inst || prio <= LOG_WARNING) {
 		pthread_mutex_lock(&log_lock);
-		suppressed = log_throttle(inst, fmt);
+		suppressed = log_throttle(inst, fmt, about);
 		pthread_mutex_unlock(&log_lock);
 	}
 	if (suppressed < 0)
@@ -192,6 +197,23 @@ void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 	}
 	log_emit(prio, prefix, msg);
 	pthread_mutex_unlock(&log_lock);
+}
+
+void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
+		va_list ap)
+{
+	log_v(inst, prio, 0, fmt, ap);
+}
+
+void tally_log_about(const struct tally_instance *inst, int prio,
+		     const char *about, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	/* | 1: never 0, the key of tally_log() */
+	log_v(inst, prio, tally_hash_str(TALLY_HASH_SEED, about) | 1, fmt, ap);
+	va_end(ap);
 }
 
 void tally_log(const struct tally_instance *inst, int prio, const char *fmt,

@@ -272,6 +272,28 @@ test_expect_success 'a file without its final newline, or with CRLF line ends: s
 	grep -x "node_textfile_scrape_error 1" tf.txt
 '
 
+test_expect_success 'eight malformed files at once: each one named in the log' '
+	mkdir many &&
+	for i in 1 2 3 4 5 6 7 8; do
+		printf "bad_$i{ 1\n" >many/bad$i.prom || return 1
+	done &&
+	port=$(free_port) &&
+	cat >many.conf <<-EOF &&
+	global = { interval = 0.2; };
+	inputs = { tf = { plugin = "textfile"; directory = "$PWD/many"; }; };
+	outputs = { prom = { plugin = "prometheus";
+	                     listen = "127.0.0.1:$port"; }; };
+	pipelines = { p = { from = ["tf"]; to = ["prom"]; }; };
+	EOF
+	start_tallyd --log many.log --wait "port_listening $port" many.conf &&
+	wait_for "test \$(grep -c \"bad[1-8].prom:1: .*the whole file is skipped\" many.log) -ge 8" &&
+	for i in 1 2 3 4 5 6 7 8; do
+		test $(grep -c "many/bad$i.prom:1: " many.log) = 1 || return 1
+	done &&
+	! grep "suppressed" many.log &&
+	stop_tallyd
+'
+
 test_expect_success 'check-config refuses a relative directory' '
 	cat >rel.conf <<-EOF &&
 	inputs = { tf = { plugin = "textfile"; directory = "tf"; }; };

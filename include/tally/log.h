@@ -39,6 +39,23 @@ struct tally_instance;
 void tally_log(const struct tally_instance *inst, int prio, const char *fmt,
 	       ...) __attribute__((format(printf, 3, 4)));
 
+/**
+ * tally_log_about() - tally_log() for a complaint about one of many subjects
+ * @about: the subject (a file's path, a peer's address), NUL-terminated;
+ *         not kept
+ * @inst, @prio, @fmt: as tally_log()
+ *
+ * The burst limit applies per (@inst, @fmt, @about) rather than per
+ * (@inst, @fmt): a complaint about a sixth file is not suppressed because
+ * five others were just named, and a suppressed-lines summary is about
+ * one subject. For complaints the caller already limits per subject (the
+ * textfile input logs a file once per version of it); the limit still
+ * stops one subject flooding the log. Any thread.
+ */
+void tally_log_about(const struct tally_instance *inst, int prio,
+		     const char *about, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /** tally_vlog() - va_list form of tally_log() */
 void tally_vlog(const struct tally_instance *inst, int prio, const char *fmt,
 		va_list ap) __attribute__((format(printf, 3, 0)));

@@ -324,13 +324,13 @@ static struct tally_batch *textfile_file(struct textfile *t, int dirfd,
 		if (seen_news(t, name, st.st_mode ? &st : NULL, why)) {
 			tally_count_drop(t->inst, why, 1);
 			if (e == EFBIG)
-				tally_log(t->inst, LOG_WARNING,
+				tally_log_about(t->inst, LOG_WARNING, path,
 					  "%s: bigger than max_file_size "
 					  "(%llu bytes): skipped",
 					  path,
 					  (unsigned long long)t->max_file_size);
 			else
-				tally_log(t->inst, LOG_WARNING,
+				tally_log_about(t->inst, LOG_WARNING, path,
 					  "%s: %s: skipped", path,
 					  e == EINVAL ? "not a regular file"
 						      : strerror(e));
@@ -356,7 +356,7 @@ static struct tally_batch *textfile_file(struct textfile *t, int dirfd,
 		/* one skip per version of the file, not one per tick */
 		if (seen_news(t, name, &st, why) || e == ENOMEM) {
 			tally_count_drop(t->inst, why, 1);
-			tally_log(t->inst, LOG_WARNING,
+			tally_log_about(t->inst, LOG_WARNING, path,
 				  "%s:%u: %s: the whole file is skipped", path,
 				  err.line,
 				  e == ENOMEM ? "out of memory" : err.msg);
@@ -529,7 +529,7 @@ static int textfile_merge(struct textfile *t, struct tf_tick *k,
 		if (why >= 0) {
 			tally_count_drop(t->inst, tf_conflict_reason[why], 1);
 			if (conflict_news(t, name, f->mtime_s, why))
-				tally_log(t->inst, LOG_WARNING,
+				tally_log_about(t->inst, LOG_WARNING, f->path,
 					  "%s: %s: %s: its series dropped "
 					  "(logged once per version of the "
 					  "file)",

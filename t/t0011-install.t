@@ -1,5 +1,7 @@
 #!/bin/sh
 test_description='make install: tallyd, plugins, unit, configuration, man pages'
+# time limit: 1200 s (make install relinks every plugin: minutes on a
+# loaded machine, more under the sanitizers)
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"

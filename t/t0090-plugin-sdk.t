@@ -4,6 +4,8 @@ test_description='custom plugins: tally installed into a temporary root
 against the installed files only (pkg-config tally-plugin), loaded by the
 installed tallyd from global.plugin_path into a pipeline to prometheus; a
 plugin built for another ABI is refused with its file named'
+# time limit: 1200 s (make install relinks every plugin: minutes on a
+# loaded machine, more under the sanitizers)
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"

@@ -51,15 +51,20 @@ test_expect_success 'start tallyd with spangen and counter into prometheus' '
 	  cnt = { plugin = "counter"; count = 3; name = "test_value"; };
 	};
 	outputs = { prom = { plugin = "prometheus"; listen = [ $listen ];
-	                     span_metrics = "both"; expire = 600.0; }; };
+	                     span_metrics = "both"; expire = 600.0;
+	                     grace = 600.0; }; };
 	pipelines = { p = { from = ["shapes", "spans", "cnt"];
 	                    to = ["prom"]; }; };
 	EOF
+	# expire and grace 600 s: no series may come or go between two
+	# scrapes, however late a loaded machine makes the second one
 	start_tallyd --wait "port_listening $port" expo.conf &&
 	grep "serving /metrics on 127.0.0.1:$port" tallyd.log &&
-	# k >= 4: the spans input (limit 3) has done all its reads too
+	# k >= 4, and the spans input (limit 3) has done all its reads: the
+	# step time of both ranks is 2.25 s (inputs read on their own timers)
 	wait_for "scrape m0 &&
-		grep -Eq \"^spangen_events_total ([4-9]|[1-9][0-9]+)$\" m0"
+		grep -Eq \"^spangen_events_total ([4-9]|[1-9][0-9]+)$\" m0 &&
+		test \$(grep -c \"^tally_trace_region_seconds_total{.*region=.step.* 2.25$\" m0) = 2"
 '
 
 test_expect_success 'GET /metrics: 200 with the 0.0.4 content type' '

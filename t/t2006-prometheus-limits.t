@@ -142,7 +142,7 @@ test_expect_success 'fd exhaustion: no busy loop, counted, recovers' '
 	test "$n" -ge 1 && test "$n" -le 20 &&
 	! grep "Error from accept" tallyd.log &&
 	# the idle connections are gone: scrapes work again
-	wait_for "scrape $port r1 && test \$(dropped r1 accept_error) -ge 1" 15 &&
+	wait_for "scrape $port r1 && test \$(dropped r1 accept_error) -ge 1" 30 &&
 	stop_tallyd
 '
 

@@ -136,13 +136,26 @@ test_expect_success 'stop tallyd: every message accounted for' '
 # CPUs). Two sender processes make that rare; a stop that ended quiet is
 # tried again, up to 3 times. Every stop must end within 5 s, and one
 # must have reached the deadline.
+
+# flood_received - messages the flooded input has received, per self.out
+flood_received() {
+	sed -n "s/^counter tally_events_total{event=\"messages_received\",instance=\"tr\",[^}]*} //p" \
+		self.out 2>/dev/null | tail -n1 | grep . || echo 0
+}
+
 flood_stop() {
+	rm -f self.out &&
 	start_tallyd flood.conf &&
 	{ "$TRACE_EMIT" -T 2 -n 200000000 "$EP" flood >flood1.emit & } &&
 	f1=$! &&
 	{ "$TRACE_EMIT" -T 2 -n 200000000 "$EP" flood >flood2.emit & } &&
 	f2=$! &&
-	sleep 2 &&
+	# the flood holds (100000 messages in), not a fixed sleep
+	if ! wait_for "test \$(flood_received) -ge 100000"; then
+		kill $f1 $f2
+		wait $f1 $f2
+		return 1
+	fi
 	t0=$(date +%s%N) &&
 	stop_tallyd
 	rc=$?
@@ -161,10 +174,13 @@ flood_stop() {
 test_expect_success 'shutdown under a flood ends within the drain deadline' '
 	cat >flood.conf <<-EOF &&
 	global = { log_level = "info"; };
-	inputs = { tr = { plugin = "zmq_trace"; endpoint = "$EP"; }; };
+	inputs = { tr = { plugin = "zmq_trace"; endpoint = "$EP"; };
+	           self = { plugin = "self"; interval = 0.1; }; };
 	filters = { drop = { plugin = "testfilter"; mode = "drop"; }; };
-	outputs = { null = { plugin = "capture"; path = "/dev/null"; }; };
-	pipelines = { p = { from = ["tr"]; through = ["drop"]; to = ["null"]; }; };
+	outputs = { null = { plugin = "capture"; path = "/dev/null"; };
+	            health = { plugin = "capture"; path = "self.out"; }; };
+	pipelines = { p = { from = ["tr"]; through = ["drop"]; to = ["null"]; };
+	              h = { from = ["self"]; to = ["health"]; }; };
 	EOF
 	for try in 1 2 3; do
 		flood_stop || return 1

@@ -15,9 +15,10 @@
 # exits, whether it passed, failed or died.
 
 # Seconds wait_for and start_tallyd wait before giving up. Generous: a
-# sanitizer build starts slower, and a test must fail, not hang, if the
-# condition never comes true.
-: "${TALLY_WAIT_TIMEOUT:=10}"
+# sanitizer build starts slower, make -j6 check beside two CPU hogs held a
+# 0.2 s input 10 s late, and a test must fail, not hang, if the condition
+# never comes true. Only a failing test waits this long.
+: "${TALLY_WAIT_TIMEOUT:=30}"
 
 # Defaults for running a test by hand from the build tree's t/ directory
 # (make check sets all of these).

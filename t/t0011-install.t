@@ -6,13 +6,6 @@ test_description='make install: tallyd, plugins, unit, configuration, man pages'
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
 
-# An install relinks every plugin (libtool): with ASan, on a loaded machine,
-# longer than a test may take. The installed files are the same.
-if grep -q "^SAN_CFLAGS = -fsanitize" "$top_builddir/Makefile"; then
-	skip_all='a sanitizer build: make install relinks too slowly'
-	test_done
-fi
-
 # DESTDIR: libtool's install cannot take the trash directory's space
 D=$(mktemp -d /tmp/tally-install.XXXXXX) || exit 1
 tally_rm_at_exit "$D"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* t/unit/log.c - log levels, burst suppression, drop counters */
+/* t/unit/log.c - log levels, burst suppression, tally_log_limited() */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +27,22 @@ static void core_notices(void)
 static void after_window(void)
 {
 	tally_log(NULL, LOG_WARNING, "peer sent garbage %d", 100);
+}
+
+static struct tally_log_limit refused;
+
+/* a server refusing five writes in a row, within one minute */
+static void refusals(void)
+{
+	for (int i = 0; i < 5; i++)
+		tally_log_limited(&refused, 60, NULL, LOG_WARNING,
+				  "write refused (HTTP 400) #%d", i);
+}
+
+static void refusal_later(void)
+{
+	tally_log_limited(&refused, 60, NULL, LOG_WARNING,
+			  "write refused (HTTP 400) #%d", 5);
 }
 
 static void levels(void)
@@ -73,6 +89,31 @@ int main(void)
 	       "the core's info lines are never suppressed (8 reloads, 8 lines)");
 	cmp_ok(tap_count(out, ": tick "), "==", 5,
 	       "an instance's info lines are");
+
+	/*
+	 * tally_log_limited(): the first occurrence is logged, the others
+	 * of the minute are counted, and the next line says how many.
+	 */
+	out = tap_capture_stderr(refusals);
+	cmp_ok(tap_count(out, "write refused"), "==", 1,
+	       "limited: 5 refusals within the minute log 1 line");
+	ok(strstr(out, "tallyd: warning: write refused (HTTP 400) #0\n") !=
+		   NULL,
+	   "limited: the first one, without a count");
+	cmp_ok(refused.quiet, "==", 4, "limited: the 4 others are counted");
+	/* the minute is over (next_ns is the documented CLOCK_MONOTONIC
+	 * end of the quiet time: put it in the past, no sleeping) */
+	refused.next_ns = 1;
+	out = tap_capture_stderr(refusal_later);
+	ok(strstr(out, "tallyd: warning: write refused (HTTP 400) #5 (4 more "
+		       "times in the last 60 s)\n") != NULL,
+	   "limited: the next line says how many were suppressed");
+	cmp_ok(refused.quiet, "==", 0, "limited: the count starts over");
+	ok(refused.next_ns > 1, "limited: a new minute of quiet started");
+	out = tap_capture_stderr(refusal_later);
+	cmp_ok(tap_count(out, "write refused"), "==", 0,
+	       "limited: and the next one is quiet again");
+	cmp_ok(refused.quiet, "==", 1, "limited: counted");
 
 	cmp_ok(tally_log_level_parse("debug"), "==", LOG_DEBUG, "parse debug");
 	cmp_ok(tally_log_level_parse("WARNING"), "==", LOG_WARNING,

@@ -18,6 +18,11 @@
  * head message again from its start (or its last delimiter written), the
  * rest as if nothing had happened.
  *
+ * A connection whose peer takes nothing of what waits for it for
+ * stall_timeout seconds (the bufferevent's write timeout: armed while its
+ * output holds bytes, restarted by every write that progresses) ends as
+ * if the peer had closed it.
+ *
  * States: WAIT (backoff timer) -> RESOLVING (a name: evdns) -> CONNECTING
  * (each address of the name in turn) -> UP -> (ends) -> WAIT. An attempt,
  * resolution included, is bounded by connect_timeout.
@@ -99,6 +104,7 @@ struct tally_net_sender {
 	size_t ends_head, ends_len, ends_cap;
 	uint64_t records_pending; /* sum of their records */
 
+	char peer[300]; /* the connected peer's address, for messages */
 	unsigned fails; /* consecutive attempts or connections that failed */
 	int64_t up_ns;
 	bool ever_up;
@@ -471,7 +477,6 @@ static void sender_up(struct tally_net_sender *s)
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	int fd = (int)bufferevent_getfd(s->bev);
-	char peer[300] = "?";
 
 	event_del(s->timeout_ev);
 	if (s->ai)
@@ -487,13 +492,19 @@ static void sender_up(struct tally_net_sender *s)
 	}
 	s->ever_up = true;
 	sender_keepalive(s, fd);
+	snprintf(s->peer, sizeof(s->peer), "?");
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
-		tally_net_format_sockaddr((struct sockaddr *)&ss, sl, peer,
-					  sizeof(peer));
-	tally_log(s->inst, LOG_INFO, "%s: connected to %s", s->what, peer);
+		tally_net_format_sockaddr((struct sockaddr *)&ss, sl, s->peer,
+					  sizeof(s->peer));
+	tally_log(s->inst, LOG_INFO, "%s: connected to %s", s->what, s->peer);
 	s->out_cb = evbuffer_add_cb(bufferevent_get_output(s->bev),
 				    sender_out_cb, s);
 	bufferevent_setwatermark(s->bev, EV_WRITE, SENDER_CHUNK / 2, 0);
+	if (s->o.stall_timeout > 0) {
+		struct timeval tv = tally_net_timeval(s->o.stall_timeout);
+
+		bufferevent_set_timeouts(s->bev, NULL, &tv);
+	}
 	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 	sender_fill(s);
 	sender_maybe_ready(s);
@@ -517,19 +528,28 @@ static void sender_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct tally_net_sender *s = arg;
 	int err = EVUTIL_SOCKET_ERROR();
-	char why[160];
+	char why[512];
 
 	if (what & BEV_EVENT_CONNECTED) {
 		sender_up(s);
 		return;
 	}
-	if (what & BEV_EVENT_EOF)
+	if (what & BEV_EVENT_EOF) {
 		snprintf(why, sizeof(why), "closed by the server");
-	else if (what & BEV_EVENT_TIMEOUT)
+	} else if ((what & BEV_EVENT_TIMEOUT) && s->state == SENDER_UP) {
+		/* the write timeout: the peer took nothing for that long */
+		s->st.stalls++;
+		tally_count_event(s->inst, "stalls", 1);
+		snprintf(why, sizeof(why),
+			 "stalled: %s took no byte for %.3g s (it reads "
+			 "nothing)",
+			 s->peer, s->o.stall_timeout);
+	} else if (what & BEV_EVENT_TIMEOUT) {
 		snprintf(why, sizeof(why), "timed out");
-	else
+	} else {
 		snprintf(why, sizeof(why), "%s",
 			 strerror(err ? err : ECONNRESET));
+	}
 	if (s->state == SENDER_CONNECTING) {
 		s->last_err = err ? err : ECONNREFUSED;
 		sender_drop_bev(s);
@@ -633,6 +653,8 @@ static void sender_defaults(struct tally_net_sender_opts *o)
 		o->connect_timeout = 10;
 	if (o->keepalive == 0)
 		o->keepalive = 30;
+	if (o->stall_timeout == 0)
+		o->stall_timeout = 60;
 }
 
 struct tally_net_sender *

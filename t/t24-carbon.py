@@ -22,6 +22,18 @@
 #       is refused during an outage as it would be without it; when carbon
 #       ends a connection the relay stops listening ("#down TIME" in LOG)
 #       and ends tallyd's, and "#up TIME" marks listening again.
+#   stall LISTEN_PORT LOG
+#       a FAKE carbon, by necessity: no real server can be made to accept
+#       a connection and then never read it. Its first connection is
+#       accepted and not read (a small receive buffer, so that the
+#       kernels' buffers fill fast); from the second connection on, every
+#       connection is read, and the first one too, to its end (what
+#       tallyd's kernel had taken before it gave up on it is still
+#       delivered), so that a line sent on both shows up twice. Complete
+#       lines go to LOG ("#conn N" when connection N is accepted, "#stall
+#       N BYTES" when the first one has been read: BYTES it brought); a
+#       line without its newline at a connection's end is dropped, as
+#       carbon does.
 import os
 import socket
 import sys
@@ -198,6 +210,53 @@ def relay(listen_port, upstream_port, log):
             pass  # closed by a pump thread
 
 
+def stall(listen_port, log):
+    lock = threading.Lock()
+    out = open(log, "a", buffering=1)
+    second = threading.Event()
+
+    def note(text):
+        with lock:
+            out.write(text + "\n")
+
+    def drain(c, n, wait):
+        if wait:
+            second.wait()
+        rest, total = b"", 0
+        while True:
+            try:
+                b = c.recv(65536)
+            except OSError:
+                b = b""
+            if not b:
+                break
+            total += len(b)
+            rest += b
+            *lines, rest = rest.split(b"\n")
+            with lock:
+                for ln in lines:
+                    out.write(ln.decode("utf-8", "replace") + "\n")
+        if wait:
+            note(f"#stall {n} {total}")
+        c.close()
+
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # inherited by accepted sockets: the window closes after a few KiB
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    ls.bind(("127.0.0.1", listen_port))
+    ls.listen(16)
+    n = 0
+    while True:
+        c, _ = ls.accept()
+        n += 1
+        note(f"#conn {n}")
+        if n == 2:
+            second.set()
+        threading.Thread(target=drain, args=(c, n, n == 1),
+                         daemon=True).start()
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "conf":
@@ -207,5 +266,7 @@ if __name__ == "__main__":
               int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     elif cmd == "relay":
         relay(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    elif cmd == "stall":
+        stall(int(sys.argv[2]), sys.argv[3])
     else:
         sys.exit("unknown command " + cmd)

@@ -662,6 +662,15 @@ void tally_net_listener_free(struct tally_net_listener *l);
  *                   protocols), so that a message of many records written
  *                   in part is resent from its first unfinished record;
  *                   0: messages are the records
+ * @stall_timeout:   seconds an established connection may take none of
+ *                   the bytes waiting for it (the peer reads nothing: its
+ *                   receive window stays closed, and TCP keepalive and
+ *                   TCP_USER_TIMEOUT never fire, since the peer answers)
+ *                   before it is taken as failed: logged once, naming the
+ *                   peer, counted (@stalls, event "stalls"), closed, and
+ *                   a new one made after the backoff, which sends what
+ *                   the kernel did not take, as after any other end
+ *                   (default 60; < 0: never)
  * @hold_when_down:  send() says EAGAIN, taking nothing, while no
  *                   connection is up (before the first one too), and
  *                   ready() follows once one is: what is produced during
@@ -684,6 +693,7 @@ struct tally_net_sender_opts {
 	double healthy;
 	double connect_timeout;
 	double keepalive;
+	double stall_timeout;
 	char delimiter;
 	bool hold_when_down;
 	void (*ready)(void *arg);
@@ -698,6 +708,8 @@ struct tally_net_sender_opts {
  *                    resolved); each one starts a backoff
  * @reconnects:       connections established after an earlier one ended
  * @disconnects:      established connections that ended
+ * @stalls:           of those, connections ended because the peer took
+ *                    nothing for @stall_timeout seconds
  * @bytes_sent:       bytes written to the kernel (the resent start of a
  *                    message written in part counts again)
  * @bytes_resent:     of those, bytes written again after a connection
@@ -718,6 +730,7 @@ struct tally_net_sender_stats {
 	uint64_t connect_failures;
 	uint64_t reconnects;
 	uint64_t disconnects;
+	uint64_t stalls;
 	uint64_t bytes_sent;
 	uint64_t bytes_resent;
 	uint64_t messages_sent;
@@ -734,7 +747,7 @@ struct tally_net_sender;
  * tally_net_sender_new() - connect to a server, and keep connected
  * @inst:   for logs, and counters exported by the self input as
  *          tally_events_total{event="connects"|"connect_failures"|
- *          "reconnects"|"bytes_sent"} (NULL: not counted)
+ *          "reconnects"|"stalls"|"bytes_sent"} (NULL: not counted)
  * @base:   the event loop
  * @what:   names the server in messages, e.g. "server \"carbon:2003\""
  * @server: a parsed server address (stream: TCP or unix; no LISTEN)

@@ -40,6 +40,7 @@ struct graphite {
 	struct tally_strlist layout;
 	int64_t max_regions;
 	double backoff_max;
+	double stall_timeout;
 	uint64_t max_datagram;
 	/* state */
 	struct tally_instance *inst;
@@ -194,6 +195,7 @@ static int graphite_init(struct tally_instance *inst, void *state)
 	char what[300], addr[300];
 	struct tally_net_sender_opts o = {
 		.backoff_max = g->backoff_max,
+		.stall_timeout = g->stall_timeout,
 		.delimiter = '\n',
 		.hold_when_down = true,
 		.ready = graphite_ready,
@@ -281,6 +283,12 @@ static const struct tally_option graphite_options[] = {
 			   0.1, 3600,
 			   "tcp: longest wait between reconnection attempts "
 			   "(exponential from 0.1 s, jittered)"),
+	TALLY_OPT_DURATION("stall_timeout", struct graphite, stall_timeout,
+			   "60s", 0.1, 3600,
+			   "tcp: a connection whose server takes none of the "
+			   "bytes waiting for it this long (it reads nothing) "
+			   "is logged, counted as event stalls and made "
+			   "again; nothing is lost or sent twice"),
 	TALLY_OPT_SIZE("max_datagram", struct graphite, max_datagram, "1432",
 		       64, 65507,
 		       "udp: bytes per datagram at most (1432 on Ethernet, "

@@ -41,7 +41,7 @@ EXTRA_DIST += contrib/fuzz/influxdb_line_fuzz.c \
 # Integration: the real influxd (Debian's influxdb 1.6), a recording
 # server for the v2 API's request shape, a counting relay for restarts.
 TESTS += t/t5001-influxdb.t t/t5002-influxdb-restart.t \
-	t/t5003-influxdb-reload.t
+	t/t5003-influxdb-reload.t t/t5004-influxdb-413.t
 EXTRA_DIST += t/t5001-influxdb.t t/t5002-influxdb-restart.t \
-	t/t5003-influxdb-reload.t t/t50-lib.sh \
+	t/t5003-influxdb-reload.t t/t5004-influxdb-413.t t/t50-lib.sh \
 	doc/plugins/influxdb.md

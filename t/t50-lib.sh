@@ -20,6 +20,15 @@
 #		prints the JSON answer
 #	influx_post QUERY
 #		runs QUERY through /query as a POST (CREATE DATABASE ...)
+#	influx_count DB MEASUREMENT
+#		how many points of MEASUREMENT (field value) influxd holds
+#	influx_reads DB MEASUREMENT SERIES READS
+#		influxd holds SERIES series of MEASUREMENT (tag i), each with
+#		the values 1..READS in order (t/plugins/counter.c's points)
+#	relay_acked LOG MEASUREMENT
+#		of the counting relay's LOG: how many points of MEASUREMENT
+#		were in requests influxd acknowledged (204); fails if one
+#		was in two of them
 #	recorder_start NAME [ARGS...]
 #		t/http-recorder.py, a recording HTTP server in Python (or, with
 #		--relay HOST:PORT, a counting relay), logging to NAME.log;
@@ -91,6 +100,43 @@ influx_q() {
 influx_post() {
 	curl -sf -XPOST "http://127.0.0.1:$INFLUX_PORT/query" \
 		--data-urlencode "q=$1"
+}
+
+influx_count() {
+	influx_q "$1" "SELECT count(value) FROM $2" |
+		sed -n 's/.*"values":\[\[0,\([0-9]*\)\]\].*/\1/p' | grep . ||
+		echo 0
+}
+
+influx_reads() {
+	influx_q "$1" "SELECT * FROM $2 GROUP BY i" >"$2.json" &&
+	"$PYTHON3" - "$2.json" "$3" "$4" <<-\EOF
+	import json, sys
+	n, reads = int(sys.argv[2]), int(sys.argv[3])
+	series = json.load(open(sys.argv[1]))["results"][0]["series"]
+	assert len(series) == n, len(series)
+	for s in series:
+	    vals = [r[s["columns"].index("value")] for r in s["values"]]
+	    assert vals == [float(k) for k in range(1, reads + 1)], vals
+	EOF
+}
+
+relay_acked() {
+	"$PYTHON3" - "$1" "$2" <<-\EOF
+	import collections, json, sys
+	seen = collections.Counter()
+	for line in open(sys.argv[1]):
+	    r = json.loads(line)
+	    if r["status"] != 204:
+	        continue
+	    for p in r["body"].splitlines():
+	        series, fields, ts = p.split(" ")
+	        if series.split(",")[0] == sys.argv[2]:
+	            seen[(series, ts)] += 1
+	twice = [k for k, n in seen.items() if n > 1]
+	assert not twice, twice[:5]
+	print(len(seen))
+	EOF
 }
 
 recorder_start() {

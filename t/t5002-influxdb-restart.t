@@ -38,9 +38,7 @@ conf() {
 
 # stored MEASUREMENT: points of MEASUREMENT influxd holds
 stored() {
-	influx_q tally "SELECT count(value) FROM $1" |
-		sed -n 's/.*"values":\[\[0,\([0-9]*\)\]\].*/\1/p' | grep . ||
-		echo 0
+	influx_count tally "$1"
 }
 
 # dropped REASON: tally_dropped_total of the output, from the last scrape
@@ -52,21 +50,7 @@ dropped() {
 # relay_check MEASUREMENT: the relay saw each point of MEASUREMENT in one
 # acknowledged request only; prints how many it saw acknowledged
 relay_check() {
-	"$PYTHON3" - "$1" <<-\EOF
-	import collections, json, sys
-	seen = collections.Counter()
-	for line in open("relay.log"):
-	    r = json.loads(line)
-	    if r["status"] != 204:
-	        continue
-	    for p in r["body"].splitlines():
-	        series, fields, ts = p.split(" ")
-	        if series.split(",")[0] == sys.argv[1]:
-	            seen[(series, ts)] += 1
-	twice = [k for k, n in seen.items() if n > 1]
-	assert not twice, twice[:5]
-	print(len(seen))
-	EOF
+	relay_acked relay.log "$1"
 }
 
 test_expect_success 'start influxd and the counting relay' '
@@ -88,16 +72,7 @@ test_expect_success 'SIGTERM influxd while tallyd streams, start it 10 s later' 
 '
 
 test_expect_success 'every point arrived with its value, none twice' '
-	influx_q tally "SELECT * FROM rs1 GROUP BY i" >rs1.json &&
-	"$PYTHON3" - $SERIES $READS <<-\EOF &&
-	import json, sys
-	n, reads = int(sys.argv[1]), int(sys.argv[2])
-	series = json.load(open("rs1.json"))["results"][0]["series"]
-	assert len(series) == n, len(series)
-	for s in series:
-	    vals = [r[s["columns"].index("value")] for r in s["values"]]
-	    assert vals == [float(k) for k in range(1, reads + 1)], vals
-	EOF
+	influx_reads tally rs1 $SERIES $READS &&
 	test $(relay_check rs1) -eq $PRODUCED &&
 	test $(dropped queue_full) -eq 0 &&
 	grep -c "\"status\": 0" relay.log >failed &&

@@ -24,9 +24,7 @@ LIMIT=5000
 
 # stored: points of t5004 influxd holds
 stored() {
-	influx_q tally "SELECT count(value) FROM t5004" |
-		sed -n 's/.*"values":\[\[0,\([0-9]*\)\]\].*/\1/p' | grep . ||
-		echo 0
+	influx_count tally t5004
 }
 
 test_expect_success 'influxd with max-body-size = 5000, the counting relay' '
@@ -85,32 +83,8 @@ test_expect_success 'influxd answered 413 and the batch went out in halves' '
 '
 
 test_expect_success 'every point arrived once, with its value' '
-	relay_count=$("$PYTHON3" - <<-\EOF
-	import collections, json
-	seen = collections.Counter()
-	for line in open("relay.log"):
-	    r = json.loads(line)
-	    if r["status"] != 204:
-	        continue
-	    for p in r["body"].splitlines():
-	        series, fields, ts = p.split(" ")
-	        seen[(series, ts)] += 1
-	twice = [k for k, n in seen.items() if n > 1]
-	assert not twice, twice[:5]
-	print(len(seen))
-	EOF
-	) &&
-	test "$relay_count" -eq $PRODUCED &&
-	influx_q tally "SELECT * FROM t5004 GROUP BY i" >all.json &&
-	"$PYTHON3" - $SERIES $READS <<-\EOF
-	import json, sys
-	n, reads = int(sys.argv[1]), int(sys.argv[2])
-	series = json.load(open("all.json"))["results"][0]["series"]
-	assert len(series) == n, len(series)
-	for s in series:
-	    vals = [r[s["columns"].index("value")] for r in s["values"]]
-	    assert vals == [float(k) for k in range(1, reads + 1)], vals
-	EOF
+	test "$(relay_acked relay.log t5004)" -eq $PRODUCED &&
+	influx_reads tally t5004 $SERIES $READS
 '
 
 test_expect_success 'stop' '

@@ -426,6 +426,29 @@ static void conf_common(struct tally_conf *c, size_t f,
 	c->errors += errors;
 }
 
+/*
+ * Refuse a second instance of a TALLY_INPUT_ONCE plugin: both would read
+ * the same devices of the node and write the same series.
+ */
+static void conf_once(struct tally_conf *c, struct conf_at a,
+		      const struct tally_conf_decl *d, const char *what)
+{
+	for (size_t i = 0; i + 1 < c->ndecls; i++) {
+		const struct tally_conf_decl *o = &c->decls[i];
+
+		if (o->plugin != d->plugin || o->kind != d->kind)
+			continue;
+		CONF_ERR_AT(c, a,
+			    "%s: plugin '%s' takes one instance per collector, "
+			    "and %s.%s (%s:%d) is one: both would read the "
+			    "same devices and write the same series; send one "
+			    "instance to several outputs through pipelines",
+			    what, d->plugin_name, tally_kind_section(o->kind),
+			    o->name, o->file, o->line);
+		return;
+	}
+}
+
 static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 			   size_t f, enum tally_plugin_kind kind)
 {
@@ -512,6 +535,9 @@ static void conf_instances(struct tally_conf *c, struct tally_loader *ld,
 		/* what it may emit; its check may narrow it from its options */
 		if (kind == TALLY_KIND_INPUT)
 			d->emits = d->plugin->input->emits;
+		if (kind == TALLY_KIND_INPUT &&
+		    (d->plugin->input->flags & TALLY_INPUT_ONCE))
+			conf_once(c, a, d, what);
 		/* the options, then the plugin's own check, as at start-up */
 		if (tally_inst_check(c, d, &problems) < 0) {
 			if (errno == ENOMEM)

@@ -67,6 +67,14 @@ enum tally_end {
 
 /* struct tally_input_ops.flags */
 #define TALLY_INPUT_BLOCKING	0x1u /* read() may block: run it on a worker thread */
+/*
+ * One instance per collector: the input reads something of the whole node
+ * whose series two instances would write twice under the same names (the
+ * GPUs, for rocm_smi). tallyd --check-config and a reload refuse a second
+ * instance, naming the first one's file:line. (Added without an ABI bump:
+ * a core that predates it ignores the flag.)
+ */
+#define TALLY_INPUT_ONCE	0x2u
 
 /**
  * struct tally_input_ops - hooks of an input; read or start is mandatory

@@ -37,11 +37,10 @@ gauge rocm_sclk_clock_mhz{card="0"} 800
 gauge rocm_sclk_clock_mhz{card="1"} 800
 gauge rocm_temperature_celsius{card="0",location="edge"} 61
 gauge rocm_temperature_celsius{card="1",location="edge"} 45
-gauge rocm_temperature_celsius{card="1",location="junction"} 52
 gauge rocm_utilization_percentage{card="0"} 91
 gauge rocm_utilization_percentage{card="1"} 37
-gauge rocm_version_info{card="0",driver_ver="6.7.0",serial="PCB054321-0002",type="Instinct MI210",vbios="113-D67301-064"} 1
-gauge rocm_version_info{card="1",driver_ver="6.7.0",serial="PCB054321-0001",type="Instinct MI210",vbios="113-D67301-063"} 1
+gauge rocm_version_info{card="0",driver_ver="6.7.0",schema="1.0",type="Instinct MI210",vbios="113-D67301-064"} 1
+gauge rocm_version_info{card="1",driver_ver="6.7.0",schema="1.0",type="Instinct MI210",vbios="113-D67301-063"} 1
 gauge rocm_vram_busy_percentage{card="0"} 45
 gauge rocm_vram_busy_percentage{card="1"} 12
 gauge rocm_vram_total_bytes{card="0"} 68702699520
@@ -55,6 +54,96 @@ test_expect_success 'fixture node: exact values, names and labels' '
 	"$TALLYD" --once -c once.conf >log.txt 2>&1 &&
 	grep "^gauge rocm_" once.txt | sort >got &&
 	test_cmp expected got
+'
+
+# Omnistat keeps one sensor per card and family; card 1 has two
+cat >expected-temps <<'EXP'
+gauge rocm_temperature_sensor_celsius{card="0",location="edge"} 61
+gauge rocm_temperature_sensor_celsius{card="1",location="edge"} 45
+gauge rocm_temperature_sensor_celsius{card="1",location="junction"} 52
+EXP
+
+test_expect_success 'all_temperatures: every sensor, under a family of its own' '
+	rocm_conf temps.conf temps.txt "all_temperatures = true;" &&
+	"$TALLYD" --once -c temps.conf >temps.log 2>&1 &&
+	grep "^gauge rocm_temperature_sensor_celsius" temps.txt | sort >got &&
+	test_cmp expected-temps got &&
+	test "$(grep -c "^gauge rocm_temperature_celsius{" temps.txt)" = 2 &&
+	grep -qxF "gauge rocm_temperature_celsius{card=\"1\",location=\"edge\"} 45" temps.txt
+'
+
+edge1=sys/devices/pci0000:00/0000:00:01.0/0000:03:00.0/hwmon/hwmon2/temp1_input
+
+test_expect_success 'a sensor placeholder at the start: the next sensor is taken' '
+	echo -5000 >$edge1 &&
+	"$TALLYD" --once -c once.conf >ph.log 2>&1 &&
+	echo 45000 >$edge1 &&
+	grep "^gauge rocm_temperature_celsius" once.txt | sort >got &&
+	cat >want <<-\EOF &&
+	gauge rocm_temperature_celsius{card="0",location="edge"} 61
+	gauge rocm_temperature_celsius{card="1",location="junction"} 52
+	EOF
+	test_cmp want got
+'
+
+test_expect_success 'a sensor placeholder later: dropped, counted, said once' '
+	rocm_conf ph.conf ph.txt "" &&
+	start_tallyd --log ph.log ph.conf &&
+	line="gauge rocm_temperature_celsius{card=\"1\",location=\"edge\"} 45" &&
+	wait_for "grep -qxF \"\$line\" ph.txt" &&
+	echo -5000 >$edge1 &&
+	wait_for "test \$(dropped ph.txt invalid_temperature) -ge 3" 20 &&
+	echo 45000 >$edge1 &&
+	n=$(count ph.txt "$line") &&
+	wait_for "test \$(count ph.txt \"\$line\") -gt $n" 20 &&
+	stop_tallyd &&
+	! grep "rocm_temperature_celsius{card=\"1\",location=\"edge\"} -5" ph.txt &&
+	test "$(count ph.log "dropped a temperature no GPU reads")" = 1 &&
+	grep -F "from the helper (2 GPU(s)): \"m\\trocm_temperature_celsius\\t1\\t-5\\tlocation=edge\" (counted as invalid_temperature)" ph.log &&
+	test "$(event ph.txt helper_crashed)" = 0 &&
+	test "$(event ph.txt query_errors)" = 0
+'
+
+# capabilities PID - the Cap* and NoNewPrivs lines of process PID
+capabilities() {
+	grep -E "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):" /proc/$1/status
+}
+
+test_expect_success 'the helper keeps no capability, bounding set included' '
+	rocm_conf caps.conf caps.txt "" &&
+	start_tallyd --log caps.log caps.conf &&
+	wait_for "grep -q \"^gauge rocm_num_gpus 2\" caps.txt" &&
+	hpid=$(pgrep -P $TALLYD_PID) &&
+	test "$(ps -o user= -p $hpid)" = root &&
+	capabilities $hpid >got &&
+	stop_tallyd &&
+	cat >want <<-\EOF &&
+	CapInh:	0000000000000000
+	CapPrm:	0000000000000000
+	CapEff:	0000000000000000
+	CapBnd:	0000000000000000
+	CapAmb:	0000000000000000
+	NoNewPrivs:	1
+	EOF
+	test_cmp want got &&
+	! grep "capability bounding set kept" caps.log
+'
+
+test_expect_success 'tallyd without CAP_SETPCAP: the helper says what it keeps' '
+	printf "#!/bin/sh\nexec setpriv --bounding-set -setpcap \"%s\" \"\$@\"\n" \
+		"$PWD/ns-tallyd" >nocap-tallyd &&
+	chmod +x nocap-tallyd &&
+	rocm_conf nocap.conf nocap.txt "" &&
+	TALLYD=$PWD/nocap-tallyd start_tallyd --log nocap.log nocap.conf &&
+	wait_for "grep -q \"^gauge rocm_num_gpus 2\" nocap.txt" &&
+	hpid=$(pgrep -P $TALLYD_PID) &&
+	capabilities $hpid >got &&
+	stop_tallyd &&
+	grep "rocm_smi\[gpu\]: capability bounding set kept (.* capabilities; PR_CAPBSET_DROP: Operation not permitted: tallyd runs without CAP_SETPCAP): the effective, permitted and inheritable sets are emptied, no_new_privs set" nocap.log &&
+	grep -x "CapEff:	0000000000000000" got &&
+	grep -x "CapPrm:	0000000000000000" got &&
+	grep -x "NoNewPrivs:	1" got &&
+	! grep -x "CapBnd:	0000000000000000" got
 '
 
 test_expect_success 'power and energy skipped for the card without them only' '
@@ -86,11 +175,10 @@ cat >expected-old <<'EXP'
 gauge rocm_num_gpus 2
 gauge rocm_temperature_celsius{card="0",location="edge"} 61
 gauge rocm_temperature_celsius{card="1",location="edge"} 45
-gauge rocm_temperature_celsius{card="1",location="junction"} 52
 gauge rocm_utilization_percentage{card="0"} 91
 gauge rocm_utilization_percentage{card="1"} 37
-gauge rocm_version_info{card="0",driver_ver="",serial="",type="",vbios=""} 1
-gauge rocm_version_info{card="1",driver_ver="",serial="",type="",vbios=""} 1
+gauge rocm_version_info{card="0",driver_ver="",schema="1.0",type="",vbios=""} 1
+gauge rocm_version_info{card="1",driver_ver="",schema="1.0",type="",vbios=""} 1
 EXP
 
 test_expect_success 'a library without some functions: only their metrics go' '
@@ -173,7 +261,7 @@ test_expect_success 'the GPU metrics come back once the node is mended' '
 	mv card1.link sys/class/drm/card1 &&
 	mkdir sys/class/kfd/kfd/topology/nodes/2/io_links &&
 	wait_for "grep -q \"^gauge rocm_num_gpus 2\" abort.txt" 20 &&
-	wait_for "grep -q \"^gauge rocm_temperature_celsius{card=\\\"1\\\",location=\\\"junction\\\"} 52\" abort.txt" &&
+	wait_for "grep -q \"^gauge rocm_temperature_celsius{card=\\\"1\\\",location=\\\"edge\\\"} 45\" abort.txt" &&
 	kill -0 $TALLYD_PID &&
 	stop_tallyd
 '

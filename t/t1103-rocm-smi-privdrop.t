@@ -55,7 +55,7 @@ test_expect_success 'a helper restarted as global.user names what it lost; the r
 	test "$(ps -o user= -p $hpid)" = nobody &&
 	stop_tallyd &&
 	: what the restarted helper reads is still read &&
-	tail -n 40 drop.txt | grep -qxF "gauge rocm_temperature_celsius{card=\"1\",location=\"junction\"} 52" &&
+	tail -n 40 drop.txt | grep -qxF "gauge rocm_temperature_celsius{card=\"1\",location=\"edge\"} 45" &&
 	test "$(event drop.txt metrics_lost)" = 1
 '
 

@@ -5,7 +5,8 @@
 ROCM_SMI_TESTS = \
 	t/t1101-rocm-smi-nogpu.t \
 	t/t1102-rocm-smi-helper.t \
-	t/t1103-rocm-smi-privdrop.t
+	t/t1103-rocm-smi-privdrop.t \
+	t/t1104-rocm-smi-protocol.t
 
 if BUILD_PLUGIN_ROCM_SMI
 pkgplugin_LTLIBRARIES += plugins/input/rocm_smi.la
@@ -23,13 +24,14 @@ pkglibexec_PROGRAMS += plugins/input/rocm_smi/tally-rocm-helper
 plugins_input_rocm_smi_tally_rocm_helper_SOURCES = \
 	plugins/input/rocm_smi/helper.c \
 	plugins/input/rocm_smi/proto.c \
-	plugins/input/rocm_smi/proto.h
-plugins_input_rocm_smi_tally_rocm_helper_LDADD = -ldl
+	plugins/input/rocm_smi/proto.h core/utf8.c
+plugins_input_rocm_smi_tally_rocm_helper_LDADD = -ldl -lm
 
 # Unit test: the protocol, the metric table, units and the card order.
 check_PROGRAMS += t/unit/rocm_smi.t
-t_unit_rocm_smi_t_SOURCES = t/unit/rocm_smi.c plugins/input/rocm_smi/proto.c
-t_unit_rocm_smi_t_LDADD = t/unit/libtap.la
+t_unit_rocm_smi_t_SOURCES = t/unit/rocm_smi.c \
+	plugins/input/rocm_smi/proto.c core/utf8.c
+t_unit_rocm_smi_t_LDADD = t/unit/libtap.la -lm
 TESTS += t/unit/rocm_smi.t
 
 TESTS += $(ROCM_SMI_TESTS)
@@ -41,5 +43,16 @@ t_rsmi_shim_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
 	-export-symbols-regex '^rsmi_' $(SAN_LDFLAGS)
 t_rsmi_shim_la_LIBADD = -ldl
 endif
+# libFuzzer target for the helper protocol's decoder (make fuzz): pure
+# code, built with or without the library.
+FUZZ_TARGETS += contrib/fuzz/rocm_proto_fuzz
+ROCM_PROTO_FUZZ_SRC = $(top_srcdir)/contrib/fuzz/rocm_proto_fuzz.c \
+	$(top_srcdir)/plugins/input/rocm_smi/proto.c \
+	$(top_srcdir)/core/utf8.c
+contrib/fuzz/rocm_proto_fuzz: $(ROCM_PROTO_FUZZ_SRC)
+	@$(MKDIR_P) contrib/fuzz
+	$(AM_V_CC)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(ROCM_PROTO_FUZZ_SRC) -lm
+
+EXTRA_DIST += contrib/fuzz/rocm_proto_fuzz.c contrib/fuzz/corpus/rocm_proto
 EXTRA_DIST += $(ROCM_SMI_TESTS) t/lib/rocm.sh \
 	t/fixtures/sys-rocm t/fixtures/sys-rocm.md t/fixtures/mk-sys-rocm.sh

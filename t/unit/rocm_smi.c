@@ -16,7 +16,99 @@
 static int parse(const char *text, struct rocm_msg *m, char *buf, size_t n)
 {
 	snprintf(buf, n, "%s", text);
-	return rocm_proto_parse(buf, m);
+	return rocm_proto_parse(buf, 0, m);
+}
+
+/* Parse @text for a helper of @ngpus GPUs: the reason it is refused. */
+static enum rocm_bad refused(const char *text, uint32_t ngpus)
+{
+	char buf[ROCM_PROTO_LINE_MAX];
+	struct rocm_msg m;
+
+	snprintf(buf, sizeof(buf), "%s", text);
+	errno = 0;
+	if (rocm_proto_parse(buf, ngpus, &m) == 0)
+		return ROCM_BAD_NONE;
+	return errno == EINVAL ? m.bad : ROCM_BAD_COUNT;
+}
+
+/* What the helper may say wrong: each dropped under its own reason. */
+static void test_refused(void)
+{
+	static const struct {
+		const char *line;
+		uint32_t ngpus;
+		enum rocm_bad bad;
+	} t[] = {
+		{ "m\trocm_utilization_percentage\t1\t5", 2, ROCM_BAD_NONE },
+		{ "m\trocm_utilization_percentage\t2\t5", 2, ROCM_BAD_CARD },
+		{ "m\trocm_utilization_percentage\t4095\t5", 2,
+		  ROCM_BAD_CARD },
+		{ "m\trocm_utilization_percentage\t4096\t5", 0,
+		  ROCM_BAD_MALFORMED },
+		{ "skip\t3\trocm_energy_joules\tx", 2, ROCM_BAD_CARD },
+		{ "m\trocm_utilization_percentage\t0\tnan", 2, ROCM_BAD_VALUE },
+		{ "m\trocm_utilization_percentage\t0\tNAN(1)", 2,
+		  ROCM_BAD_VALUE },
+		{ "m\trocm_utilization_percentage\t0\tinf", 2, ROCM_BAD_VALUE },
+		{ "m\trocm_utilization_percentage\t0\t-Infinity", 2,
+		  ROCM_BAD_VALUE },
+		{ "m\trocm_utilization_percentage\t0\t1e999", 2,
+		  ROCM_BAD_VALUE },
+		{ "m\trocm_utilization_percentage\t0\t1e-999", 2,
+		  ROCM_BAD_MALFORMED },
+		{ "m\trocm_version_info\t0\t1\tdriver_ver=\xff\tvbios=a\t"
+		  "type=b\tschema=1.0",
+		  2, ROCM_BAD_UTF8 },
+		{ "m\trocm_version_info\t0\t1\tdriver_ver=\xc0\xaf\tvbios=a\t"
+		  "type=b\tschema=1.0",
+		  2, ROCM_BAD_UTF8 }, /* overlong '/' */
+		{ "m\trocm_version_info\t0\t1\tdriver_ver=\xed\xa0\x80\t"
+		  "vbios=a\ttype=b\tschema=1.0",
+		  2, ROCM_BAD_UTF8 }, /* a surrogate */
+		{ "m\trocm_version_info\t0\t1\tdriver_ver=6.7\tvbios=\xc3\xa9"
+		  "\ttype=b\tschema=1.0",
+		  2, ROCM_BAD_NONE }, /* UTF-8 is fine */
+		{ "note\tline\rforged", 2, ROCM_BAD_UTF8 },
+		{ "note\tescape \x1b[2J", 2, ROCM_BAD_UTF8 },
+		{ "fail\t\x80", 0, ROCM_BAD_UTF8 },
+		{ "m\trocm_temperature_celsius\t0\t-5\tlocation=edge", 2,
+		  ROCM_BAD_TEMPERATURE }, /* -5000 m°C */
+		{ "m\trocm_temperature_celsius\t0\t0\tlocation=edge", 2,
+		  ROCM_BAD_TEMPERATURE },
+		{ "m\trocm_temperature_memory_celsius\t0\t65535\t"
+		  "location=hbm_0",
+		  2, ROCM_BAD_TEMPERATURE }, /* 0xFFFF: no reading */
+		{ "m\trocm_temperature_sensor_celsius\t0\t500.5\t"
+		  "location=junction",
+		  2, ROCM_BAD_TEMPERATURE },
+		{ "m\trocm_temperature_sensor_celsius\t0\t104\t"
+		  "location=junction",
+		  2, ROCM_BAD_NONE },
+		{ "m\trocm_temperature_celsius\t0\tnan\tlocation=edge", 2,
+		  ROCM_BAD_VALUE },
+		{ "m\trocm_vram_used_percentage\t0\t-5", 2, ROCM_BAD_NONE },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		enum rocm_bad got = refused(t[i].line, t[i].ngpus);
+
+		ok(got == t[i].bad, "\"%s\" (%u GPUs): %s", t[i].line,
+		   (unsigned)t[i].ngpus,
+		   t[i].bad ? rocm_bad_reason[t[i].bad] : "taken");
+	}
+	is(rocm_bad_reason[ROCM_BAD_CARD], "card_out_of_range",
+	   "reason of a card out of range");
+	is(rocm_bad_reason[ROCM_BAD_UTF8], "invalid_utf8",
+	   "reason of a line not UTF-8");
+	is(rocm_bad_reason[ROCM_BAD_VALUE], "not_finite",
+	   "reason of NaN and infinities");
+	is(rocm_bad_reason[ROCM_BAD_TEMPERATURE], "invalid_temperature",
+	   "reason of a sensor placeholder");
+	ok(rocm_temp_valid(0.001) && rocm_temp_valid(500) &&
+		   !rocm_temp_valid(0) && !rocm_temp_valid(-5) &&
+		   !rocm_temp_valid(NAN) && !rocm_temp_valid(65535),
+	   "temperature range (0, 500] Celsius");
 }
 
 static void test_lines(void)
@@ -37,6 +129,9 @@ static void test_lines(void)
 		"m\trocm_temperature_celsius\t0\t45\tlocation=",
 		"m\trocm_version_info\t0\t1\tvbios=x",
 		"m\trocm_version_info\t0\t1\tvbios=a\tdriver_ver=b\ttype="
+		"c\tschema=d",
+		/* Omnistat's labels: schema, no serial */
+		"m\trocm_version_info\t0\t1\tdriver_ver=a\tvbios=b\ttype="
 		"c\tserial=d",
 		"end",
 		"end\t-1",
@@ -81,13 +176,15 @@ static void test_lines(void)
 	   "sample with a location");
 	is(m.key[0], "location", "label key");
 	is(m.val[0], "junction", "label value");
-	ok(parse("m\trocm_version_info\t0\t1\tdriver_ver=6.7.0\tvbios=113-D\t"
-		 "type=Instinct MI210\tserial=",
+	ok(parse("m\trocm_version_info\t0\t1\tdriver_ver=6.7.0\tvbios=\t"
+		 "type=Instinct MI210\tschema=1.0",
 		 &m, buf, sizeof(buf)) == 0 &&
 		   m.nlabels == 4,
 	   "version info: four labels, spaces and empty values kept");
+	is(m.val[1], "", "empty vbios");
 	is(m.val[2], "Instinct MI210", "type with a space");
-	is(m.val[3], "", "empty serial");
+	is(m.key[3], "schema", "Omnistat's schema label");
+	is(m.val[3], "1.0", "schema 1.0");
 	ok(parse("end\t3", &m, buf, sizeof(buf)) == 0 &&
 		   m.type == ROCM_MSG_END && m.n == 3,
 	   "end: failed queries");
@@ -196,6 +293,7 @@ int main(void)
 {
 	plan(NO_PLAN);
 	test_lines();
+	test_refused();
 	test_keyword();
 	test_clean();
 	test_table();

@@ -27,8 +27,11 @@
  * there: a helper killed in a call would otherwise leave it locked for
  * every other rocm_smi user of the node, another collector included), as
  * root with a mount namespace, as a user with a user namespace too; then
- * it sets no_new_privs and, as root, drops every capability: uid 0 still
- * owns the sysfs files it reads, nothing else is needed.
+ * it sets no_new_privs and drops every capability it has (bounding,
+ * effective, permitted, inheritable, ambient), as root or in its user
+ * namespace: uid 0 still owns the sysfs files it reads, nothing else is
+ * needed. A bounding set it cannot empty (tallyd started without
+ * CAP_SETPCAP) is said in a note.
  */
 #include "config.h"
 
@@ -101,7 +104,6 @@ static struct {
 	rsmi_status_t (*ecc_count)(uint32_t, rsmi_gpu_block_t,
 				   rsmi_error_count_t *);
 	rsmi_status_t (*vbios)(uint32_t, char *, uint32_t);
-	rsmi_status_t (*serial)(uint32_t, char *, uint32_t);
 	rsmi_status_t (*name)(uint32_t, char *, size_t);
 } lib;
 
@@ -134,21 +136,24 @@ static const struct {
 	SYM(ecc_enabled, "rsmi_dev_ecc_enabled_get", false),
 	SYM(ecc_count, "rsmi_dev_ecc_count_get", false),
 	SYM(vbios, "rsmi_dev_vbios_version_get", false),
-	SYM(serial, "rsmi_dev_serial_number_get", false),
 	SYM(name, "rsmi_dev_name_get", false),
 #undef SYM
 };
 
-/* rsmi_temperature_type_t values and the location label of each */
+/*
+ * rsmi_temperature_type_t values and the location label of each, in the
+ * order Omnistat tries them: rocm_temperature_celsius is the first that
+ * reads (edge; junction where the GPU has no edge sensor, as MI300),
+ * rocm_temperature_memory_celsius the first memory sensor that reads.
+ */
 static const struct {
 	uint32_t type;
-	int metric;
+	bool memory;
 	const char *location;
 } temp_sensors[] = {
-	{ 0, ROCM_M_TEMP, "edge" },	 { 1, ROCM_M_TEMP, "junction" },
-	{ 2, ROCM_M_TEMP_MEM, "vram" },	 { 3, ROCM_M_TEMP_MEM, "hbm_0" },
-	{ 4, ROCM_M_TEMP_MEM, "hbm_1" }, { 5, ROCM_M_TEMP_MEM, "hbm_2" },
-	{ 6, ROCM_M_TEMP_MEM, "hbm_3" },
+	{ 0, false, "edge" }, { 1, false, "junction" }, { 2, true, "vram" },
+	{ 3, true, "hbm_0" }, { 4, true, "hbm_1" },	{ 5, true, "hbm_2" },
+	{ 6, true, "hbm_3" },
 };
 
 /* One (device, metric[, sensor or block]) the probe found working. */
@@ -163,7 +168,7 @@ struct query {
 struct device {
 	uint32_t ind; /* library index */
 	int card;     /* KFD order */
-	char vbios[128], serial[128], type[128];
+	char vbios[128], type[128];
 	struct query q[HELPER_MAX_QUERIES];
 	unsigned nq;
 };
@@ -191,6 +196,7 @@ static const char *const metric_fn[ROCM_M_COUNT] = {
 	[ROCM_M_MCLK] = "rsmi_dev_gpu_clk_freq_get",
 	[ROCM_M_TEMP] = "rsmi_dev_temp_metric_get",
 	[ROCM_M_TEMP_MEM] = "rsmi_dev_temp_metric_get",
+	[ROCM_M_TEMP_SENSOR] = "rsmi_dev_temp_metric_get",
 	[ROCM_M_POWER_CAP] = "rsmi_dev_power_cap_get",
 };
 
@@ -312,18 +318,39 @@ static const char *private_shm(void)
 	return NULL;
 }
 
-/* no_new_privs, and no capability left (uid 0 keeps owning its files). */
+/*
+ * no_new_privs, and no capability left (uid 0 keeps owning its files):
+ * the bounding set emptied first (that needs CAP_SETPCAP, which root has
+ * unless tallyd was started without it), then the effective, permitted and
+ * inheritable sets (which empties the ambient set too). What could not be
+ * dropped is said (a note the plugin logs), never silently kept.
+ */
 static void drop_privileges(void)
 {
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3,
 	};
 	struct __user_cap_data_struct data[2];
+	int kept = 0, err = 0;
 
-	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	for (int c = 0; c <= 63; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno == EINVAL)
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		note("no_new_privs: %s", strerror(errno));
+	for (int c = 0; c <= 63; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
+			continue;
+		if (errno == EINVAL) /* beyond the kernel's last capability */
 			break;
+		err = errno;
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) > 0)
+			kept++;
+	}
+	/* as root only: a user without capabilities has nothing to drop */
+	if (kept && geteuid() == 0)
+		note("capability bounding set kept (%d capabilities; "
+		     "PR_CAPBSET_DROP: %s: tallyd runs without CAP_SETPCAP): "
+		     "the effective, permitted and inheritable sets are "
+		     "emptied, no_new_privs set",
+		     kept, strerror(err));
 	memset(data, 0, sizeof(data));
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		note("capset: %s: capabilities kept", strerror(errno));
@@ -507,6 +534,7 @@ static rsmi_status_t ask(const struct device *d, const struct query *q,
 	}
 	case ROCM_M_TEMP:
 	case ROCM_M_TEMP_MEM:
+	case ROCM_M_TEMP_SENSOR:
 		if (lib.temp &&
 		    !(s = lib.temp(ind, q->arg, RSMI_TEMP_CURRENT, &i64)))
 			*v = rocm_mc_to_c(i64);
@@ -532,27 +560,16 @@ static void add_query(struct device *d, int metric, uint32_t arg,
 }
 
 /* Keep @q if the device answers it now; else say why it is skipped. */
-static bool probe(struct device *d, int metric, uint32_t arg, const char *loc,
-		  bool quiet)
+static bool probe(struct device *d, int metric, uint32_t arg, const char *loc)
 {
 	struct query q = { metric, arg, loc, 0, 0 };
 	double v;
 	rsmi_status_t s = ask(d, &q, &v);
 
-	/*
-	 * A sensor the GPU lacks can answer 0 (the library reads the
-	 * gpu_metrics table, zero where there is no sensor): no GPU that
-	 * runs sits at 0 Celsius, so such a sensor is taken as absent.
-	 */
-	if (s == RSMI_STATUS_SUCCESS &&
-	    (metric == ROCM_M_TEMP || metric == ROCM_M_TEMP_MEM) && v <= 0)
-		s = RSMI_STATUS_NOT_SUPPORTED;
 	if (s == RSMI_STATUS_SUCCESS) {
 		add_query(d, metric, arg, loc);
 		return true;
 	}
-	if (quiet)
-		return false;
 	if (s == HELPER_NO_FUNCTION)
 		say("skip\t%d\t%s\t%s not in %s", d->card,
 		    rocm_metrics[metric].name,
@@ -574,19 +591,61 @@ static void get_str(rsmi_status_t (*f)(uint32_t, char *, uint32_t),
 	rocm_proto_clean(buf);
 }
 
-static void probe_device(struct device *d, bool ras, bool power_cap)
+/*
+ * Whether temperature sensor @i of temp_sensors[] reads. A sensor the GPU
+ * lacks can answer 0 or a placeholder (-5000 m°C on some boards, 0xFFFF
+ * from gpu_metrics): what rocm_temp_valid() refuses is taken as absent.
+ */
+static bool temp_reads(struct device *d, size_t i)
+{
+	struct query q = { ROCM_M_TEMP, temp_sensors[i].type, NULL, 0, 0 };
+	double v;
+
+	return ask(d, &q, &v) == RSMI_STATUS_SUCCESS && rocm_temp_valid(v);
+}
+
+/* Omnistat's two temperatures, and with -t every sensor that reads. */
+static void probe_temps(struct device *d, bool all)
+{
+	static const int fam[] = { ROCM_M_TEMP, ROCM_M_TEMP_MEM,
+				   ROCM_M_TEMP_SENSOR };
+	int pick[3] = { -1, -1, -1 };
+
+	for (size_t i = 0; i < sizeof(temp_sensors) / sizeof(temp_sensors[0]);
+	     i++) {
+		if (!temp_reads(d, i))
+			continue;
+		if (pick[0] < 0)
+			pick[0] = (int)i;
+		if (pick[1] < 0 && temp_sensors[i].memory)
+			pick[1] = (int)i;
+		pick[2] = (int)i;
+		if (all)
+			add_query(d, ROCM_M_TEMP_SENSOR, temp_sensors[i].type,
+				  temp_sensors[i].location);
+	}
+	for (int k = 0; k < (all ? 3 : 2); k++) {
+		if (pick[k] < 0)
+			say("skip\t%d\t%s\tno sensor reads", d->card,
+			    rocm_metrics[fam[k]].name);
+		else if (k < 2)
+			add_query(d, fam[k], temp_sensors[pick[k]].type,
+				  temp_sensors[pick[k]].location);
+	}
+}
+
+static void probe_device(struct device *d, bool ras, bool power_cap,
+			 bool all_temps)
 {
 	static const int plain[] = {
 		ROCM_M_UTILIZATION, ROCM_M_VRAM_TOTAL, ROCM_M_VRAM_USED,
 		ROCM_M_VRAM_BUSY,   ROCM_M_POWER,      ROCM_M_ENERGY,
 		ROCM_M_SCLK,	    ROCM_M_MCLK,
 	};
-	bool temp = false, temp_mem = false;
 	uint64_t mask = 0;
 	rsmi_status_t s;
 
 	get_str(lib.vbios, d->ind, d->vbios, sizeof(d->vbios));
-	get_str(lib.serial, d->ind, d->serial, sizeof(d->serial));
 	d->type[0] = '\0';
 	if (lib.name && lib.name(d->ind, d->type, sizeof(d->type)) != 0)
 		d->type[0] = '\0';
@@ -594,25 +653,10 @@ static void probe_device(struct device *d, bool ras, bool power_cap)
 	rocm_proto_clean(d->type);
 
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
-		probe(d, plain[i], 0, NULL, false);
-	for (size_t i = 0; i < sizeof(temp_sensors) / sizeof(temp_sensors[0]);
-	     i++) {
-		bool ok = probe(d, temp_sensors[i].metric, temp_sensors[i].type,
-				temp_sensors[i].location, true);
-
-		if (temp_sensors[i].metric == ROCM_M_TEMP)
-			temp |= ok;
-		else
-			temp_mem |= ok;
-	}
-	if (!temp)
-		say("skip\t%d\t%s\tno sensor answers", d->card,
-		    rocm_metrics[ROCM_M_TEMP].name);
-	if (!temp_mem)
-		say("skip\t%d\t%s\tno sensor answers", d->card,
-		    rocm_metrics[ROCM_M_TEMP_MEM].name);
+		probe(d, plain[i], 0, NULL);
+	probe_temps(d, all_temps);
 	if (power_cap)
-		probe(d, ROCM_M_POWER_CAP, 0, NULL, false);
+		probe(d, ROCM_M_POWER_CAP, 0, NULL);
 	if (!ras)
 		return;
 	if (!lib.ecc_enabled || !lib.ecc_count) {
@@ -631,7 +675,7 @@ static void probe_device(struct device *d, bool ras, bool power_cap)
 	for (int b = 0; b < ROCM_RAS_BLOCKS; b++) {
 		if (!(mask & rocm_ras_bits[b]))
 			continue;
-		if (probe(d, ROCM_M_RAS + 2 * b, (uint32_t)b, NULL, false))
+		if (probe(d, ROCM_M_RAS + 2 * b, (uint32_t)b, NULL))
 			add_query(d, ROCM_M_RAS + 2 * b + 1, (uint32_t)b, NULL);
 	}
 }
@@ -647,8 +691,9 @@ static void read_all(void)
 		struct device *d = &devs[i];
 
 		say("m\trocm_version_info\t%d\t1\tdriver_ver=%s\tvbios=%s\t"
-		    "type=%s\tserial=%s",
-		    d->card, driver_ver, d->vbios, d->type, d->serial);
+		    "type=%s\tschema=%s",
+		    d->card, driver_ver, d->vbios, d->type,
+		    ROCM_VERSION_SCHEMA);
 		for (unsigned k = 0; k < d->nq; k++) {
 			struct query *q = &d->q[k];
 			double v;
@@ -684,7 +729,7 @@ static void read_all(void)
 
 int main(int argc, char **argv)
 {
-	bool ras = false, power_cap = false;
+	bool ras = false, power_cap = false, all_temps = false;
 	const char *shm_note;
 	rsmi_version_t ver = { 0 };
 	char verstr[64] = "unknown";
@@ -695,7 +740,7 @@ int main(int argc, char **argv)
 
 	/* exit with tallyd, even if it dies without closing the socket */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	while ((opt = getopt(argc, argv, "l:rc")) != -1) {
+	while ((opt = getopt(argc, argv, "l:rct")) != -1) {
 		switch (opt) {
 		case 'l':
 			library = optarg;
@@ -706,9 +751,12 @@ int main(int argc, char **argv)
 		case 'c':
 			power_cap = true;
 			break;
+		case 't':
+			all_temps = true;
+			break;
 		default:
 			fprintf(stderr,
-				"usage: %s [-l LIBRARY] [-r] [-c] "
+				"usage: %s [-l LIBRARY] [-r] [-c] [-t] "
 				"(started by tallyd's rocm_smi input, "
 				"protocol on fd 3)\n",
 				argv[0]);
@@ -763,7 +811,7 @@ int main(int argc, char **argv)
 		devs[i].ind = i;
 	order_cards();
 	for (uint32_t i = 0; i < ndev; i++)
-		probe_device(&devs[i], ras, power_cap);
+		probe_device(&devs[i], ras, power_cap, all_temps);
 	say("ready\t%u\t%s", ndev, verstr);
 	flush_or_die();
 

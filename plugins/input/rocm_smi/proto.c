@@ -6,9 +6,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <tally/utf8.h>
 
 #include "proto.h"
 
@@ -17,8 +20,7 @@ const struct rocm_metric rocm_metrics[ROCM_M_COUNT] = {
 	[ROCM_M_NUM_GPUS] = { "rocm_num_gpus",
 		"Number of GPUs the ROCm SMI library sees", NULL },
 	[ROCM_M_VERSION_INFO] = { "rocm_version_info",
-		"GPU driver, VBIOS, product and serial number (value 1)",
-		NULL },
+		"GPU driver, VBIOS and product (value 1)", NULL },
 	[ROCM_M_UTILIZATION] = { "rocm_utilization_percentage",
 		"GPU busy (%)", NULL },
 	[ROCM_M_VRAM_TOTAL] = { "rocm_vram_total_bytes",
@@ -36,9 +38,13 @@ const struct rocm_metric rocm_metrics[ROCM_M_COUNT] = {
 	[ROCM_M_MCLK] = { "rocm_mclk_clock_mhz",
 		"Current memory (mclk) clock (MHz)", NULL },
 	[ROCM_M_TEMP] = { "rocm_temperature_celsius",
-		"GPU temperature by sensor location (Celsius)", "location" },
+		"GPU temperature, the first sensor that reads of edge, "
+		"junction, memory (Celsius)", "location" },
 	[ROCM_M_TEMP_MEM] = { "rocm_temperature_memory_celsius",
-		"GPU memory temperature by sensor location (Celsius)",
+		"GPU memory temperature, the first memory sensor that reads "
+		"(Celsius)", "location" },
+	[ROCM_M_TEMP_SENSOR] = { "rocm_temperature_sensor_celsius",
+		"GPU temperature of every sensor that reads (Celsius)",
 		"location" },
 	[ROCM_M_POWER_CAP] = { "rocm_power_cap_watts",
 		"Socket power cap (W)", NULL },
@@ -57,7 +63,16 @@ const char *const rocm_version_labels[4] = {
 	"driver_ver",
 	"vbios",
 	"type",
-	"serial",
+	"schema",
+};
+
+const char *const rocm_bad_reason[ROCM_BAD_COUNT] = {
+	[ROCM_BAD_NONE] = "none",
+	[ROCM_BAD_MALFORMED] = "malformed",
+	[ROCM_BAD_UTF8] = "invalid_utf8",
+	[ROCM_BAD_CARD] = "card_out_of_range",
+	[ROCM_BAD_VALUE] = "not_finite",
+	[ROCM_BAD_TEMPERATURE] = "invalid_temperature",
 };
 
 const char *const rocm_ras_blocks[ROCM_RAS_BLOCKS] = {
@@ -85,6 +100,11 @@ double rocm_uw_to_w(uint64_t uw)
 double rocm_mc_to_c(int64_t mc)
 {
 	return (double)mc / 1e3;
+}
+
+int rocm_temp_valid(double c)
+{
+	return c > 0 && c <= 500;
 }
 
 double rocm_hz_to_mhz(uint64_t hz)
@@ -179,18 +199,20 @@ static int proto_card(const char *s, int *card)
 	return 0;
 }
 
-static int proto_sample(char **f, unsigned n, struct rocm_msg *m)
+static int proto_sample(char **f, unsigned n, uint32_t ngpus,
+			struct rocm_msg *m)
 {
 	int id = rocm_metric_find(f[1]);
 	char *end;
 
+	m->bad = ROCM_BAD_MALFORMED;
 	if (id < 0 || proto_card(f[2], &m->card) < 0)
 		return -1;
 	if ((id == ROCM_M_NUM_GPUS) != (m->card < 0))
 		return -1;
 	errno = 0;
 	m->value = strtod(f[3], &end);
-	if (!*f[3] || *end || errno == ERANGE)
+	if (!*f[3] || *end || (errno == ERANGE && isfinite(m->value)))
 		return -1;
 	m->name = f[1];
 	m->nlabels = n - 4;
@@ -217,22 +239,56 @@ static int proto_sample(char **f, unsigned n, struct rocm_msg *m)
 	} else if (m->nlabels) {
 		return -1;
 	}
+	/* well formed; now what it says */
+	if (ngpus && m->card >= 0 && (uint32_t)m->card >= ngpus) {
+		m->bad = ROCM_BAD_CARD;
+		return -1;
+	}
+	if (!isfinite(m->value)) {
+		m->bad = ROCM_BAD_VALUE;
+		return -1;
+	}
+	if ((id == ROCM_M_TEMP || id == ROCM_M_TEMP_MEM ||
+	     id == ROCM_M_TEMP_SENSOR) &&
+	    !rocm_temp_valid(m->value)) {
+		m->bad = ROCM_BAD_TEMPERATURE;
+		return -1;
+	}
+	m->bad = ROCM_BAD_NONE;
 	return 0;
 }
 
-int rocm_proto_parse(char *line, struct rocm_msg *m)
+/* UTF-8, and no control character but the field separator */
+static int proto_text_ok(const char *line)
+{
+	size_t len = strlen(line);
+
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)line[i] < 0x20 && line[i] != '\t') ||
+		    line[i] == 0x7f)
+			return 0;
+	return tally_utf8_valid(line, len);
+}
+
+int rocm_proto_parse(char *line, uint32_t ngpus, struct rocm_msg *m)
 {
 	char *f[4 + ROCM_PROTO_MAX_LABELS];
-	unsigned n = proto_split(line, f, 4 + ROCM_PROTO_MAX_LABELS);
+	unsigned n;
 	uint64_t v;
 
 	memset(m, 0, sizeof(*m));
 	m->card = -1;
+	if (!proto_text_ok(line)) {
+		m->bad = ROCM_BAD_UTF8;
+		goto bad;
+	}
+	m->bad = ROCM_BAD_MALFORMED;
+	n = proto_split(line, f, 4 + ROCM_PROTO_MAX_LABELS);
 	if (n > 4 + ROCM_PROTO_MAX_LABELS)
 		goto bad;
 	if (!strcmp(f[0], "m") && n >= 4) {
 		m->type = ROCM_MSG_SAMPLE;
-		if (proto_sample(f, n, m) < 0)
+		if (proto_sample(f, n, ngpus, m) < 0)
 			goto bad;
 	} else if (!strcmp(f[0], "end") && n == 2) {
 		m->type = ROCM_MSG_END;
@@ -260,11 +316,16 @@ int rocm_proto_parse(char *line, struct rocm_msg *m)
 		if (proto_card(f[1], &m->card) < 0 || m->card < 0 ||
 		    rocm_metric_find(f[2]) < 0)
 			goto bad;
+		if (ngpus && (uint32_t)m->card >= ngpus) {
+			m->bad = ROCM_BAD_CARD;
+			goto bad;
+		}
 		m->name = f[2];
 		m->why = f[3];
 	} else {
 		goto bad;
 	}
+	m->bad = ROCM_BAD_NONE;
 	return 0;
 bad:
 	errno = EINVAL;

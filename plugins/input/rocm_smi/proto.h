@@ -14,8 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Version in the helper's hello line; the plugin refuses another. */
-#define ROCM_PROTO_VERSION 1
+/* Version in the helper's hello line; the plugin refuses another.
+ * 2: rocm_version_info carries schema (Omnistat's labels), not serial;
+ * rocm_temperature_sensor_celsius (-t). */
+#define ROCM_PROTO_VERSION 2
 /* Longest line either side writes, '\n' included. */
 #define ROCM_PROTO_LINE_MAX 1024
 /* Labels a sample line carries besides card. */
@@ -33,8 +35,27 @@ enum rocm_msg_type {
 };
 
 /**
+ * enum rocm_bad - why rocm_proto_parse() refused a line; each is counted
+ * as tally_dropped_total{reason=rocm_bad_reason[bad]}
+ */
+enum rocm_bad {
+	ROCM_BAD_NONE = 0,
+	ROCM_BAD_MALFORMED,   /* fields, numbers, names or labels wrong */
+	ROCM_BAD_UTF8,	      /* not UTF-8, or a control character */
+	ROCM_BAD_CARD,	      /* a card beyond the helper's GPUs */
+	ROCM_BAD_VALUE,	      /* NaN or infinite */
+	ROCM_BAD_TEMPERATURE, /* outside rocm_temp_valid(): a sentinel */
+	ROCM_BAD_COUNT,
+};
+
+/* "malformed", "invalid_utf8", "card_out_of_range", "not_finite",
+ * "invalid_temperature" (static strings, for tally_count_drop()) */
+extern const char *const rocm_bad_reason[ROCM_BAD_COUNT];
+
+/**
  * struct rocm_msg - one parsed line; strings point into the parsed buffer
  * @type:   enum rocm_msg_type
+ * @bad:    why the line was refused (rocm_proto_parse() failed), else 0
  * @name:   SAMPLE, SKIP: metric name; READY: library version;
  *          FAIL: reason text; NOTE: the text
  * @card:   SAMPLE, SKIP: card index, -1 for none ("-")
@@ -46,6 +67,7 @@ enum rocm_msg_type {
  */
 struct rocm_msg {
 	enum rocm_msg_type type;
+	enum rocm_bad bad;
 	const char *name;
 	int card;
 	double value;
@@ -59,14 +81,32 @@ struct rocm_msg {
 
 /**
  * rocm_proto_parse() - parse one line (without its '\n') in place
- * @line: NUL-terminated; its tabs are overwritten with NULs
- * @m:    filled on success
+ * @line:  NUL-terminated; its tabs are overwritten with NULs
+ * @ngpus: the GPUs the helper announced ("ready"): a sample's card must be
+ *         below it; 0 before "ready" (cards then up to 4095)
+ * @m:     filled on success; on failure only @m->bad is meaningful
  *
- * Checks the shape of every field: numbers are numbers, a sample's name is
- * one of rocm_metrics[] and its labels are the ones that metric takes.
- * Return: 0, or -1 with errno = EINVAL (a line to drop and count).
+ * Checks the whole line is UTF-8 without control characters (tab aside),
+ * and the shape of every field: numbers are numbers, a sample's name is
+ * one of rocm_metrics[], its labels are the ones that metric takes, its
+ * value is finite and, for a temperature, rocm_temp_valid(). Pure: no
+ * I/O, no allocation (the fuzz target contrib/fuzz/rocm_proto_fuzz.c).
+ * Return: 0, or -1 with errno = EINVAL and @m->bad saying why (a line to
+ * drop and count).
  */
-int rocm_proto_parse(char *line, struct rocm_msg *m);
+int rocm_proto_parse(char *line, uint32_t ngpus, struct rocm_msg *m);
+
+/**
+ * rocm_temp_valid() - whether @c degrees Celsius can be a GPU reading
+ *
+ * librocm_smi64 hands the driver's hwmon temp*_input through unchanged
+ * (edge, junction, memory) and reads HBM sensors from the gpu_metrics
+ * table: a sensor without a reading comes back as 0, as a board's fixed
+ * placeholder (-5000 m°C) or as 0xFFFF °C (older libraries). No GPU that
+ * runs is at or below 0 °C or above 500 °C: those are "not available".
+ * Return: true for a reading in (0, 500] °C.
+ */
+int rocm_temp_valid(double c);
 
 /**
  * rocm_proto_keyword() - does @line start with a protocol keyword and a tab?
@@ -98,6 +138,7 @@ enum rocm_metric_id {
 	ROCM_M_MCLK,
 	ROCM_M_TEMP,
 	ROCM_M_TEMP_MEM,
+	ROCM_M_TEMP_SENSOR, /* every sensor (-t), not Omnistat's */
 	ROCM_M_POWER_CAP,
 	ROCM_M_RAS, /* first of the RAS counts, two per block */
 	ROCM_M_COUNT = ROCM_M_RAS + 2 * 7,
@@ -109,6 +150,7 @@ enum rocm_metric_id {
  * @help:  help text, with the unit
  * @label: the label besides card it carries ("location"), NULL for none;
  *         rocm_version_info carries four, listed in rocm_version_labels
+ *         (Omnistat's: driver_ver, vbios, type, schema)
  */
 struct rocm_metric {
 	const char *name;
@@ -118,6 +160,8 @@ struct rocm_metric {
 
 extern const struct rocm_metric rocm_metrics[ROCM_M_COUNT];
 extern const char *const rocm_version_labels[4];
+/* Omnistat's rocm_version_info schema label value (its collector's 1.0) */
+#define ROCM_VERSION_SCHEMA "1.0"
 
 /* The RAS blocks, in the order of their ids (ROCM_M_RAS + 2 * i, + 1 for
  * uncorrectable), and the rsmi_gpu_block_t bit of each. */

@@ -27,7 +27,11 @@
  *    lost (dropped, reason "helper_crashed" / "helper_timeout") and a new
  *    helper starts after 1, 2, 4 ... seconds, at most max_backoff, the
  *    delay going back to 1 s after a read that worked;
- *  - a malformed line is dropped and counted ("malformed");
+ *  - a line the decoder refuses (rocm_proto_parse(): malformed, not
+ *    UTF-8, a card the helper does not have, a value that is NaN or
+ *    infinite, a temperature that is a sensor's placeholder) is dropped,
+ *    counted under its reason and logged at most once a minute per
+ *    reason;
  *  - a metric a GPU does not have is skipped for that GPU alone (logged
  *    once per helper at LOG_INFO); queries failing later are counted as
  *    event query_errors and retried by the helper with a backoff.
@@ -104,6 +108,7 @@ struct rocm_smi {
 	double max_backoff;
 	bool ras;
 	bool power_cap;
+	bool all_temps;
 
 	struct tally_instance *inst;
 	struct event_base *base; /* NULL with --once */
@@ -139,7 +144,12 @@ struct rocm_smi {
 	unsigned helpers_ready; /* helpers that completed a read */
 	bool adopted;		/* base_keys are the retired instance's */
 	int start_errno;	/* why the last start failed, logged */
+	uint32_t ngpus;		/* the helper's "ready", 0 before */
+	struct tally_log_limit bad_log[ROCM_BAD_COUNT];
 };
+
+/* A refused line's complaint: at most one line a minute per reason */
+#define ROCM_BAD_LOG_EVERY 60.0
 
 /* What a reload hands the successor: the baseline of rocm_lost_check() */
 struct rocm_handed {
@@ -333,6 +343,8 @@ static int rocm_spawn(struct rocm_smi *r)
 		argv[argc++] = "-r";
 	if (r->power_cap)
 		argv[argc++] = "-c";
+	if (r->all_temps)
+		argv[argc++] = "-t";
 	argv[argc] = NULL;
 	pid = fork();
 	if (pid < 0) {
@@ -364,6 +376,7 @@ static int rocm_spawn(struct rocm_smi *r)
 	r->state = ROCM_STARTING;
 	r->lastlib[0] = '\0';
 	r->nskips = 0;
+	r->ngpus = 0;
 	r->first_read = true;
 	rocm_keys_free(&r->cur_keys, &r->ncur);
 	tally_count_event(r->inst, "helper_starts", 1);
@@ -522,21 +535,57 @@ static void rocm_skip_log(struct rocm_smi *r)
 }
 
 /*
+ * A line the decoder refused (@m->bad): dropped, counted under its reason,
+ * logged at most once a minute per reason with the line as it came
+ * (@text, escaped).
+ */
+static void rocm_refused(struct rocm_smi *r, const struct rocm_msg *m,
+			 const char *text)
+{
+	static const char *const what[ROCM_BAD_COUNT] = {
+		[ROCM_BAD_MALFORMED] = "a malformed line",
+		[ROCM_BAD_UTF8] = "a line that is not UTF-8 text",
+		[ROCM_BAD_CARD] = "a line for a card it does not have",
+		[ROCM_BAD_VALUE] = "a value that is not a finite number",
+		[ROCM_BAD_TEMPERATURE] =
+			"a temperature no GPU reads (a sensor's placeholder "
+			"for no reading, at or below 0 or above 500 Celsius)",
+	};
+	enum rocm_bad bad = m->bad > ROCM_BAD_NONE && m->bad < ROCM_BAD_COUNT
+				    ? m->bad
+				    : ROCM_BAD_MALFORMED;
+	char esc[256];
+
+	tally_count_drop(r->inst, rocm_bad_reason[bad], 1);
+	tally_log_peer_text(esc, sizeof(esc), text, strlen(text));
+	tally_log_limited(&r->bad_log[bad], ROCM_BAD_LOG_EVERY, r->inst,
+			  LOG_WARNING,
+			  "dropped %s from the helper (%u GPU(s)): \"%s\" "
+			  "(counted as %s)",
+			  what[bad], (unsigned)r->ngpus, esc,
+			  rocm_bad_reason[bad]);
+}
+
+/*
  * One line from the helper. Return: 0, or -1 when the helper must go
  * (protocol broken, or its "fail").
  */
 static int rocm_line(struct rocm_smi *r, char *line)
 {
+	char text[ROCM_PROTO_LINE_MAX];
 	struct rocm_msg m;
 
 	if (!rocm_proto_keyword(line)) {
 		/* not ours: the library wrote it (stdout and stderr) */
-		snprintf(r->lastlib, sizeof(r->lastlib), "%s", line);
-		tally_log(r->inst, LOG_DEBUG, "library: %s", line);
+		tally_log_peer_text(r->lastlib, sizeof(r->lastlib), line,
+				    strlen(line));
+		tally_log(r->inst, LOG_DEBUG, "library: %s", r->lastlib);
 		return 0;
 	}
-	if (rocm_proto_parse(line, &m) < 0) {
-		tally_count_drop(r->inst, "malformed", 1);
+	/* parsing splits the line: keep it whole for the complaint */
+	snprintf(text, sizeof(text), "%s", line);
+	if (rocm_proto_parse(line, r->ngpus, &m) < 0) {
+		rocm_refused(r, &m, text);
 		return 0;
 	}
 	switch (m.type) {
@@ -575,6 +624,7 @@ static int rocm_line(struct rocm_smi *r, char *line)
 				  "%llu GPU(s), ROCm SMI library %s",
 				  (unsigned long long)m.n, m.name);
 		r->announced = true;
+		r->ngpus = (uint32_t)m.n;
 		rocm_skip_log(r);
 		r->fail_logged[0] = '\0';
 		r->state = ROCM_READY;
@@ -998,6 +1048,9 @@ static bool rocm_key_wanted(const struct rocm_smi *r, const char *k)
 		return false;
 	if (!r->power_cap && !strncmp(k, "rocm_power_cap_watts ", 21))
 		return false;
+	if (!r->all_temps &&
+	    !strncmp(k, "rocm_temperature_sensor_celsius ", 32))
+		return false;
 	return true;
 }
 
@@ -1044,6 +1097,10 @@ static const struct tally_option rocm_options[] = {
 		       "(rocm_ras_<block>_{correctable,uncorrectable}_count)"),
 	TALLY_OPT_BOOL("power_cap", struct rocm_smi, power_cap, "false",
 		       "rocm_power_cap_watts"),
+	TALLY_OPT_BOOL("all_temperatures", struct rocm_smi, all_temps, "false",
+		       "every temperature sensor that reads, as "
+		       "rocm_temperature_sensor_celsius{location} (Omnistat's "
+		       "two families keep one sensor each)"),
 	TALLY_OPT_END
 };
 
@@ -1057,6 +1114,8 @@ static const struct tally_input_ops rocm_ops = {
 	.handoff = rocm_handoff,
 	.adopt = rocm_adopt,
 	.discard = rocm_discard,
+	/* it reads every GPU of the node: two would write every series twice */
+	.flags = TALLY_INPUT_ONCE,
 };
 
 TALLY_PLUGIN_INPUT(

@@ -730,6 +730,7 @@ static void read_all(void)
 int main(int argc, char **argv)
 {
 	bool ras = false, power_cap = false, all_temps = false;
+	uint32_t ncards = 0;
 	const char *shm_note;
 	rsmi_version_t ver = { 0 };
 	char verstr[64] = "unknown";
@@ -810,9 +811,14 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < ndev; i++)
 		devs[i].ind = i;
 	order_cards();
-	for (uint32_t i = 0; i < ndev; i++)
+	for (uint32_t i = 0; i < ndev; i++) {
 		probe_device(&devs[i], ras, power_cap, all_temps);
-	say("ready\t%u\t%s", ndev, verstr);
+		/* KFD may number a GPU the library does not see */
+		if ((uint32_t)devs[i].card >= ncards)
+			ncards = (uint32_t)devs[i].card + 1;
+	}
+	/* the card numbers are below it: tallyd drops any other */
+	say("ready\t%u\t%s", ncards, verstr);
 	flush_or_die();
 
 	while (fgets(line, sizeof(line), in)) {

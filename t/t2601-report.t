@@ -236,6 +236,36 @@ assert abs(d[\"job\"][\"gpu_coverage\"] - 0.875) < 1e-9, d[\"job\"]
 	grep "\"written_at\":\"shutdown\"" out/report/report.json
 '
 
+# The installed SYSCONFDIR would come first: skip when this machine has one
+sysconfdir=$("$TALLYD" --help | sed -n "s|^ *\(/.*\)/user.conf, else$|\1|p")
+test -n "$sysconfdir" && ! test -e "$sysconfdir/user.conf" &&
+	! test -e "$sysconfdir/conf.d" && test_set_prereq NOINSTALL
+
+# The Python client announces its rank and ROCR_VISIBLE_DEVICES; the
+# built-in user configuration (conf.d/user) must hand them to the report.
+test_expect_success NOINSTALL 'built-in user configuration: a rank mapped to the GPUs it announces' '
+	mkdir bi &&
+	(
+		cd bi &&
+		SLURM_JOB_ID=bi7 SLURM_PROCID=3 ROCR_VISIBLE_DEVICES=2 \
+		PYTHONPATH="$top_srcdir/contrib/python" HOME="$PWD" \
+		"$TALLYD" --user -- "$PYTHON3" -c "
+import tally_trace
+tr = tally_trace.Tracer(None, \"app\")
+with tr.span(\"solve\"):
+    pass
+tr.close()
+" 2>../bi.err
+	) &&
+	"$PYTHON3" -c "
+import json, sys
+d = json.load(open(\"bi/tally-bi7/report/report.json\"))
+r = [(k[\"rank\"], k[\"gpus\"]) for k in d[\"rank_summary\"]]
+print(r)
+sys.exit(r != [(3, [2])])
+"
+'
+
 test_expect_success '100000 distinct regions: the top 20, the rest folded' '
 	rm -rf out && conf many.conf "regions = 100000;" &&
 	tallyd --user -c many.conf -- true 2>err &&

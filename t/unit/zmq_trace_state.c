@@ -1099,12 +1099,15 @@ static void test_v2(void)
 	ev->attrs[1] = TALLY_ATTR_DOUBLE("ratio", 0.5);
 	zmq_trace_state_apply(st, ev, 0, &msink);
 	is(take(),
+	   "i tally_trace_source_info{host=here,local_rank=1,pid=10,rank=2,"
+	   "rocr_visible_devices=0,1,trace=T} 1 1000\n"
 	   "span begin trace=T name=io id=1 parent=0 depth=0 host=here "
 	   "pid=10 tid=10 rank=2 flags=0 ts=1000\n"
 	   "span end trace=T name=io id=1 parent=0 depth=0 host=here "
 	   "pid=10 tid=10 rank=2 flags=0 ts=2000 begin=1000 bytes=4096 "
 	   "ratio=0.5\n",
-	   "attributes of an END land on its span record");
+	   "the announcement's info at once (its rank too); attributes of "
+	   "an END land on its span record");
 
 	/* a COUNTER message: a delta twice (labels in either order), a
 	 * gauge, then a fourth series beyond max_counter_series = 3 */

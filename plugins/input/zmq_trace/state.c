@@ -904,10 +904,13 @@ static void zmq_trace_counters(struct zmq_trace_state *st,
 	}
 }
 
-/* Emit @src's figures (see zmq_trace_state_check()) at @real_ns. */
+/*
+ * Emit @src's figures (see zmq_trace_state_check()) at @real_ns, or with
+ * @info_only its tally_trace_source_info alone.
+ */
 static void zmq_trace_source_figures(struct zmq_trace_state *st,
 				     const struct zmq_trace_source *src,
-				     int64_t real_ns,
+				     int64_t real_ns, bool info_only,
 				     const struct zmq_trace_sink *sink)
 {
 	struct tally_label l[4 + TALLY_WIRE_MAX_SOURCE];
@@ -934,7 +937,7 @@ static void zmq_trace_source_figures(struct zmq_trace_state *st,
 	l[1] = (struct tally_label){ "host", src->host };
 	l[2] = (struct tally_label){ "pid", pid };
 	l[3] = (struct tally_label){ "rank", rank };
-	for (size_t i = 0; i < sizeof(fig) / sizeof(fig[0]); i++)
+	for (size_t i = 0; i < sizeof(fig) / sizeof(fig[0]) && !info_only; i++)
 		if (sink->metric(sink->ctx, fig[i].type, fig[i].name, l, 4,
 				 fig[i].value, real_ns))
 			st->counters.emit_failed++;
@@ -972,8 +975,17 @@ int zmq_trace_state_apply(struct zmq_trace_state *st,
 	src->client_dropped += ev->dropped;
 	if (ev->ts_ns > src->newest_ts || src->messages == 1)
 		src->newest_ts = ev->ts_ns;
-	if (ev->nsource)
+	if (ev->nsource) {
+		src->rank = ev->rank;
 		zmq_trace_announce(src, ev);
+		/*
+		 * Its info at once, not at the next check: a process that
+		 * ends before it (a short job, the last check after it
+		 * exited) would never say which GPUs it saw (the report maps
+		 * ranks by it).
+		 */
+		zmq_trace_source_figures(st, src, ev->ts_ns, true, sink);
+	}
 	if (ev->ncounters) {
 		src->rank = ev->rank;
 		zmq_trace_counters(st, src, ev, sink);
@@ -1043,7 +1055,7 @@ uint64_t zmq_trace_state_check(struct zmq_trace_state *st, int64_t now_ns,
 			   silent >= st->opts.abandon_ns) {
 			closed += zmq_trace_abandon(st, src, src->last_ts, sink);
 		} else if (src->count || silent < st->opts.idle_ns) {
-			zmq_trace_source_figures(st, src, real_ns, sink);
+			zmq_trace_source_figures(st, src, real_ns, false, sink);
 			continue;
 		}
 		zmq_trace_source_unlink(st, src);

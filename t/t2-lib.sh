@@ -9,10 +9,11 @@
 #		a config: the self input (every 0.5 s) into the prometheus
 #		output "limited" on 127.0.0.1:$port, with the OPTIONs given
 #		('max_connections = 5;')
-#	start_prometheus / stop_prometheus
+#	start_prometheus [ARGS...] / stop_prometheus
 #		a Prometheus server (prometheus.yml of the trash directory,
-#		data in prom-data) on 127.0.0.1:$pport, in the background
-#		(pid in prom_pid), stopped when the test ends
+#		data in prom-data, ARGS added to its command line) on
+#		127.0.0.1:$pport, in the background (pid in prom_pid),
+#		stopped when the test ends
 #	promq_one EXPR
 #		the single value of an instant query to it, "none" when the
 #		result is not one value
@@ -56,7 +57,7 @@ start_prometheus() {
 	timeout 300 "$PROMETHEUS" --config.file=prometheus.yml \
 		--storage.tsdb.path="$PWD/prom-data" \
 		--web.listen-address="127.0.0.1:$pport" \
-		--log.level=warn >prometheus.log 2>&1 &
+		--log.level=warn "$@" >>prometheus.log 2>&1 &
 	prom_pid=$!
 }
 

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugins/output/remote_write/remote_write.c - samples to Prometheus,
+ * Mimir, Thanos, VictoriaMetrics... over Prometheus remote write 1.0
+ *
+ * Records become one request in the making (encode.c: series and samples,
+ * packed as a protobuf WriteRequest and snappy-compressed when it goes);
+ * the request goes out when it holds batch_size samples or has waited
+ * flush_interval seconds, through the core's HTTP client (tally/http.h:
+ * keep-alive, one request at a time so that per-series order holds,
+ * retries with a capped backoff on connection errors, 5xx and 429, a
+ * 429's or 503's Retry-After honoured). While a request is out (the server
+ * is down, say) the next one fills up to batch_size samples, and then
+ * write() says EAGAIN: further batches wait in the core's output queue,
+ * bounded in records (queue_records), whose overflow drops the oldest,
+ * counted. A request the server refuses (4xx other than 429) is logged
+ * with the server's message and its samples dropped and counted; never
+ * retried.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include <tally/http.h>
+#include <tally/plugin.h>
+
+#include "encode.h"
+
+struct remote_write {
+	/* options */
+	char *url;
+	int64_t batch_size;	/* samples per request */
+	double flush_interval;	/* seconds a sample may wait for its batch */
+	double timeout;
+	double backoff_max;
+	int64_t max_attempts;
+
+	/* run */
+	struct tally_instance *inst;
+	struct tally_http_client *http;
+	char path[sizeof(((struct tally_http_url *)0)->prefix)];
+	struct rw_req *req;
+	struct rw_drops counted; /* the request's drops already reported */
+	size_t inflight;	/* samples of the request out */
+	struct event *flush_ev;
+	bool flush_due;		/* the interval passed while a request ran */
+	bool blocked;		/* write() said EAGAIN: call ready() later */
+};
+
+/*
+ * The url option is the whole write URL, as in Prometheus' own
+ * remote_write configuration: its path is the request's, the client gets
+ * the server alone. No path: Prometheus' /api/v1/write.
+ */
+static int rw_url(struct remote_write *d, struct tally_http_url *u, char *err,
+		  size_t errlen)
+{
+	if (tally_http_url_parse("url", d->url, u, err, errlen) < 0)
+		return -1;
+	snprintf(d->path, sizeof(d->path), "%s",
+		 *u->prefix ? u->prefix : "/api/v1/write");
+	u->prefix[0] = '\0';
+	return 0;
+}
+
+static int rw_check(struct tally_instance *inst, void *state)
+{
+	struct remote_write *d = state;
+	struct tally_http_url u;
+	char err[TALLY_HTTP_ERRLEN];
+
+	if (rw_url(d, &u, err, sizeof(err)) < 0) {
+		tally_log(inst, LOG_ERR, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Report what the encoder dropped since the last call. */
+static void rw_count(struct remote_write *d)
+{
+	const struct rw_drops *r = rw_req_drops(d->req);
+	struct rw_drops *c = &d->counted;
+
+	if (r->span != c->span) {
+		if (!c->span)
+			tally_log(d->inst, LOG_WARNING,
+				  "spans have no remote write form: dropped, "
+				  "counted (reason span); put an aggregate "
+				  "filter in front to send span metrics");
+		tally_count_drop(d->inst, "span", r->span - c->span);
+	}
+	if (r->label_collision != c->label_collision) {
+		if (!c->label_collision)
+			tally_log(d->inst, LOG_WARNING,
+				  "a series whose label names clash once "
+				  "sanitized (or with le, quantile) is dropped, "
+				  "counted (reason label_collision)");
+		tally_count_drop(d->inst, "label_collision",
+				 r->label_collision - c->label_collision);
+	}
+	if (r->not_cumulative != c->not_cumulative)
+		tally_count_drop(d->inst, "not_cumulative",
+				 r->not_cumulative - c->not_cumulative);
+	*c = *r;
+}
+
+/* Tell the core what waits here, so that shutdown waits for it. */
+static void rw_held(struct remote_write *d)
+{
+	tally_output_held(d->inst, rw_req_samples(d->req) + d->inflight);
+}
+
+static void rw_done(void *arg, const struct tally_http_result *res);
+
+/* Send the request being built, if it has samples and none is out. */
+static void rw_send(struct remote_write *d)
+{
+	static const struct tally_http_header h[] = {
+		{ "Content-Encoding", "snappy" },
+		{ "Content-Type", "application/x-protobuf" },
+		{ "X-Prometheus-Remote-Write-Version", "0.1.0" },
+	};
+	size_t n = rw_req_samples(d->req);
+	struct evbuffer *body;
+
+	if (!n || tally_http_client_busy(d->http))
+		return;
+	event_del(d->flush_ev);
+	d->flush_due = false;
+	body = evbuffer_new();
+	if (!body || rw_req_finish(d->req, body, NULL) < 0)
+		goto out_drop;
+	d->inflight = n;
+	if (tally_http_client_request(d->http, "POST", d->path, h,
+				      sizeof(h) / sizeof(h[0]), body, rw_done,
+				      d) < 0) {
+		tally_count_drop(d->inst, "nomem", n);
+		d->inflight = 0;
+	}
+	evbuffer_free(body);
+	rw_held(d);
+	return;
+
+out_drop:
+	if (body)
+		evbuffer_free(body);
+	tally_count_drop(d->inst, "nomem", n);
+	rw_req_clear(d->req);
+	rw_held(d);
+}
+
+static void rw_done(void *arg, const struct tally_http_result *res)
+{
+	struct remote_write *d = arg;
+	size_t n = d->inflight;
+
+	d->inflight = 0;
+	switch (res->outcome) {
+	case TALLY_HTTP_OK:
+		tally_count_event(d->inst, "samples_written", n);
+		break;
+	case TALLY_HTTP_REJECTED:
+		tally_log(d->inst, LOG_ERR,
+			  "write refused (HTTP %d): %s; %zu samples dropped, "
+			  "not retried",
+			  res->status, res->body, n);
+		tally_count_drop(d->inst, "rejected", n);
+		break;
+	case TALLY_HTTP_GAVE_UP:
+		tally_log(d->inst, LOG_ERR,
+			  "write failed %u times (%s): %zu samples dropped",
+			  res->attempts, res->error, n);
+		tally_count_drop(d->inst, "gave_up", n);
+		break;
+	}
+	if (rw_req_samples(d->req) >= (size_t)d->batch_size || d->flush_due)
+		rw_send(d);
+	rw_held(d);
+	if (d->blocked && rw_req_samples(d->req) < (size_t)d->batch_size) {
+		d->blocked = false;
+		tally_output_ready(d->inst);
+	}
+}
+
+static void rw_flush_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct remote_write *d = arg;
+
+	if (tally_http_client_busy(d->http))
+		d->flush_due = true;
+	else
+		rw_send(d);
+}
+
+static int rw_write(struct tally_instance *inst, void *state,
+		    struct tally_batch *b)
+{
+	struct remote_write *d = state;
+	const struct tally_record *recs = tally_batch_records(b);
+	size_t n = tally_batch_count(b);
+
+	if (rw_req_samples(d->req) >= (size_t)d->batch_size) {
+		rw_send(d);
+		if (rw_req_samples(d->req) >= (size_t)d->batch_size) {
+			/* the server is slow or down: the core queues */
+			d->blocked = true;
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (rw_req_add(d->req, &recs[i]) < 0)
+			tally_count_drop(inst, "nomem", 1);
+	rw_count(d);
+	rw_held(d);
+	if (rw_req_samples(d->req) >= (size_t)d->batch_size) {
+		rw_send(d);
+	} else if (rw_req_samples(d->req) &&
+		   !evtimer_pending(d->flush_ev, NULL)) {
+		struct timeval tv = {
+			.tv_sec = (time_t)d->flush_interval,
+			.tv_usec = (suseconds_t)((d->flush_interval -
+						  (double)(time_t)
+							  d->flush_interval) *
+						 1e6),
+		};
+
+		evtimer_add(d->flush_ev, &tv);
+	}
+	return 0;
+}
+
+static int rw_flush(struct tally_instance *inst, void *state)
+{
+	struct remote_write *d = state;
+
+	rw_send(d);
+	tally_http_client_retry_now(d->http);
+	return 0;
+}
+
+static int rw_init(struct tally_instance *inst, void *state)
+{
+	struct remote_write *d = state;
+	struct tally_http_opts o = {
+		.timeout = d->timeout,
+		.backoff_max = d->backoff_max,
+		.max_attempts = (unsigned)d->max_attempts,
+	};
+	struct tally_http_url u;
+
+	d->inst = inst;
+	if (rw_url(d, &u, NULL, 0) < 0)
+		return -1;
+	d->req = rw_req_new(tally_output_labels(inst));
+	d->flush_ev = evtimer_new(tally_instance_base(inst), rw_flush_timer,
+				  d);
+	d->http = tally_http_client_new(inst, tally_instance_base(inst), &u,
+					&o);
+	if (!d->req || !d->flush_ev || !d->http) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+static void rw_fini(struct tally_instance *inst, void *state)
+{
+	struct remote_write *d = state;
+	size_t lost = d->req ? rw_req_samples(d->req) : 0;
+
+	if (d->http && tally_http_client_busy(d->http))
+		lost += d->inflight;
+	if (lost) {
+		tally_log(inst, LOG_WARNING,
+			  "stopping with %zu samples not delivered", lost);
+		tally_count_drop(inst, "undelivered_at_exit", lost);
+	}
+	tally_http_client_free(d->http);
+	if (d->flush_ev)
+		event_free(d->flush_ev);
+	rw_req_free(d->req);
+}
+
+static const struct tally_option rw_options[] = {
+	TALLY_OPT_STRING("url", struct remote_write, url,
+			 "http://127.0.0.1:9090/api/v1/write",
+			 "the receiver's write URL, http://host:port/path "
+			 "(no path: /api/v1/write)"),
+	TALLY_OPT_INT("batch_size", struct remote_write, batch_size, "2000", 1,
+		      1000000, "samples per request at most"),
+	TALLY_OPT_DURATION("flush_interval", struct remote_write,
+			   flush_interval, "1s", 0.001, 3600,
+			   "longest a sample waits for its batch to fill"),
+	TALLY_OPT_DURATION("timeout", struct remote_write, timeout, "10s",
+			   0.001, 3600,
+			   "a request without progress for this long fails "
+			   "(and is retried)"),
+	TALLY_OPT_DURATION("backoff_max", struct remote_write, backoff_max,
+			   "5s", 0.001, 3600,
+			   "cap of the exponential backoff between retries "
+			   "(Prometheus' own default: 5s)"),
+	TALLY_OPT_INT("max_attempts", struct remote_write, max_attempts, "0",
+		      0, 1000000,
+		      "attempts per request on connection errors, 5xx and 429 "
+		      "before it is dropped, counted (0: until it is "
+		      "delivered; the queue in front bounds what waits)"),
+	TALLY_OPT_END
+};
+
+static const struct tally_output_ops rw_ops = {
+	.check = rw_check,
+	.init = rw_init,
+	.write = rw_write,
+	.flush = rw_flush,
+	.fini = rw_fini,
+	.host_label = "instance",
+};
+
+TALLY_PLUGIN_OUTPUT(remote_write,
+		    "samples to a Prometheus remote write 1.0 receiver "
+		    "(protobuf, snappy)",
+		    struct remote_write, rw_options, &rw_ops);

@@ -35,6 +35,7 @@ core_libtally_la_SOURCES = \
 	core/net-dgram.c \
 	core/net-conf.c \
 	core/http-client.c \
+	core/http-batch.c \
 	core/fdlimit.c
 core_libtally_la_CPPFLAGS = $(AM_CPPFLAGS) $(LIBEVENT_CFLAGS) $(LIBCONFIG_CFLAGS) \
 	$(ZLIB_CFLAGS)

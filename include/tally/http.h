@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tally/http.h - the HTTP client push outputs share (influxdb, and later
- * remote_write and the Pushgateway/VictoriaMetrics text push)
+ * tally/http.h - the HTTP client push outputs share (influxdb,
+ * remote_write, the Pushgateway/VictoriaMetrics text push), and the
+ * batching of influxdb and remote_write on top of it
  *
  * One client talks to one server ("http://host:port/prefix" from the
  * output's `url` option) over libevent's evhttp client: one keep-alive
@@ -344,6 +345,122 @@ void tally_http_client_free(struct tally_http_client *c);
  * then: discard it).
  */
 int tally_http_gzip(struct evbuffer *src, struct evbuffer *dst, int level);
+
+/*
+ * Batching push outputs (influxdb, remote_write) on top of a client: what
+ * an output renders waits in its own pending form (line protocol text, a
+ * remote write request in the making); the batcher decides when it goes
+ * out and what happens to it:
+ *   - a request goes when batch_size items are pending, or when the
+ *     oldest pending item has waited flush_interval seconds; one request
+ *     at a time (the client's rule), the next one filling meanwhile;
+ *   - while a request is out (a server down retries it with backoff) and
+ *     batch_size items are pending again, tally_http_batch_room() says
+ *     EAGAIN: the output's write() returns it, and the core's bounded
+ *     queue in front holds further batches (its overflow drops the oldest,
+ *     counted as queue_full); tally_output_ready() once there is room;
+ *   - outcomes are counted for the instance: items of a 2xx request as
+ *     tally_count_event() "<unit>_written"; a rejection (4xx but 429) is
+ *     logged with the server's message and its items dropped as
+ *     "rejected" (or handled by the output's rejected op); a request given
+ *     up after max_attempts as "gave_up"; a request that could not be
+ *     made as "nomem"; what is left at free as "undelivered_at_exit";
+ *   - tally_output_held() always says how many items are pending or in
+ *     flight, so that shutdown waits for them.
+ * Loop thread only.
+ */
+
+/**
+ * struct tally_http_batch_ops - what a batching output does for the batcher
+ * @take:     move everything pending into @body (empty on entry), the
+ *            next request's body; the output's pending form is empty
+ *            afterwards. Return 0, or -1 with errno = ENOMEM: the pending
+ *            items are dropped by the output and counted by the batcher
+ *            ("nomem")
+ * @rejected: optional: a request of @n items got a final non-2xx answer
+ *            (TALLY_HTTP_REJECTED, @r): log and count it (influxdb's
+ *            partial writes). NULL: logged with the server's message,
+ *            dropped and counted as "rejected"
+ */
+struct tally_http_batch_ops {
+	int (*take)(void *arg, struct evbuffer *body);
+	void (*rejected)(void *arg, const struct tally_http_result *r,
+			 size_t n);
+};
+
+/**
+ * struct tally_http_batch_opts - how requests are made and batched
+ * @method:         "POST" or "PUT"
+ * @path:           request path, as tally_http_client_request() (copied)
+ * @h:              @nh request headers (copied)
+ * @nh:             their number
+ * @batch_size:     items per request at most (> 0)
+ * @flush_interval: seconds the oldest pending item may wait (> 0)
+ * @unit:           what an item is, plural ("points", "samples"): for log
+ *                  lines and the "<unit>_written" event (copied)
+ */
+struct tally_http_batch_opts {
+	const char *method;
+	const char *path;
+	const struct tally_http_header *h;
+	size_t nh;
+	size_t batch_size;
+	double flush_interval;
+	const char *unit;
+};
+
+struct tally_http_batch;
+
+/**
+ * tally_http_batch_new() - a batcher and its client
+ * @inst: the output instance (logs, counts, tally_output_ready/held)
+ * @base: the event loop
+ * @url:  the server (copied), as tally_http_client_new()
+ * @ho:   the client's settings, or NULL for the defaults
+ * @o:    batching (copied)
+ * @ops:  the output's ops (kept: static storage)
+ * @arg:  passed to @ops
+ * Return: the batcher, or NULL with errno = ENOMEM or EINVAL (a zero
+ * batch_size or flush_interval).
+ */
+struct tally_http_batch *
+tally_http_batch_new(struct tally_instance *inst, struct event_base *base,
+		     const struct tally_http_url *url,
+		     const struct tally_http_opts *ho,
+		     const struct tally_http_batch_opts *o,
+		     const struct tally_http_batch_ops *ops, void *arg);
+
+/**
+ * tally_http_batch_room() - whether write() may add items now
+ *
+ * When batch_size items are pending, tries to send them first.
+ * Return: 0, or -1 with errno = EAGAIN (pending is full and a request is
+ * out: return that from write(); the batcher calls tally_output_ready()
+ * once there is room).
+ */
+int tally_http_batch_room(struct tally_http_batch *b);
+
+/**
+ * tally_http_batch_added() - @n more items are pending (the output added
+ * them to its pending form); sends at batch_size, else makes sure the
+ * flush timer runs
+ */
+void tally_http_batch_added(struct tally_http_batch *b, size_t n);
+
+/**
+ * tally_http_batch_flush() - send what is pending now, and cut a retry's
+ * wait short (the output's flush op: shutdown, --once)
+ */
+void tally_http_batch_flush(struct tally_http_batch *b);
+
+/** tally_http_batch_pending() - items pending (not yet in a request) */
+size_t tally_http_batch_pending(const struct tally_http_batch *b);
+
+/**
+ * tally_http_batch_free() - count what was not delivered
+ * ("undelivered_at_exit", one log line), free the client; NULL is a no-op
+ */
+void tally_http_batch_free(struct tally_http_batch *b);
 
 #ifdef __cplusplus
 }

@@ -101,7 +101,7 @@ int main(void)
 	cmp_ok(rw_req_series(r), "==", 7,
 	       "7 series: the counter's two samples in one");
 
-	ok(rw_req_finish(r, body, &raw) == 0, "finish");
+	ok(rw_req_finish(r, body, &raw) == 0 && raw > 0, "finish");
 	cmp_ok(rw_req_samples(r), "==", 0, "request empty again");
 	wr = decode(body);
 	ok(wr != NULL, "snappy block + WriteRequest decode");
@@ -143,15 +143,20 @@ int main(void)
 	tally_batch_add_metric(b, TALLY_GAUGE, "Upper", NULL,
 			       tally_labels_newv("A", "1", "b", "2", NULL), 1,
 			       0);
+	tally_batch_add_metric(b, TALLY_COUNTER, "reqs", NULL, NULL, 7, 0);
 	recs = tally_batch_records(b);
 	rw_req_add(r, &recs[0]);
+	rw_req_add(r, &recs[1]);
 	ok(rw_req_finish(r, body, NULL) == 0, "second request");
 	wr = decode(body);
-	ok(wr && wr->n_timeseries == 1, "1 series");
+	ok(wr && wr->n_timeseries == 2, "2 series");
 	if (wr) {
 		is(labels_text(wr->timeseries[0]),
 		   "{A=1,__name__=Upper,b=2,instance=node7,site=x}",
 		   "an upper-case label name sorts before __name__");
+		is(labels_text(wr->timeseries[1]),
+		   "{__name__=reqs_total,instance=node7,site=x}",
+		   "a counter ends in _total, as the prometheus output shows it");
 		prometheus__write_request__free_unpacked(wr, NULL);
 	}
 	rw_req_free(r);

@@ -40,6 +40,14 @@ enum rw_part {
 	PART_COUNT,	/* NAME_count */
 };
 
+static bool has_suffix(const char *s, size_t n, const char *sfx)
+{
+	size_t k = strlen(sfx);
+
+	/* a name that is only the suffix gets another, as store.c does */
+	return n > k && !strcmp(s + n - k, sfx);
+}
+
 static const char *const part_suffix[] = { "", "_bucket", "", "_sum",
 					   "_count" };
 
@@ -60,6 +68,7 @@ struct rw_series {
 	/* key */
 	const char *raw_name;		/* arena copy */
 	struct tally_labels *labels;	/* a reference */
+	enum tally_metric_type type;
 	enum rw_part part;
 	double bound;
 	/* value */
@@ -218,6 +227,7 @@ static int series_labels(struct rw_req *r, struct rw_series *s)
 	char buf[TALLY_EXPO_DOUBLE_MAX];
 	const char *sfx = part_suffix[s->part];
 	size_t len;
+	bool total, info;
 	char *name;
 
 	if (grow((void **)&r->merged, &r->merged_cap, na + nb,
@@ -261,11 +271,18 @@ static int series_labels(struct rw_req *r, struct rw_series *s)
 		r->lab[k++].value = v;
 	}
 	len = tally_expo_sanitize_metric_name(NULL, 0, s->raw_name);
-	name = arena_alloc(r, len + strlen(sfx) + 1);
+	name = arena_alloc(r, len + strlen(sfx) + sizeof("_total"));
 	if (!name)
 		return -1;
 	tally_expo_sanitize_metric_name(name, len + 1, s->raw_name);
-	strcpy(name + len, sfx);
+	/*
+	 * The names the prometheus output shows for the same records (its
+	 * store.c): counters end in _total, info samples in _info, so a
+	 * series is called the same scraped or written
+	 */
+	total = s->type == TALLY_COUNTER && !has_suffix(name, len, "_total");
+	info = s->type == TALLY_INFO && !has_suffix(name, len, "_info");
+	strcpy(name + len, total ? "_total" : info ? "_info" : sfx);
 	r->lab[k].name = "__name__";
 	r->lab[k++].value = name;
 	if (s->part == PART_BUCKET || s->part == PART_QUANTILE) {
@@ -295,10 +312,12 @@ static int series_labels(struct rw_req *r, struct rw_series *s)
 }
 
 static uint64_t series_hash(const char *raw, const struct tally_labels *ls,
-			    enum rw_part part, double bound)
+			    enum tally_metric_type type, enum rw_part part,
+			    double bound)
 {
 	uint64_t h = tally_hash_str(tally_labels_hash(ls), raw);
 
+	h = tally_hash_bytes(h, &type, sizeof(type));
 	h = tally_hash_bytes(h, &part, sizeof(part));
 	h = tally_hash_bytes(h, &bound, sizeof(bound));
 	return tally_hash_mix(h);
@@ -310,17 +329,18 @@ static uint64_t series_hash(const char *raw, const struct tally_labels *ls,
  * EEXIST when its label names collide.
  */
 static struct rw_series *series_get(struct rw_req *r, const char *raw,
-				    struct tally_labels *ls, enum rw_part part,
+				    struct tally_labels *ls,
+				    enum tally_metric_type type, enum rw_part part,
 				    double bound)
 {
-	uint64_t h = series_hash(raw, ls, part, bound);
+	uint64_t h = series_hash(raw, ls, type, part, bound);
 	struct tally_hnode *p;
 	struct rw_series *s;
 	int rc;
 
 	tally_htable_for_each_hash(&r->index, h, p) {
 		s = tally_container_of(p, struct rw_series, node);
-		if (s->labels == ls && s->part == part &&
+		if (s->labels == ls && s->part == part && s->type == type &&
 		    (s->bound == bound || (isnan(bound) && isnan(s->bound))) &&
 		    !strcmp(s->raw_name, raw))
 			return s;
@@ -334,6 +354,7 @@ static struct rw_series *series_get(struct rw_req *r, const char *raw,
 	prometheus__time_series__init(&s->ts);
 	s->raw_name = arena_strndup(r, raw, strlen(raw));
 	s->labels = ls;
+	s->type = type;
 	s->part = part;
 	s->bound = bound;
 	if (!s->raw_name)
@@ -362,11 +383,12 @@ out_nomem:
 	return NULL;
 }
 
-static int sample_add(struct rw_req *r, const char *raw,
-		      struct tally_labels *ls, enum rw_part part, double bound,
-		      double value, int64_t ts_ms)
+static int sample_add(struct rw_req *r, const struct tally_metric *m,
+		      enum rw_part part, double bound, double value,
+		      int64_t ts_ms)
 {
-	struct rw_series *s = series_get(r, raw, ls, part, bound);
+	struct rw_series *s =
+		series_get(r, m->name, m->labels, m->type, part, bound);
 	struct rw_sample *x;
 
 	if (!s)
@@ -409,25 +431,25 @@ int rw_req_add(struct rw_req *r, const struct tally_record *rec)
 	switch (m->type) {
 	case TALLY_HISTOGRAM:
 		for (size_t i = 0; i < m->n && !rc; i++)
-			rc = sample_add(r, m->name, m->labels, PART_BUCKET,
+			rc = sample_add(r, m, PART_BUCKET,
 					m->buckets[i].le,
 					(double)m->buckets[i].count, ms);
 		goto sum_count;
 	case TALLY_SUMMARY:
 		for (size_t i = 0; i < m->n && !rc; i++)
-			rc = sample_add(r, m->name, m->labels, PART_QUANTILE,
+			rc = sample_add(r, m, PART_QUANTILE,
 					m->quantiles[i].q,
 					m->quantiles[i].value, ms);
 sum_count:
 		if (!rc)
-			rc = sample_add(r, m->name, m->labels, PART_SUM, 0,
+			rc = sample_add(r, m, PART_SUM, 0,
 					m->sum, ms);
 		if (!rc)
-			rc = sample_add(r, m->name, m->labels, PART_COUNT, 0,
+			rc = sample_add(r, m, PART_COUNT, 0,
 					(double)m->count, ms);
 		break;
 	default:
-		rc = sample_add(r, m->name, m->labels, PART_VALUE, 0, m->value,
+		rc = sample_add(r, m, PART_VALUE, 0, m->value,
 				ms);
 		break;
 	}

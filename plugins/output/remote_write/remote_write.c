@@ -6,7 +6,8 @@
  * Records become one request in the making (encode.c: series and samples,
  * packed as a protobuf WriteRequest and snappy-compressed when it goes);
  * the request goes out when it holds batch_size samples or has waited
- * flush_interval seconds, through the core's HTTP client (tally/http.h:
+ * flush_interval seconds, through the core's batcher and HTTP client
+ * (tally/http.h:
  * keep-alive, one request at a time so that per-series order holds,
  * retries with a capped backoff on connection errors, 5xx and 429, a
  * 429's or 503's Retry-After honoured). While a request is out (the server
@@ -43,14 +44,10 @@ struct remote_write {
 
 	/* run */
 	struct tally_instance *inst;
-	struct tally_http_client *http;
+	struct tally_http_batch *batch;	/* the core's batching and client */
 	char path[sizeof(((struct tally_http_url *)0)->prefix)];
-	struct rw_req *req;
+	struct rw_req *req;		/* the request being built */
 	struct rw_drops counted; /* the request's drops already reported */
-	size_t inflight;	/* samples of the request out */
-	struct event *flush_ev;
-	bool flush_due;		/* the interval passed while a request ran */
-	bool blocked;		/* write() said EAGAIN: call ready() later */
 };
 
 /*
@@ -111,129 +108,37 @@ static void rw_count(struct remote_write *d)
 	*c = *r;
 }
 
-/* Tell the core what waits here, so that shutdown waits for it. */
-static void rw_held(struct remote_write *d)
-{
-	tally_output_held(d->inst, rw_req_samples(d->req) + d->inflight);
-}
-
-static void rw_done(void *arg, const struct tally_http_result *res);
-
-/* Send the request being built, if it has samples and none is out. */
-static void rw_send(struct remote_write *d)
-{
-	static const struct tally_http_header h[] = {
-		{ "Content-Encoding", "snappy" },
-		{ "Content-Type", "application/x-protobuf" },
-		{ "X-Prometheus-Remote-Write-Version", "0.1.0" },
-	};
-	size_t n = rw_req_samples(d->req);
-	struct evbuffer *body;
-
-	if (!n || tally_http_client_busy(d->http))
-		return;
-	event_del(d->flush_ev);
-	d->flush_due = false;
-	body = evbuffer_new();
-	if (!body || rw_req_finish(d->req, body, NULL) < 0)
-		goto out_drop;
-	d->inflight = n;
-	if (tally_http_client_request(d->http, "POST", d->path, h,
-				      sizeof(h) / sizeof(h[0]), body, rw_done,
-				      d) < 0) {
-		tally_count_drop(d->inst, "nomem", n);
-		d->inflight = 0;
-	}
-	evbuffer_free(body);
-	rw_held(d);
-	return;
-
-out_drop:
-	if (body)
-		evbuffer_free(body);
-	tally_count_drop(d->inst, "nomem", n);
-	rw_req_clear(d->req);
-	rw_held(d);
-}
-
-static void rw_done(void *arg, const struct tally_http_result *res)
-{
-	struct remote_write *d = arg;
-	size_t n = d->inflight;
-
-	d->inflight = 0;
-	switch (res->outcome) {
-	case TALLY_HTTP_OK:
-		tally_count_event(d->inst, "samples_written", n);
-		break;
-	case TALLY_HTTP_REJECTED:
-		tally_log(d->inst, LOG_ERR,
-			  "write refused (HTTP %d): %s; %zu samples dropped, "
-			  "not retried",
-			  res->status, res->body, n);
-		tally_count_drop(d->inst, "rejected", n);
-		break;
-	case TALLY_HTTP_GAVE_UP:
-		tally_log(d->inst, LOG_ERR,
-			  "write failed %u times (%s): %zu samples dropped",
-			  res->attempts, res->error, n);
-		tally_count_drop(d->inst, "gave_up", n);
-		break;
-	}
-	if (rw_req_samples(d->req) >= (size_t)d->batch_size || d->flush_due)
-		rw_send(d);
-	rw_held(d);
-	if (d->blocked && rw_req_samples(d->req) < (size_t)d->batch_size) {
-		d->blocked = false;
-		tally_output_ready(d->inst);
-	}
-}
-
-static void rw_flush_timer(evutil_socket_t fd, short what, void *arg)
+/* The request built so far becomes the body (the batcher's take op). */
+static int rw_take(void *arg, struct evbuffer *body)
 {
 	struct remote_write *d = arg;
 
-	if (tally_http_client_busy(d->http))
-		d->flush_due = true;
-	else
-		rw_send(d);
+	if (rw_req_finish(d->req, body, NULL) < 0) {
+		rw_req_clear(d->req);
+		return -1;
+	}
+	return 0;
 }
+
+static const struct tally_http_batch_ops rw_batch_ops = {
+	.take = rw_take,
+};
 
 static int rw_write(struct tally_instance *inst, void *state,
 		    struct tally_batch *b)
 {
 	struct remote_write *d = state;
 	const struct tally_record *recs = tally_batch_records(b);
-	size_t n = tally_batch_count(b);
+	size_t n = tally_batch_count(b), before;
 
-	if (rw_req_samples(d->req) >= (size_t)d->batch_size) {
-		rw_send(d);
-		if (rw_req_samples(d->req) >= (size_t)d->batch_size) {
-			/* the server is slow or down: the core queues */
-			d->blocked = true;
-			errno = EAGAIN;
-			return -1;
-		}
-	}
+	if (tally_http_batch_room(d->batch) < 0)
+		return -1;
+	before = rw_req_samples(d->req);
 	for (size_t i = 0; i < n; i++)
 		if (rw_req_add(d->req, &recs[i]) < 0)
 			tally_count_drop(inst, "nomem", 1);
 	rw_count(d);
-	rw_held(d);
-	if (rw_req_samples(d->req) >= (size_t)d->batch_size) {
-		rw_send(d);
-	} else if (rw_req_samples(d->req) &&
-		   !evtimer_pending(d->flush_ev, NULL)) {
-		struct timeval tv = {
-			.tv_sec = (time_t)d->flush_interval,
-			.tv_usec = (suseconds_t)((d->flush_interval -
-						  (double)(time_t)
-							  d->flush_interval) *
-						 1e6),
-		};
-
-		evtimer_add(d->flush_ev, &tv);
-	}
+	tally_http_batch_added(d->batch, rw_req_samples(d->req) - before);
 	return 0;
 }
 
@@ -241,18 +146,31 @@ static int rw_flush(struct tally_instance *inst, void *state)
 {
 	struct remote_write *d = state;
 
-	rw_send(d);
-	tally_http_client_retry_now(d->http);
+	tally_http_batch_flush(d->batch);
 	return 0;
 }
 
 static int rw_init(struct tally_instance *inst, void *state)
 {
 	struct remote_write *d = state;
-	struct tally_http_opts o = {
+	static const struct tally_http_header h[] = {
+		{ "Content-Encoding", "snappy" },
+		{ "Content-Type", "application/x-protobuf" },
+		{ "X-Prometheus-Remote-Write-Version", "0.1.0" },
+	};
+	struct tally_http_opts ho = {
 		.timeout = d->timeout,
 		.backoff_max = d->backoff_max,
 		.max_attempts = (unsigned)d->max_attempts,
+	};
+	struct tally_http_batch_opts bo = {
+		.method = "POST",
+		.path = d->path,
+		.h = h,
+		.nh = sizeof(h) / sizeof(h[0]),
+		.batch_size = (size_t)d->batch_size,
+		.flush_interval = d->flush_interval,
+		.unit = "samples",
 	};
 	struct tally_http_url u;
 
@@ -260,32 +178,18 @@ static int rw_init(struct tally_instance *inst, void *state)
 	if (rw_url(d, &u, NULL, 0) < 0)
 		return -1;
 	d->req = rw_req_new(tally_output_labels(inst));
-	d->flush_ev = evtimer_new(tally_instance_base(inst), rw_flush_timer,
-				  d);
-	d->http = tally_http_client_new(inst, tally_instance_base(inst), &u,
-					&o);
-	if (!d->req || !d->flush_ev || !d->http) {
-		errno = ENOMEM;
+	if (!d->req)
 		return -1;
-	}
-	return 0;
+	d->batch = tally_http_batch_new(inst, tally_instance_base(inst), &u,
+					&ho, &bo, &rw_batch_ops, d);
+	return d->batch ? 0 : -1;
 }
 
 static void rw_fini(struct tally_instance *inst, void *state)
 {
 	struct remote_write *d = state;
-	size_t lost = d->req ? rw_req_samples(d->req) : 0;
 
-	if (d->http && tally_http_client_busy(d->http))
-		lost += d->inflight;
-	if (lost) {
-		tally_log(inst, LOG_WARNING,
-			  "stopping with %zu samples not delivered", lost);
-		tally_count_drop(inst, "undelivered_at_exit", lost);
-	}
-	tally_http_client_free(d->http);
-	if (d->flush_ev)
-		event_free(d->flush_ev);
+	tally_http_batch_free(d->batch);
 	rw_req_free(d->req);
 }
 

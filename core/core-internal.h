@@ -415,6 +415,7 @@ struct tally_instance {
 
 	/* outputs */
 	struct tally_outq q;
+	bool drain_flushed;	/* shutdown: flushed once its queue drained */
 	struct tally_labels *static_labels; /* tally_output_labels() */
 };
 

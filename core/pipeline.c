@@ -195,6 +195,24 @@ static void core_drain_check(evutil_socket_t fd, short what, void *arg)
 		core_finish(core);
 		return;
 	}
+	/*
+	 * An output whose queue is drained but that still holds records (a
+	 * request filling up, a state not pushed yet) is flushed now, once,
+	 * so that they go out while the loop runs rather than waiting for its
+	 * own timer, or for the deadline
+	 */
+	for (size_t i = 0; i < core->ninsts; i++) {
+		struct tally_instance *o = core->insts[i];
+
+		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->initialized &&
+		    o->plugin->output->flush && !o->q.len && o->q.held &&
+		    !o->drain_flushed) {
+			o->drain_flushed = true;
+			if (o->plugin->output->flush(o, o->state) < 0)
+				tally_log(o, LOG_WARNING, "flush failed: %s",
+					  strerror(errno));
+		}
+	}
 	event_base_once(core->base, -1, EV_TIMEOUT, core_drain_check, core,
 			&tv);
 }

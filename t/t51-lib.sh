@@ -19,6 +19,19 @@
 #	rw_dropped INSTANCE REASON
 #		tally_dropped_total of INSTANCE for REASON in the self
 #		metrics tallyd serves on 127.0.0.1:$prom (0 when none)
+#	pg_start
+#		Debian's prometheus-pushgateway on 127.0.0.1:$pgport (chosen
+#		here), persistence in the trash directory; waits until ready
+#	vm_start
+#		Debian's victoria-metrics on 127.0.0.1:$vmport (chosen here),
+#		storage in vm-data, queries see samples at once
+#		(-search.latencyOffset=0, no cache); waits until ready
+#	vm_export SELECTOR
+#		every sample VictoriaMetrics holds for SELECTOR, one line per
+#		series as rw_series_values prints them (/api/v1/export)
+#	vm_query EXPR
+#		the single value of an instant query to VictoriaMetrics, "none"
+#		when the result is not one value
 
 rw_require_plugin() {
 	test -f "$top_builddir/plugins/output/remote_write.la" && return 0
@@ -63,8 +76,58 @@ rw_dropped() {
 	self_count self.prom tally_dropped_total "$1" "reason=\"$2\""
 }
 
+PUSHGATEWAY=${PUSHGATEWAY:-/usr/bin/prometheus-pushgateway}
+VICTORIA_METRICS=${VICTORIA_METRICS:-/usr/bin/victoria-metrics}
+T51_PIDS=
+
+pg_start() {
+	pgport=$(free_port) &&
+	{ timeout 300 "$PUSHGATEWAY" --web.listen-address="127.0.0.1:$pgport" \
+		--persistence.file="$PWD/pushgateway.data" \
+		--log.level=warn >>pushgateway.log 2>&1 & } &&
+	T51_PIDS="$T51_PIDS $!" &&
+	wait_for "curl -sf http://127.0.0.1:$pgport/-/ready >/dev/null" 60
+}
+
+vm_start() {
+	vmport=$(free_port) &&
+	{ timeout 300 "$VICTORIA_METRICS" -httpListenAddr="127.0.0.1:$vmport" \
+		-storageDataPath="$PWD/vm-data" -retentionPeriod=100y \
+		-search.latencyOffset=0 -search.disableCache \
+		-loggerLevel=ERROR >>victoria-metrics.log 2>&1 & } &&
+	T51_PIDS="$T51_PIDS $!" &&
+	wait_for "curl -sf http://127.0.0.1:$vmport/health >/dev/null" 60
+}
+
+vm_export() {
+	curl -sS --max-time 10 --get --data-urlencode "match[]=$1" \
+		"http://127.0.0.1:$vmport/api/v1/export" >vme.json &&
+	"$PYTHON3" -c '
+import json
+rows = [json.loads(l) for l in open("vme.json") if l.strip()]
+for r in sorted(rows, key=lambda r: sorted(r["metric"].items())):
+    vals = [v for t, v in sorted(zip(r["timestamps"], r["values"]))]
+    print(json.dumps(r["metric"], sort_keys=True),
+          " ".join("%.17g" % v for v in vals))'
+}
+
+vm_query() {
+	curl -sS --max-time 10 --get --data-urlencode "query=$1" \
+		"http://127.0.0.1:$vmport/api/v1/query" >vmq.json &&
+	"$PYTHON3" -c '
+import json
+d = json.load(open("vmq.json"))
+r = d["data"]["result"] if d.get("status") == "success" else []
+print(r[0]["value"][1] if len(r) == 1 else "none")'
+}
+
 tally_t51_stop_all_() {
 	stop_prometheus
+	for tally_t51_p in $T51_PIDS; do
+		kill "$tally_t51_p" 2>/dev/null
+		wait "$tally_t51_p" 2>/dev/null
+	done
+	T51_PIDS=
 	return 0
 }
 cleanup tally_t51_stop_all_

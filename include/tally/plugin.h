@@ -204,7 +204,9 @@ struct tally_filter_ops {
  *         at the head of the output's bounded queue and retries after
  *         tally_output_ready() or a capped backoff; -1 with another errno
  *         drops the batch (counted).
- * @flush: push out anything buffered (called on shutdown and --once)
+ * @flush: push out anything buffered (called on shutdown and --once: once
+ *         the output's queue is drained if it still holds records, see
+ *         tally_output_held(), then when every output is done)
  * @fini:  release everything
  * @reopen: SIGHUP reached a running instance that the reload kept (or the
  *         reload was refused, and every instance stays): reopen files by

@@ -14,9 +14,10 @@
 #		data in prom-data, ARGS added to its command line) on
 #		127.0.0.1:$pport, in the background (pid in prom_pid),
 #		stopped when the test ends
-#	promq_one EXPR
-#		the single value of an instant query to it, "none" when the
-#		result is not one value
+#	promq_one EXPR [HOST:PORT]
+#		the single value of an instant query to it (or to the
+#		Prometheus query API at HOST:PORT: VictoriaMetrics), "none"
+#		when the result is not one value
 #	self_signed_cert NAME CN
 #		NAME.crt and NAME.key, self-signed for 127.0.0.1 and localhost
 #	clients MODE N SECONDS OUT [ARG]
@@ -71,7 +72,7 @@ stop_prometheus() {
 
 promq_one() {
 	curl -sS --max-time 10 --get --data-urlencode "query=$1" \
-		"http://127.0.0.1:$pport/api/v1/query" >q.json &&
+		"http://${2:-127.0.0.1:$pport}/api/v1/query" >q.json &&
 	"$PYTHON3" -c '
 import json
 d = json.load(open("q.json"))

@@ -112,13 +112,7 @@ for r in sorted(rows, key=lambda r: sorted(r["metric"].items())):
 }
 
 vm_query() {
-	curl -sS --max-time 10 --get --data-urlencode "query=$1" \
-		"http://127.0.0.1:$vmport/api/v1/query" >vmq.json &&
-	"$PYTHON3" -c '
-import json
-d = json.load(open("vmq.json"))
-r = d["data"]["result"] if d.get("status") == "success" else []
-print(r[0]["value"][1] if len(r) == 1 else "none")'
+	promq_one "$1" "127.0.0.1:$vmport"
 }
 
 tally_t51_stop_all_() {

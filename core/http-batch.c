@@ -34,12 +34,12 @@ struct tally_http_batch {
 	size_t batch_size;
 	struct timeval flush_tv;
 	char *unit;
-	char *written;		/* "<unit>_written" */
-	size_t pending;		/* items the output holds, not yet sent */
-	size_t inflight;	/* items of the request out */
+	char *written;	 /* "<unit>_written" */
+	size_t pending;	 /* items the output holds, not yet sent */
+	size_t inflight; /* items of the request out */
 	struct event *flush_ev;
-	bool flush_due;		/* the interval passed while a request ran */
-	bool blocked;		/* room() said EAGAIN: call ready() later */
+	bool flush_due; /* the interval passed while a request ran */
+	bool blocked;	/* room() said EAGAIN: call ready() later */
 };
 
 /* Tell the core what waits here, so that shutdown waits for it. */
@@ -186,8 +186,9 @@ tally_http_batch_new(struct tally_instance *inst, struct event_base *base,
 	b->arg = arg;
 	b->batch_size = o->batch_size;
 	b->flush_tv.tv_sec = (time_t)o->flush_interval;
-	b->flush_tv.tv_usec = (suseconds_t)((o->flush_interval -
-					     floor(o->flush_interval)) * 1e6);
+	b->flush_tv.tv_usec =
+		(suseconds_t)((o->flush_interval - floor(o->flush_interval)) *
+			      1e6);
 	b->method = strdup(o->method);
 	b->path = strdup(o->path);
 	b->unit = strdup(o->unit);

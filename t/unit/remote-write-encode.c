@@ -21,7 +21,8 @@
 #include "remote.pb-c.h"
 #include "tap.h"
 
-/* The body decoded, or NULL; free with prometheus__write_request__free_unpacked */
+/* The body decoded, or NULL; free with prometheus__write_request__free_unpacked
+ */
 static Prometheus__WriteRequest *decode(struct evbuffer *body)
 {
 	size_t len = evbuffer_get_length(body), rawlen;
@@ -58,10 +59,10 @@ int main(void)
 {
 	struct tally_labels *statics =
 		tally_labels_newv("instance", "node7", "site", "x", NULL);
-	struct tally_labels *a = tally_labels_newv("cpu", "0", "site", "own",
-						   "Zeta", "", NULL);
-	struct tally_labels *clash = tally_labels_newv("a.b", "1", "a_b", "2",
-						       NULL);
+	struct tally_labels *a =
+		tally_labels_newv("cpu", "0", "site", "own", "Zeta", "", NULL);
+	struct tally_labels *clash =
+		tally_labels_newv("a.b", "1", "a_b", "2", NULL);
 	struct tally_labels *bad = tally_labels_newv("v", "ok\xff", NULL);
 	struct tally_labels *le = tally_labels_newv("le", "5", NULL);
 	struct tally_bucket bk[] = { { 0.5, 3 }, { INFINITY, 4 } };
@@ -92,10 +93,12 @@ int main(void)
 	cmp_ok(rw_req_add(r, &recs[0]), "==", 1, "counter: one sample");
 	cmp_ok(rw_req_add(r, &recs[1]), "==", 1, "gauge: one sample");
 	cmp_ok(rw_req_add(r, &recs[2]), "==", 1, "counter again");
-	cmp_ok(rw_req_add(r, &recs[3]), "==", 4, "histogram: 2 buckets, sum, count");
+	cmp_ok(rw_req_add(r, &recs[3]), "==", 4,
+	       "histogram: 2 buckets, sum, count");
 	cmp_ok(rw_req_add(r, &recs[4]), "==", 0, "clashing labels: dropped");
 	cmp_ok(rw_req_add(r, &recs[5]), "==", 1, "bad UTF-8: repaired");
-	cmp_ok(rw_req_add(r, &recs[6]), "==", 0, "le label on a histogram: dropped");
+	cmp_ok(rw_req_add(r, &recs[6]), "==", 0,
+	       "le label on a histogram: dropped");
 	cmp_ok(rw_req_drops(r)->label_collision, "==", 2, "both counted");
 	cmp_ok(rw_req_samples(r), "==", 8, "8 samples");
 	cmp_ok(rw_req_series(r), "==", 7,
@@ -156,7 +159,8 @@ int main(void)
 		   "an upper-case label name sorts before __name__");
 		is(labels_text(wr->timeseries[1]),
 		   "{__name__=reqs_total,instance=node7,site=x}",
-		   "a counter ends in _total, as the prometheus output shows it");
+		   "a counter ends in _total, as the prometheus output shows "
+		   "it");
 		prometheus__write_request__free_unpacked(wr, NULL);
 	}
 	rw_req_free(r);

@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -44,9 +43,9 @@ enum push_api {
 struct push {
 	/* options */
 	char *url;
-	int api;		/* enum push_api */
+	int api; /* enum push_api */
 	char *job;
-	double interval;	/* seconds between pushes; 0: global.interval */
+	double interval; /* seconds between pushes; 0: global.interval */
 	double expire;
 	double timeout;
 	double backoff_max;
@@ -59,9 +58,9 @@ struct push {
 	char *path;
 	const char *method;
 	struct event *tick;
-	size_t inflight;	/* series of the page out */
-	uint64_t gen_sent;	/* store generation of the page out */
-	uint64_t gen_done;	/* store generation last pushed (or refused) */
+	size_t inflight;   /* series of the page out */
+	uint64_t gen_sent; /* store generation of the page out */
+	uint64_t gen_done; /* store generation last pushed (or refused) */
 };
 
 static const char *const push_apis[] = { "pushgateway", "victoriametrics",
@@ -69,24 +68,8 @@ static const char *const push_apis[] = { "pushgateway", "victoriametrics",
 
 /* As the prometheus output: a series lives this many producer intervals
  * without update unless expire is set; event-driven series 5 minutes. */
-#define PUSH_EXPIRE_INTERVALS 3.0
+#define PUSH_EXPIRE_INTERVALS	  3.0
 #define PUSH_EVENT_EXPIRE_SECONDS 300.0
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int push_check(struct tally_instance *inst, void *state)
 {
@@ -215,8 +198,8 @@ static void push_send(struct push *p)
 	}
 	body = evbuffer_new();
 	if (!body ||
-	    prom_store_render(p->store, body, PROM_FMT_TEXT, mono_ns(),
-			      real_ns()) < 0)
+	    prom_store_render(p->store, body, PROM_FMT_TEXT,
+			      tally_monotonic_ns(), tally_now_ns()) < 0)
 		goto out_nomem;
 	p->inflight = prom_store_series(p->store);
 	p->gen_sent = prom_store_generation(p->store);
@@ -246,7 +229,7 @@ static int push_write(struct tally_instance *inst, void *state,
 	struct push *p = state;
 
 	/* what the store cannot take it drops and counts, by reason */
-	prom_store_apply(p->store, b, mono_ns());
+	prom_store_apply(p->store, b, tally_monotonic_ns());
 	push_held(p);
 	return 0;
 }
@@ -280,8 +263,8 @@ static int push_init(struct tally_instance *inst, void *state)
 		.timeout = p->timeout,
 		.backoff_max = p->backoff_max,
 	};
-	double iv = p->interval > 0 ? p->interval
-				    : tally_instance_interval(inst);
+	double iv =
+		p->interval > 0 ? p->interval : tally_instance_interval(inst);
 	struct timeval tv = {
 		.tv_sec = (time_t)iv,
 		.tv_usec = (suseconds_t)((iv - (double)(time_t)iv) * 1e6),
@@ -339,12 +322,11 @@ static const struct tally_option push_options[] = {
 			   "a series not updated for this long leaves the "
 			   "page (0: 3 intervals of its input, 5 minutes for "
 			   "event-driven inputs)"),
-	TALLY_OPT_DURATION("timeout", struct push, timeout, "10s", 0.001,
-			   3600,
+	TALLY_OPT_DURATION("timeout", struct push, timeout, "10s", 0.001, 3600,
 			   "a request without progress for this long fails "
 			   "(and is retried)"),
-	TALLY_OPT_DURATION("backoff_max", struct push, backoff_max, "5s",
-			   0.001, 3600,
+	TALLY_OPT_DURATION("backoff_max", struct push, backoff_max, "5s", 0.001,
+			   3600,
 			   "cap of the exponential backoff between retries"),
 	TALLY_OPT_INT("max_series", struct push, max_series, "200000", 1,
 		      100000000,

@@ -33,11 +33,11 @@
 
 /* Which sample of a record a series carries. */
 enum rw_part {
-	PART_VALUE,	/* NAME */
-	PART_BUCKET,	/* NAME_bucket{le} */
-	PART_QUANTILE,	/* NAME{quantile} */
-	PART_SUM,	/* NAME_sum */
-	PART_COUNT,	/* NAME_count */
+	PART_VALUE,    /* NAME */
+	PART_BUCKET,   /* NAME_bucket{le} */
+	PART_QUANTILE, /* NAME{quantile} */
+	PART_SUM,      /* NAME_sum */
+	PART_COUNT,    /* NAME_count */
 };
 
 static bool has_suffix(const char *s, size_t n, const char *sfx)
@@ -66,28 +66,28 @@ struct rw_sample {
 struct rw_series {
 	struct tally_hnode node;
 	/* key */
-	const char *raw_name;		/* arena copy */
-	struct tally_labels *labels;	/* a reference */
+	const char *raw_name;	     /* arena copy */
+	struct tally_labels *labels; /* a reference */
 	enum tally_metric_type type;
 	enum rw_part part;
 	double bound;
 	/* value */
 	Prometheus__TimeSeries ts;
 	struct rw_sample *first, *last;
-	struct rw_series *next;		/* in the order first seen */
+	struct rw_series *next; /* in the order first seen */
 };
 
 struct rw_req {
 	const struct tally_labels *statics;
-	struct rw_chunk *chunks;	/* the current chunk first */
-	struct rw_chunk *spare;		/* rewound chunks, reused */
+	struct rw_chunk *chunks; /* the current chunk first */
+	struct rw_chunk *spare;	 /* rewound chunks, reused */
 	struct tally_htable index;
 	struct rw_series *first, *last;
 	size_t nseries;
 	size_t nsamples;
-	struct tally_label *merged;	/* scratch: a record's labels */
+	struct tally_label *merged; /* scratch: a record's labels */
 	size_t merged_cap;
-	Prometheus__Label *lab;		/* scratch: a series' labels */
+	Prometheus__Label *lab; /* scratch: a series' labels */
 	size_t lab_cap;
 	struct rw_drops drops;
 };
@@ -232,8 +232,8 @@ static int series_labels(struct rw_req *r, struct rw_series *s)
 
 	if (grow((void **)&r->merged, &r->merged_cap, na + nb,
 		 sizeof(*r->merged)) < 0 ||
-	    grow((void **)&r->lab, &r->lab_cap, na + nb + 2,
-		 sizeof(*r->lab)) < 0)
+	    grow((void **)&r->lab, &r->lab_cap, na + nb + 2, sizeof(*r->lab)) <
+		    0)
 		return -1;
 	n = tally_label_merge(tally_labels_pairs(s->labels), na,
 			      st ? tally_labels_pairs(st) : NULL, nb,
@@ -330,15 +330,16 @@ static uint64_t series_hash(const char *raw, const struct tally_labels *ls,
  */
 static struct rw_series *series_get(struct rw_req *r, const char *raw,
 				    struct tally_labels *ls,
-				    enum tally_metric_type type, enum rw_part part,
-				    double bound)
+				    enum tally_metric_type type,
+				    enum rw_part part, double bound)
 {
 	uint64_t h = series_hash(raw, ls, type, part, bound);
 	struct tally_hnode *p;
 	struct rw_series *s;
 	int rc;
 
-	tally_htable_for_each_hash(&r->index, h, p) {
+	tally_htable_for_each_hash(&r->index, h, p)
+	{
 		s = tally_container_of(p, struct rw_series, node);
 		if (s->labels == ls && s->part == part && s->type == type &&
 		    (s->bound == bound || (isnan(bound) && isnan(s->bound))) &&
@@ -431,26 +432,22 @@ int rw_req_add(struct rw_req *r, const struct tally_record *rec)
 	switch (m->type) {
 	case TALLY_HISTOGRAM:
 		for (size_t i = 0; i < m->n && !rc; i++)
-			rc = sample_add(r, m, PART_BUCKET,
-					m->buckets[i].le,
+			rc = sample_add(r, m, PART_BUCKET, m->buckets[i].le,
 					(double)m->buckets[i].count, ms);
 		goto sum_count;
 	case TALLY_SUMMARY:
 		for (size_t i = 0; i < m->n && !rc; i++)
-			rc = sample_add(r, m, PART_QUANTILE,
-					m->quantiles[i].q,
+			rc = sample_add(r, m, PART_QUANTILE, m->quantiles[i].q,
 					m->quantiles[i].value, ms);
-sum_count:
+	sum_count:
 		if (!rc)
-			rc = sample_add(r, m, PART_SUM, 0,
-					m->sum, ms);
+			rc = sample_add(r, m, PART_SUM, 0, m->sum, ms);
 		if (!rc)
-			rc = sample_add(r, m, PART_COUNT, 0,
-					(double)m->count, ms);
+			rc = sample_add(r, m, PART_COUNT, 0, (double)m->count,
+					ms);
 		break;
 	default:
-		rc = sample_add(r, m, PART_VALUE, 0, m->value,
-				ms);
+		rc = sample_add(r, m, PART_VALUE, 0, m->value, ms);
 		break;
 	}
 	if (rc < 0 && errno == EEXIST) {

@@ -36,17 +36,17 @@
 struct remote_write {
 	/* options */
 	char *url;
-	int64_t batch_size;	/* samples per request */
-	double flush_interval;	/* seconds a sample may wait for its batch */
+	int64_t batch_size;    /* samples per request */
+	double flush_interval; /* seconds a sample may wait for its batch */
 	double timeout;
 	double backoff_max;
 	int64_t max_attempts;
 
 	/* run */
 	struct tally_instance *inst;
-	struct tally_http_batch *batch;	/* the core's batching and client */
+	struct tally_http_batch *batch; /* the core's batching and client */
 	char path[sizeof(((struct tally_http_url *)0)->prefix)];
-	struct rw_req *req;		/* the request being built */
+	struct rw_req *req;	 /* the request being built */
 	struct rw_drops counted; /* the request's drops already reported */
 };
 
@@ -95,10 +95,11 @@ static void rw_count(struct remote_write *d)
 	}
 	if (r->label_collision != c->label_collision) {
 		if (!c->label_collision)
-			tally_log(d->inst, LOG_WARNING,
-				  "a series whose label names clash once "
-				  "sanitized (or with le, quantile) is dropped, "
-				  "counted (reason label_collision)");
+			tally_log(
+				d->inst, LOG_WARNING,
+				"a series whose label names clash once "
+				"sanitized (or with le, quantile) is dropped, "
+				"counted (reason label_collision)");
 		tally_count_drop(d->inst, "label_collision",
 				 r->label_collision - c->label_collision);
 	}
@@ -211,8 +212,8 @@ static const struct tally_option rw_options[] = {
 			   "5s", 0.001, 3600,
 			   "cap of the exponential backoff between retries "
 			   "(Prometheus' own default: 5s)"),
-	TALLY_OPT_INT("max_attempts", struct remote_write, max_attempts, "0",
-		      0, 1000000,
+	TALLY_OPT_INT("max_attempts", struct remote_write, max_attempts, "0", 0,
+		      1000000,
 		      "attempts per request on connection errors, 5xx and 429 "
 		      "before it is dropped, counted (0: until it is "
 		      "delivered; the queue in front bounds what waits)"),

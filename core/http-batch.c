@@ -3,15 +3,18 @@
  * core/http-batch.c - batching for push outputs over the HTTP client
  * (tally/http.h): when a request goes, what becomes of its items
  *
- * The output keeps its pending items in its own form and says how many
- * it added; this keeps the count, the flush timer, the request in flight
- * and the core's output queue informed (EAGAIN when full, ready when not,
- * held for shutdown). Loop thread only.
+ * The output keeps its items in its own forms (pending, being delivered)
+ * and says how many it added; this keeps the counts, the flush timer, the
+ * request in flight, the split of a request the server finds too large,
+ * the batches held for a reload's successor (tally_output_hold) and the
+ * core's output queue informed (EAGAIN when full, ready when not, held
+ * for shutdown). Loop thread only.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,9 +37,13 @@ struct tally_http_batch {
 	size_t batch_size;
 	struct timeval flush_tv;
 	char *unit;
-	char *written;	 /* "<unit>_written" */
-	size_t pending;	 /* items the output holds, not yet sent */
-	size_t inflight; /* items of the request out */
+	char *item;
+	char *written;	  /* "<unit>_written" */
+	size_t pending;	  /* items in the output's pending form */
+	size_t out;	  /* items being delivered (the output's out form) */
+	size_t inflight;  /* the first of them, in the request out */
+	size_t chunk_max; /* items per request, halved on each too large */
+	struct tally_log_limit refused_log, gave_up_log, nomem_log;
 	struct event *flush_ev;
 	bool flush_due; /* the interval passed while a request ran */
 	bool blocked;	/* room() said EAGAIN: call ready() later */
@@ -45,41 +52,62 @@ struct tally_http_batch {
 /* Tell the core what waits here, so that shutdown waits for it. */
 static void batch_held(struct tally_http_batch *b)
 {
-	tally_output_held(b->inst, b->pending + b->inflight);
+	tally_output_held(b->inst, b->pending + b->out);
+}
+
+/* The first @n items being delivered are done (written, or dropped and
+ * counted). */
+static void batch_advance(struct tally_http_batch *b, size_t n)
+{
+	b->ops->advance(b->arg, n);
+	tally_output_release(b->inst, n);
+	b->out -= n;
+	b->inflight = 0;
 }
 
 static void batch_done(void *arg, const struct tally_http_result *res);
 
-/* Send the pending items, if any and if no request is out. */
+/*
+ * Send the next request, if no request is out: the rest of what is being
+ * delivered, or else the pending items (sealed into the out form). The
+ * out form keeps the items until their request has ended, so that a
+ * request the server finds too large goes again in halves.
+ */
 static void batch_send(struct tally_http_batch *b)
 {
 	struct evbuffer *body;
-	size_t n = b->pending;
+	size_t k;
 
-	if (!n || tally_http_client_busy(b->http))
+	if (tally_http_client_busy(b->http))
 		return;
-	event_del(b->flush_ev);
-	b->flush_due = false;
-	b->pending = 0;
+	if (!b->out) {
+		if (!b->pending)
+			return;
+		event_del(b->flush_ev);
+		b->flush_due = false;
+		b->ops->seal(b->arg);
+		b->out = b->pending;
+		b->pending = 0;
+		b->chunk_max = SIZE_MAX;
+	}
+	k = b->out < b->chunk_max ? b->out : b->chunk_max;
+	b->inflight = k;
 	body = evbuffer_new();
-	if (!body || b->ops->take(b->arg, body) < 0)
-		goto out_drop;
-	b->inflight = n;
-	if (tally_http_client_request(b->http, b->method, b->path, b->h, b->nh,
+	if (!body || b->ops->body(b->arg, k, body) < 0 ||
+	    tally_http_client_request(b->http, b->method, b->path, b->h, b->nh,
 				      body, batch_done, b) < 0) {
-		b->inflight = 0;
-		goto out_drop;
+		if (body)
+			evbuffer_free(body);
+		k = b->out;
+		tally_log_limited(&b->nomem_log, 60, b->inst, LOG_ERR,
+				  "no memory for a request: %zu %s dropped", k,
+				  b->unit);
+		tally_count_drop(b->inst, "nomem", k);
+		batch_advance(b, k);
+		batch_held(b);
+		return;
 	}
 	evbuffer_free(body);
-	batch_held(b);
-	return;
-
-out_drop:
-	if (body)
-		evbuffer_free(body);
-	tally_log(b->inst, LOG_ERR, "no memory for a request: %zu %s dropped",
-		  n, b->unit);
-	tally_count_drop(b->inst, "nomem", n);
 	batch_held(b);
 }
 
@@ -88,30 +116,47 @@ static void batch_done(void *arg, const struct tally_http_result *res)
 	struct tally_http_batch *b = arg;
 	size_t n = b->inflight;
 
-	b->inflight = 0;
+	if (res->outcome == TALLY_HTTP_REJECTED && res->too_large && n > 1) {
+		/* the same items again in halves (Telegraf does) */
+		b->chunk_max = n / 2;
+		b->inflight = 0;
+		tally_log_limited(&b->refused_log, 60, b->inst, LOG_WARNING,
+				  "request of %zu %s too large for the server "
+				  "(%s): sending them in requests of %zu",
+				  n, b->unit, res->error, b->chunk_max);
+		batch_send(b);
+		return;
+	}
+	batch_advance(b, n);
 	switch (res->outcome) {
 	case TALLY_HTTP_OK:
 		tally_count_event(b->inst, b->written, n);
 		break;
 	case TALLY_HTTP_REJECTED:
-		if (b->ops->rejected) {
-			b->ops->rejected(b->arg, res, n);
-			break;
+		if (res->too_large) {
+			tally_log_limited(&b->refused_log, 60, b->inst, LOG_ERR,
+					  "a single %s too large for the "
+					  "server (%s): dropped",
+					  b->item, res->error);
+			tally_count_drop(b->inst, "too_large", n);
+		} else if (!b->ops->rejected ||
+			   b->ops->rejected(b->arg, res, n) < 0) {
+			tally_log_limited(&b->refused_log, 60, b->inst, LOG_ERR,
+					  "write refused (HTTP %d): %s; %zu %s "
+					  "dropped, not retried",
+					  res->status, res->message, n,
+					  b->unit);
+			tally_count_drop(b->inst, "rejected", n);
 		}
-		tally_log(b->inst, LOG_ERR,
-			  "write refused (HTTP %d): %s; %zu %s dropped, not "
-			  "retried",
-			  res->status, res->body, n, b->unit);
-		tally_count_drop(b->inst, "rejected", n);
 		break;
 	case TALLY_HTTP_GAVE_UP:
-		tally_log(b->inst, LOG_ERR,
-			  "write failed %u times (%s): %zu %s dropped",
-			  res->attempts, res->error, n, b->unit);
+		tally_log_limited(&b->gave_up_log, 60, b->inst, LOG_ERR,
+				  "write failed %u times (%s): %zu %s dropped",
+				  res->attempts, res->error, n, b->unit);
 		tally_count_drop(b->inst, "gave_up", n);
 		break;
 	}
-	if (b->pending >= b->batch_size || b->flush_due)
+	if (b->out || b->pending >= b->batch_size || b->flush_due)
 		batch_send(b);
 	batch_held(b);
 	if (b->blocked && b->pending < b->batch_size) {
@@ -143,25 +188,28 @@ int tally_http_batch_room(struct tally_http_batch *b)
 	return -1;
 }
 
-void tally_http_batch_added(struct tally_http_batch *b, size_t n)
+int tally_http_batch_added(struct tally_http_batch *b, struct tally_batch *tb,
+			   size_t n)
 {
+	if (!n)
+		return 0;
+	/* the batch stays with the core until its items are delivered, so
+	 * that a reload hands it to the successor */
+	if (tally_output_hold(b->inst, tb, n) < 0)
+		return -1;
 	b->pending += n;
 	batch_held(b);
 	if (b->pending >= b->batch_size)
 		batch_send(b);
-	else if (b->pending && !evtimer_pending(b->flush_ev, NULL))
+	else if (!evtimer_pending(b->flush_ev, NULL))
 		evtimer_add(b->flush_ev, &b->flush_tv);
+	return 0;
 }
 
 void tally_http_batch_flush(struct tally_http_batch *b)
 {
 	batch_send(b);
 	tally_http_client_retry_now(b->http);
-}
-
-size_t tally_http_batch_pending(const struct tally_http_batch *b)
-{
-	return b->pending;
 }
 
 struct tally_http_batch *
@@ -192,10 +240,11 @@ tally_http_batch_new(struct tally_instance *inst, struct event_base *base,
 	b->method = strdup(o->method);
 	b->path = strdup(o->path);
 	b->unit = strdup(o->unit);
+	b->item = strdup(o->item);
 	ulen = strlen(o->unit) + sizeof("_written");
 	b->written = malloc(ulen);
 	b->h = o->nh ? calloc(o->nh, sizeof(*b->h)) : NULL;
-	if (!b->method || !b->path || !b->unit || !b->written ||
+	if (!b->method || !b->path || !b->unit || !b->item || !b->written ||
 	    (o->nh && !b->h))
 		goto out_free;
 	strcpy(b->written, o->unit);
@@ -227,10 +276,14 @@ void tally_http_batch_free(struct tally_http_batch *b)
 
 	if (!b)
 		return;
-	lost = b->pending;
-	if (b->http && tally_http_client_busy(b->http))
-		lost += b->inflight;
-	if (lost) {
+	lost = b->pending + b->out;
+	if (lost && tally_output_handed_over(b->inst)) {
+		/* a reload: the core has their batches, for the successor */
+		tally_log(b->inst, LOG_INFO,
+			  "replaced: %zu %s not delivered yet go to the "
+			  "successor with their batches",
+			  lost, b->unit);
+	} else if (lost) {
 		tally_log(b->inst, LOG_WARNING,
 			  "stopping with %zu %s not delivered", lost, b->unit);
 		tally_count_drop(b->inst, "undelivered_at_exit", lost);
@@ -246,6 +299,7 @@ void tally_http_batch_free(struct tally_http_batch *b)
 	free(b->method);
 	free(b->path);
 	free(b->unit);
+	free(b->item);
 	free(b->written);
 	free(b);
 }

@@ -16,6 +16,14 @@ require_cmd "$PUSHGATEWAY" "prometheus-pushgateway not installed (Debian package
 HOST=$(hostname)
 READS=20
 
+# rejected_pg OP N: the self input has shown pg's rejected drops (the
+# self input lags the log line); leaves them in self.prom
+rejected_pg() {
+	curl -sf "http://127.0.0.1:$prom/metrics" >self.prom &&
+	test "$(self_count self.prom tally_dropped_total pg \
+		"reason=\"rejected\"")" "$@"
+}
+
 test_expect_success 'start the Pushgateway' '
 	pg_start
 '
@@ -96,8 +104,7 @@ test_expect_success 'a page the Pushgateway refuses: logged with its message, co
 	EOF
 	start_tallyd bad.conf &&
 	wait_for "grep -q \"push refused (HTTP 400): pushed metrics are invalid or inconsistent\" tallyd.log" 30 &&
-	curl -sf "http://127.0.0.1:$prom/metrics" >self.prom &&
-	test "$(self_count self.prom tally_dropped_total pg "reason=\"rejected\"")" -ge 1 &&
+	wait_for "rejected_pg -ge 1" &&
 	test "$(self_count self.prom tally_events_total pg "event=\"http_retries\"")" -eq 0 &&
 	stop_tallyd
 '

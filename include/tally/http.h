@@ -348,44 +348,68 @@ int tally_http_gzip(struct evbuffer *src, struct evbuffer *dst, int level);
 
 /*
  * Batching push outputs (influxdb, remote_write) on top of a client: what
- * an output renders waits in its own pending form (line protocol text, a
- * remote write request in the making); the batcher decides when it goes
- * out and what happens to it:
- *   - a request goes when batch_size items are pending, or when the
- *     oldest pending item has waited flush_interval seconds; one request
- *     at a time (the client's rule), the next one filling meanwhile;
+ * an output renders waits in its own forms (line protocol text, a remote
+ * write request in the making); the batcher decides when it goes out and
+ * what happens to it:
+ *   - items are added to the output's pending form; a request goes when
+ *     batch_size items are pending, or when the oldest pending item has
+ *     waited flush_interval seconds: the pending form is then sealed into
+ *     the out form (the seal op), which keeps the items until they are
+ *     delivered or dropped, while the pending form fills again. One
+ *     request at a time (the client's rule): per-series order holds;
+ *   - a request the server refuses as too large (413, or a close right
+ *     after a large body: tally_http_result.too_large) goes again in
+ *     halves, down to one item; a single item too large is dropped,
+ *     counted as "too_large" (Telegraf does the same);
  *   - while a request is out (a server down retries it with backoff) and
  *     batch_size items are pending again, tally_http_batch_room() says
  *     EAGAIN: the output's write() returns it, and the core's bounded
  *     queue in front holds further batches (its overflow drops the oldest,
  *     counted as queue_full); tally_output_ready() once there is room;
+ *   - every batch whose items were added is held (tally_output_hold())
+ *     until its items are delivered or dropped: a reload that replaces
+ *     the output hands them to its successor, and tally_http_batch_free()
+ *     then counts nothing of them;
  *   - outcomes are counted for the instance: items of a 2xx request as
  *     tally_count_event() "<unit>_written"; a rejection (4xx but 429) is
- *     logged with the server's message and its items dropped as
- *     "rejected" (or handled by the output's rejected op); a request given
- *     up after max_attempts as "gave_up"; a request that could not be
- *     made as "nomem"; what is left at free as "undelivered_at_exit";
- *   - tally_output_held() always says how many items are pending or in
- *     flight, so that shutdown waits for them.
+ *     logged (at most once a minute) with the server's message and its
+ *     items dropped as "rejected" (unless the output's rejected op handled
+ *     it); a request given up after max_attempts as "gave_up"; a request
+ *     that could not be made as "nomem"; what is left at free as
+ *     "undelivered_at_exit";
+ *   - tally_output_held() always says how many items are pending or being
+ *     delivered, so that shutdown waits for them.
  * Loop thread only.
  */
 
 /**
  * struct tally_http_batch_ops - what a batching output does for the batcher
- * @take:     move everything pending into @body (empty on entry), the
- *            next request's body; the output's pending form is empty
- *            afterwards. Return 0, or -1 with errno = ENOMEM: the pending
- *            items are dropped by the output and counted by the batcher
- *            ("nomem")
+ *
+ * The output keeps two forms of its items: pending (tally_http_batch_added()
+ * counted them) and out (being delivered, in the order added).
+ * @seal:     move every pending item into the out form, which is empty on
+ *            entry (swapping two buffers, say); the pending form is empty
+ *            afterwards. Cannot fail
+ * @body:     append to @body (empty on entry) the request body of the
+ *            first @k items of the out form (1 <= @k <= those there);
+ *            the items stay in the out form. The bytes may be referenced
+ *            rather than copied (evbuffer_add_reference()): they must then
+ *            stay until @advance drops them. Return 0, or -1 with errno =
+ *            ENOMEM: the batcher drops the whole out form (@advance),
+ *            counted as "nomem"
+ * @advance:  the first @k items of the out form are done with (delivered,
+ *            or dropped and counted): forget them
  * @rejected: optional: a request of @n items got a final non-2xx answer
- *            (TALLY_HTTP_REJECTED, @r): log and count it (influxdb's
- *            partial writes). NULL: logged with the server's message,
- *            dropped and counted as "rejected"
+ *            that is not "too large" (TALLY_HTTP_REJECTED, @r): return 0
+ *            if the output logged and counted it (influxdb's partial
+ *            writes), -1 to leave it to the batcher ("rejected")
  */
 struct tally_http_batch_ops {
-	int (*take)(void *arg, struct evbuffer *body);
-	void (*rejected)(void *arg, const struct tally_http_result *r,
-			 size_t n);
+	void (*seal)(void *arg);
+	int (*body)(void *arg, size_t k, struct evbuffer *body);
+	void (*advance)(void *arg, size_t k);
+	int (*rejected)(void *arg, const struct tally_http_result *r,
+			size_t n);
 };
 
 /**
@@ -398,6 +422,8 @@ struct tally_http_batch_ops {
  * @flush_interval: seconds the oldest pending item may wait (> 0)
  * @unit:           what an item is, plural ("points", "samples"): for log
  *                  lines and the "<unit>_written" event (copied)
+ * @item:           the same, singular ("point", "sample"), for log lines
+ *                  (copied)
  */
 struct tally_http_batch_opts {
 	const char *method;
@@ -407,13 +433,15 @@ struct tally_http_batch_opts {
 	size_t batch_size;
 	double flush_interval;
 	const char *unit;
+	const char *item;
 };
 
 struct tally_http_batch;
+struct tally_batch;
 
 /**
  * tally_http_batch_new() - a batcher and its client
- * @inst: the output instance (logs, counts, tally_output_ready/held)
+ * @inst: the output instance (logs, counts, tally_output_ready/held/hold)
  * @base: the event loop
  * @url:  the server (copied), as tally_http_client_new()
  * @ho:   the client's settings, or NULL for the defaults
@@ -441,11 +469,17 @@ tally_http_batch_new(struct tally_instance *inst, struct event_base *base,
 int tally_http_batch_room(struct tally_http_batch *b);
 
 /**
- * tally_http_batch_added() - @n more items are pending (the output added
- * them to its pending form); sends at batch_size, else makes sure the
- * flush timer runs
+ * tally_http_batch_added() - @n more items of batch @tb are pending (the
+ * output added them to its pending form)
+ *
+ * Holds @tb for @n items (tally_output_hold()), then sends at batch_size
+ * or makes sure the flush timer runs; @n = 0 does nothing.
+ * Return: 0, or -1 with errno = ENOMEM: not held and not counted as
+ * pending: the output takes the @n items back out of its pending form
+ * (and write() fails with ENOMEM, the core counting the batch).
  */
-void tally_http_batch_added(struct tally_http_batch *b, size_t n);
+int tally_http_batch_added(struct tally_http_batch *b, struct tally_batch *tb,
+			   size_t n);
 
 /**
  * tally_http_batch_flush() - send what is pending now, and cut a retry's
@@ -453,12 +487,11 @@ void tally_http_batch_added(struct tally_http_batch *b, size_t n);
  */
 void tally_http_batch_flush(struct tally_http_batch *b);
 
-/** tally_http_batch_pending() - items pending (not yet in a request) */
-size_t tally_http_batch_pending(const struct tally_http_batch *b);
-
 /**
- * tally_http_batch_free() - count what was not delivered
- * ("undelivered_at_exit", one log line), free the client; NULL is a no-op
+ * tally_http_batch_free() - count what was not delivered, unless a reload
+ * took it ("undelivered_at_exit", one log line), free the client; NULL is
+ * a no-op. The output frees its forms afterwards (a request in flight may
+ * reference their bytes until then)
  */
 void tally_http_batch_free(struct tally_http_batch *b);
 

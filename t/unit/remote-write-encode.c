@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,98 @@ static const char *labels_text(const Prometheus__TimeSeries *ts)
 				      ts->labels[i]->value);
 	snprintf(buf + o, sizeof(buf) - o, "}");
 	return buf;
+}
+
+/* "A=1,2 B=10" of a request: each series' name and its values */
+static const char *values_text(const Prometheus__WriteRequest *wr)
+{
+	static char buf[1024];
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < wr->n_timeseries; i++) {
+		const Prometheus__TimeSeries *ts = wr->timeseries[i];
+		const char *name = "?";
+
+		for (size_t j = 0; j < ts->n_labels; j++)
+			if (!strcmp(ts->labels[j]->name, "__name__"))
+				name = ts->labels[j]->value;
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+				      "%s%s=", i ? " " : "", name);
+		for (size_t j = 0; j < ts->n_samples; j++)
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%g",
+					      j ? "," : "",
+					      ts->samples[j]->value);
+	}
+	return buf;
+}
+
+/* Pack @skip, @k of @r and show what a receiver reads. */
+static const char *pack_text(const struct rw_req *r, struct evbuffer *body,
+			     size_t skip, size_t k)
+{
+	static char buf[1024];
+	Prometheus__WriteRequest *wr;
+
+	evbuffer_drain(body, evbuffer_get_length(body));
+	if (rw_req_pack(r, skip, k, body, NULL) < 0)
+		return "pack failed";
+	wr = decode(body);
+	if (!wr)
+		return "decode failed";
+	snprintf(buf, sizeof(buf), "%s", values_text(wr));
+	prometheus__write_request__free_unpacked(wr, NULL);
+	return buf;
+}
+
+/*
+ * A request the server finds too large goes in parts (the core batcher
+ * asks for ranges of samples); a batch the core cannot hold is taken back.
+ */
+static void parts_and_rollback(struct rw_req *r, struct evbuffer *body)
+{
+	struct tally_batch *b = tally_batch_new();
+	const struct tally_record *recs;
+	struct rw_mark m;
+	int rc;
+
+	tally_batch_add_metric(b, TALLY_GAUGE, "A", NULL, NULL, 1, 0);
+	tally_batch_add_metric(b, TALLY_GAUGE, "B", NULL, NULL, 10, 0);
+	tally_batch_add_metric(b, TALLY_GAUGE, "A", NULL, NULL, 2, 1000000);
+	tally_batch_add_metric(b, TALLY_GAUGE, "B", NULL, NULL, 20, 1000000);
+	tally_batch_add_metric(b, TALLY_GAUGE, "A", NULL, NULL, 3, 2000000);
+	tally_batch_add_metric(b, TALLY_GAUGE, "C", NULL, NULL, 100, 2000000);
+	recs = tally_batch_records(b);
+	for (size_t i = 0; i < 3; i++)
+		rw_req_add(r, &recs[i]);
+	is(pack_text(r, body, 0, 3), "A=1,2 B=10", "whole request");
+	rw_req_mark(r, &m);
+	for (size_t i = 3; i < tally_batch_count(b); i++)
+		rw_req_add(r, &recs[i]);
+	cmp_ok(rw_req_samples(r), "==", 6, "6 samples");
+	is(pack_text(r, body, 0, 6), "A=1,2,3 B=10,20 C=100",
+	   "series as first seen, samples in order");
+	is(pack_text(r, body, 0, 2), "A=1,2", "first part: 2 samples");
+	is(pack_text(r, body, 2, 2), "A=3 B=10",
+	   "second part: the rest of A, then B");
+	is(pack_text(r, body, 4, 2), "B=20 C=100", "third part");
+	is(pack_text(r, body, 5, 1), "C=100", "last sample alone");
+	evbuffer_drain(body, evbuffer_get_length(body));
+	errno = 0;
+	rc = rw_req_pack(r, 5, 2, body, NULL);
+	ok(rc < 0 && errno == EINVAL && !evbuffer_get_length(body),
+	   "a range past the end: EINVAL, nothing appended");
+
+	rw_req_rollback(r, &m);
+	cmp_ok(rw_req_samples(r), "==", 3, "rollback: 3 samples again");
+	cmp_ok(rw_req_series(r), "==", 2, "rollback: 2 series again");
+	is(pack_text(r, body, 0, 3), "A=1,2 B=10", "rollback: as before");
+	rw_req_add(r, &recs[5]);
+	rw_req_add(r, &recs[4]);
+	is(pack_text(r, body, 0, 5), "A=1,2,3 B=10 C=100",
+	   "after a rollback: a known series found again, a new one added");
+	rw_req_clear(r);
+	tally_batch_unref(b);
 }
 
 int main(void)
@@ -163,6 +256,7 @@ int main(void)
 		   "it");
 		prometheus__write_request__free_unpacked(wr, NULL);
 	}
+	parts_and_rollback(r, body);
 	rw_req_free(r);
 	evbuffer_free(body);
 	tally_batch_unref(b);

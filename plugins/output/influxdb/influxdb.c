@@ -5,15 +5,16 @@
  *
  * Records become line protocol (line.c) in a pending buffer; the buffer
  * goes out as one request when it holds batch_size points or when it has
- * waited flush_interval seconds, through the core's HTTP client
- * (tally/http.h: keep-alive, gzip, retries with backoff on connection
- * errors, 5xx and 429). One request is in flight at a time; while it is
- * (the server is down, say) the pending buffer fills up to batch_size
- * points, and then write() says EAGAIN: further batches wait in the
- * core's output queue, bounded in records (queue_records), whose overflow
- * drops the oldest, counted. A request the server refuses (4xx other than
- * 429) is logged with the server's message and its points dropped and
- * counted; never retried.
+ * waited flush_interval seconds, through the core's batcher and HTTP
+ * client (tally/http.h: keep-alive, gzip, retries with backoff on
+ * connection errors, 5xx and 429, a request too large sent again in
+ * halves, the batches held for a reload's successor). One request is in
+ * flight at a time; while it is (the server is down, say) the pending
+ * buffer fills up to batch_size points, and then write() says EAGAIN:
+ * further batches wait in the core's output queue, bounded in records
+ * (queue_records), whose overflow drops the oldest, counted. A request the
+ * server refuses (4xx other than 429) is logged with the server's message
+ * and its points dropped and counted; never retried.
  */
 #include "config.h"
 
@@ -57,28 +58,16 @@ struct influxdb {
 
 	/* run */
 	struct tally_instance *inst;
-	struct tally_http_client *http;
+	struct tally_http_batch *batch;	/* the core's batching and client */
 	char *path;		/* "/write?db=...&precision=..." */
 	char *auth;		/* Authorization header value, or NULL */
 	struct influx_render r;
 	struct influx_render counted; /* r's counters already reported */
 	struct influx_buf pending;
-	size_t pending_points;
-	/*
-	 * What is being delivered: out.p[out_off..out.len) holds out_points
-	 * points; a request carries the first inflight_points of them
-	 * (inflight_bytes), at most chunk_max (halved on each "too large").
-	 */
+	/* what is being delivered: out.p[out_off..out.len), whole lines */
 	struct influx_buf out;
 	size_t out_off;
-	size_t out_points;
-	size_t inflight_points;
-	size_t inflight_bytes;
-	size_t chunk_max;
-	struct tally_log_limit refused_log, gave_up_log;
-	struct event *flush_ev;
-	bool flush_due;		/* the interval passed while a request ran */
-	bool blocked;		/* write() said EAGAIN: call ready() later */
+	struct tally_log_limit partial_log;
 };
 
 static const char *const influx_apis[] = { "v1", "v2", NULL };
@@ -279,22 +268,12 @@ static void influxdb_count(struct influxdb *d)
 	*c = *r;
 }
 
-/* Tell the core what waits here, so that shutdown waits for it. */
-static void influxdb_held(struct influxdb *d)
-{
-	tally_output_held(d->inst, d->pending_points + d->out_points);
-}
-
-static void influxdb_done(void *arg, const struct tally_http_result *res);
-
-/* Bytes of the first @k lines of what is being delivered. */
+/* Bytes of the first @k lines of what is being delivered (k >= 1). */
 static size_t out_bytes(const struct influxdb *d, size_t k)
 {
 	const char *p = d->out.p + d->out_off, *end = d->out.p + d->out.len;
 
-	if (k >= d->out_points)
-		return (size_t)(end - p);
-	while (k--) {
+	while (k-- && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 
 		p = nl ? nl + 1 : end;
@@ -302,60 +281,34 @@ static size_t out_bytes(const struct influxdb *d, size_t k)
 	return (size_t)(p - (d->out.p + d->out_off));
 }
 
-/*
- * Send the next request, if no request is out: the rest of what is being
- * delivered, or else the pending points. The client references the bytes
- * (no copy): they stay here until the request has ended, so that a
- * request the server finds too large can be sent again in halves.
- */
-static void influxdb_send(struct influxdb *d)
+/* The batcher's seal op: the pending points are being delivered now. */
+static void influxdb_seal(void *arg)
 {
-	struct tally_http_header h[2] = {
-		{ "Content-Type", "text/plain; charset=utf-8" },
-		{ "Authorization", d->auth },
-	};
-	struct evbuffer *body;
-	size_t k;
+	struct influxdb *d = arg;
+	struct influx_buf t = d->out;
 
-	if (tally_http_client_busy(d->http))
-		return;
-	if (!d->out_points) {
-		struct influx_buf t = d->out;
+	/* swap: the spent buffer's memory fills up next */
+	t.len = 0;
+	d->out = d->pending;
+	d->pending = t;
+	d->out_off = 0;
+}
 
-		if (!d->pending_points)
-			return;
-		event_del(d->flush_ev);
-		d->flush_due = false;
-		/* swap: the spent buffer's memory fills up next */
-		t.len = 0;
-		d->out = d->pending;
-		d->pending = t;
-		d->out_off = 0;
-		d->out_points = d->pending_points;
-		d->pending_points = 0;
-		d->chunk_max = SIZE_MAX;
-	}
-	k = d->out_points < d->chunk_max ? d->out_points : d->chunk_max;
-	d->inflight_points = k;
-	d->inflight_bytes = out_bytes(d, k);
-	body = evbuffer_new();
-	if (!body ||
-	    evbuffer_add_reference(body, d->out.p + d->out_off,
-				   d->inflight_bytes, NULL, NULL) < 0 ||
-	    tally_http_client_request(d->http, "POST", d->path, h,
-				      d->auth ? 2 : 1, body, influxdb_done,
-				      d) < 0) {
-		if (body)
-			evbuffer_free(body);
-		tally_count_drop(d->inst, "nomem", d->out_points);
-		tally_output_release(d->inst, d->out_points);
-		d->out_points = 0;
-		d->inflight_points = 0;
-		influxdb_held(d);
-		return;
-	}
-	evbuffer_free(body);
-	influxdb_held(d);
+/* The batcher's body op: the first @k lines, referenced, not copied. */
+static int influxdb_body(void *arg, size_t k, struct evbuffer *body)
+{
+	struct influxdb *d = arg;
+
+	return evbuffer_add_reference(body, d->out.p + d->out_off,
+				      out_bytes(d, k), NULL, NULL);
+}
+
+/* The batcher's advance op: the first @k lines are done with. */
+static void influxdb_advance(void *arg, size_t k)
+{
+	struct influxdb *d = arg;
+
+	d->out_off += out_bytes(d, k);
 }
 
 /* "partial write: ... dropped=N": N, or 0. */
@@ -366,115 +319,45 @@ static uint64_t partial_dropped(const char *msg)
 	return p ? strtoull(p + 8, NULL, 10) : 0;
 }
 
-/* The request's points are done with (written, or dropped, counted). */
-static void influxdb_advance(struct influxdb *d)
-{
-	tally_output_release(d->inst, d->inflight_points);
-	d->out_off += d->inflight_bytes;
-	d->out_points -= d->inflight_points;
-	d->inflight_points = 0;
-	d->inflight_bytes = 0;
-}
-
-static void influxdb_done(void *arg, const struct tally_http_result *res)
+/* The batcher's rejected op: InfluxDB's partial writes stored some. */
+static int influxdb_rejected(void *arg, const struct tally_http_result *res,
+			     size_t n)
 {
 	struct influxdb *d = arg;
-	size_t n = d->inflight_points;
+	uint64_t lost;
 
-	if (res->outcome == TALLY_HTTP_REJECTED && res->too_large && n > 1) {
-		/* send the same points again in halves (Telegraf does) */
-		d->chunk_max = n / 2;
-		d->inflight_points = 0;
-		d->inflight_bytes = 0;
-		tally_log_limited(&d->refused_log, 60, d->inst, LOG_WARNING,
-				  "request of %zu points too large for the "
-				  "server (%s): sending them in requests of "
-				  "%zu",
-				  n, res->error, d->chunk_max);
-		influxdb_send(d);
-		return;
-	}
-	influxdb_advance(d);
-	switch (res->outcome) {
-	case TALLY_HTTP_OK:
-		tally_count_event(d->inst, "points_written", n);
-		break;
-	case TALLY_HTTP_REJECTED:
-		if (res->too_large) {
-			tally_log_limited(&d->refused_log, 60, d->inst,
-					  LOG_ERR,
-					  "a single point too large for the "
-					  "server (%s): dropped",
-					  res->error);
-			tally_count_drop(d->inst, "too_large", n);
-		} else if (strstr(res->body, "partial write")) {
-			uint64_t lost = partial_dropped(res->body);
-
-			if (!lost || lost > n)
-				lost = n;
-			tally_log_limited(&d->refused_log, 60, d->inst,
-					  LOG_WARNING,
-					  "partial write (HTTP %d): %s; %llu "
-					  "of %zu points dropped by the server",
-					  res->status, res->message,
-					  (unsigned long long)lost, n);
-			tally_count_drop(d->inst, "partial_write", lost);
-			tally_count_event(d->inst, "points_written", n - lost);
-		} else {
-			tally_log_limited(&d->refused_log, 60, d->inst,
-					  LOG_ERR,
-					  "write refused (HTTP %d): %s; %zu "
-					  "points dropped, not retried",
-					  res->status, res->message, n);
-			tally_count_drop(d->inst, "rejected", n);
-		}
-		break;
-	case TALLY_HTTP_GAVE_UP:
-		tally_log_limited(&d->gave_up_log, 60, d->inst, LOG_ERR,
-				  "write failed %u times (%s): %zu points "
-				  "dropped",
-				  res->attempts, res->error, n);
-		tally_count_drop(d->inst, "gave_up", n);
-		break;
-	}
-	if (d->out_points || d->pending_points >= (size_t)d->batch_size ||
-	    d->flush_due)
-		influxdb_send(d);
-	influxdb_held(d);
-	if (d->blocked && d->pending_points < (size_t)d->batch_size) {
-		d->blocked = false;
-		tally_output_ready(d->inst);
-	}
+	if (!strstr(res->body, "partial write"))
+		return -1;
+	lost = partial_dropped(res->body);
+	if (!lost || lost > n)
+		lost = n;
+	tally_log_limited(&d->partial_log, 60, d->inst, LOG_WARNING,
+			  "partial write (HTTP %d): %s; %llu of %zu points "
+			  "dropped by the server",
+			  res->status, res->message, (unsigned long long)lost,
+			  n);
+	tally_count_drop(d->inst, "partial_write", lost);
+	tally_count_event(d->inst, "points_written", n - lost);
+	return 0;
 }
 
-static void influxdb_flush_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct influxdb *d = arg;
-
-	if (tally_http_client_busy(d->http))
-		d->flush_due = true;
-	else
-		influxdb_send(d);
-}
+static const struct tally_http_batch_ops influxdb_batch_ops = {
+	.seal = influxdb_seal,
+	.body = influxdb_body,
+	.advance = influxdb_advance,
+	.rejected = influxdb_rejected,
+};
 
 static int influxdb_write(struct tally_instance *inst, void *state,
 			  struct tally_batch *b)
 {
 	struct influxdb *d = state;
 	const struct tally_record *recs = tally_batch_records(b);
-	size_t n = tally_batch_count(b), len0, points0;
+	size_t n = tally_batch_count(b), len0, added = 0;
 
-	if (d->pending_points >= (size_t)d->batch_size) {
-		influxdb_send(d);
-		if (d->pending_points >= (size_t)d->batch_size) {
-			/* the server is slow or down: the core queues */
-			d->blocked = true;
-			errno = EAGAIN;
-			return -1;
-		}
-	}
+	if (tally_http_batch_room(d->batch) < 0)
+		return -1;
 	len0 = d->pending.len;
-	points0 = d->pending_points;
 	for (size_t i = 0; i < n; i++) {
 		int k = influx_render_record(&d->r, &d->pending, &recs[i]);
 
@@ -482,34 +365,14 @@ static int influxdb_write(struct tally_instance *inst, void *state,
 			tally_count_drop(inst, "nomem", 1);
 			continue;
 		}
-		d->pending_points += (size_t)k;
+		added += (size_t)k;
 	}
-	/* the batch stays with the core until its points are delivered, so
-	 * that a reload hands it to the successor */
-	if (d->pending_points > points0 &&
-	    tally_output_hold(inst, b, d->pending_points - points0) < 0) {
+	if (tally_http_batch_added(d->batch, b, added) < 0) {
 		d->pending.len = len0;
-		d->pending_points = points0;
 		influxdb_count(d);
-		errno = ENOMEM;
 		return -1;
 	}
 	influxdb_count(d);
-	influxdb_held(d);
-	if (d->pending_points >= (size_t)d->batch_size) {
-		influxdb_send(d);
-	} else if (d->pending_points &&
-		   !evtimer_pending(d->flush_ev, NULL)) {
-		struct timeval tv = {
-			.tv_sec = (time_t)d->flush_interval,
-			.tv_usec = (suseconds_t)((d->flush_interval -
-						  (double)(time_t)
-							  d->flush_interval) *
-						 1e6),
-		};
-
-		evtimer_add(d->flush_ev, &tv);
-	}
 	return 0;
 }
 
@@ -517,8 +380,7 @@ static int influxdb_flush(struct tally_instance *inst, void *state)
 {
 	struct influxdb *d = state;
 
-	influxdb_send(d);
-	tally_http_client_retry_now(d->http);
+	tally_http_batch_flush(d->batch);
 	return 0;
 }
 
@@ -531,6 +393,19 @@ static int influxdb_init(struct tally_instance *inst, void *state)
 		.max_attempts = (unsigned)d->max_attempts,
 		.gzip = d->gzip,
 	};
+	struct tally_http_header h[2] = {
+		{ "Content-Type", "text/plain; charset=utf-8" },
+		{ "Authorization", NULL },
+	};
+	struct tally_http_batch_opts bo = {
+		.method = "POST",
+		.h = h,
+		.nh = 1,
+		.batch_size = (size_t)d->batch_size,
+		.flush_interval = d->flush_interval,
+		.unit = "points",
+		.item = "point",
+	};
 	struct tally_http_url u;
 
 	d->inst = inst;
@@ -540,40 +415,26 @@ static int influxdb_init(struct tally_instance *inst, void *state)
 	d->r.nstatics = tally_labels_count(statics);
 	d->r.precision = (enum influx_precision)d->precision;
 	d->r.span_measurement = d->span_measurement;
-	if (influxdb_path(d) < 0 || influxdb_auth(d) < 0)
-		goto out_nomem;
-	d->flush_ev = evtimer_new(tally_instance_base(inst),
-				  influxdb_flush_timer, d);
-	d->http = tally_http_client_new(inst, tally_instance_base(inst), &u,
-					&o);
-	if (!d->flush_ev || !d->http)
-		goto out_nomem;
-	return 0;
-
-out_nomem:
-	errno = ENOMEM;
-	return -1;
+	if (influxdb_path(d) < 0 || influxdb_auth(d) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	bo.path = d->path;
+	if (d->auth) {
+		h[1].value = d->auth;
+		bo.nh = 2;
+	}
+	d->batch = tally_http_batch_new(inst, tally_instance_base(inst), &u,
+					&o, &bo, &influxdb_batch_ops, d);
+	return d->batch ? 0 : -1;
 }
 
 static void influxdb_fini(struct tally_instance *inst, void *state)
 {
 	struct influxdb *d = state;
-	size_t lost = d->pending_points + d->out_points;
 
-	if (lost && tally_output_handed_over(inst)) {
-		/* a reload: the core has their batches, for the successor */
-		tally_log(inst, LOG_INFO,
-			  "replaced: %zu points not delivered yet go to the "
-			  "successor with their batches",
-			  lost);
-	} else if (lost) {
-		tally_log(inst, LOG_WARNING,
-			  "stopping with %zu points not delivered", lost);
-		tally_count_drop(inst, "undelivered_at_exit", lost);
-	}
-	tally_http_client_free(d->http);
-	if (d->flush_ev)
-		event_free(d->flush_ev);
+	/* first: a request in flight references the buffers */
+	tally_http_batch_free(d->batch);
 	influx_buf_free(&d->pending);
 	influx_buf_free(&d->out);
 	free(d->path);

@@ -61,6 +61,7 @@ struct rw_chunk {
 struct rw_sample {
 	Prometheus__Sample s;
 	struct rw_sample *next;
+	size_t seq; /* samples in the request before this one */
 };
 
 struct rw_series {
@@ -403,6 +404,7 @@ static int sample_add(struct rw_req *r, const struct tally_metric *m,
 	x->s.value = value;
 	x->s.timestamp = ts_ms;
 	x->next = NULL;
+	x->seq = r->nsamples;
 	if (s->last)
 		s->last->next = x;
 	else
@@ -458,40 +460,108 @@ int rw_req_add(struct rw_req *r, const struct tally_record *rec)
 	return rc < 0 ? -1 : (int)(r->nsamples - before);
 }
 
+void rw_req_mark(const struct rw_req *r, struct rw_mark *m)
+{
+	m->nsamples = r->nsamples;
+	m->nseries = r->nseries;
+	m->drops = r->drops;
+}
+
 /*
- * Pack into one contiguous buffer, then compress straight into the
- * evbuffer's free space: the snappy block is the body as it is sent.
+ * Series are listed in the order first seen and samples in the order
+ * added, each numbered: what came after @m is at the ends of the lists.
  */
-int rw_req_finish(struct rw_req *r, struct evbuffer *out, size_t *raw)
+void rw_req_rollback(struct rw_req *r, const struct rw_mark *m)
+{
+	struct rw_series *s, *keep = NULL, *next;
+	size_t i = 0;
+
+	for (s = r->first; s; s = next) {
+		next = s->next;
+		if (i++ >= m->nseries) {
+			tally_htable_remove(&r->index, &s->node);
+			tally_labels_unref(s->labels);
+			continue;
+		}
+		keep = s;
+		if (s->last && s->last->seq >= m->nsamples) {
+			struct rw_sample *x, *last = NULL;
+
+			s->ts.n_samples = 0;
+			for (x = s->first; x && x->seq < m->nsamples;
+			     x = x->next) {
+				last = x;
+				s->ts.n_samples++;
+			}
+			s->last = last;
+			if (last)
+				last->next = NULL;
+			else
+				s->first = NULL;
+		}
+	}
+	r->last = keep;
+	if (keep)
+		keep->next = NULL;
+	else
+		r->first = NULL;
+	r->nseries = m->nseries;
+	r->nsamples = m->nsamples;
+	r->drops = m->drops;
+}
+
+/*
+ * Pack samples [skip, skip + k) into one contiguous buffer, then compress
+ * straight into the evbuffer's free space: the snappy block is the body as
+ * it is sent. A series cut by the range is sent with the samples of its
+ * own in the range, its labels shared.
+ */
+int rw_req_pack(const struct rw_req *r, size_t skip, size_t k,
+		struct evbuffer *out, size_t *raw)
 {
 	Prometheus__WriteRequest wr = PROMETHEUS__WRITE_REQUEST__INIT;
-	Prometheus__TimeSeries **ts;
+	Prometheus__TimeSeries **tsp = NULL, *tsc = NULL;
+	Prometheus__Sample **sp = NULL;
 	struct evbuffer_iovec v;
-	size_t len, clen;
-	uint8_t *packed;
+	size_t len, clen, pos = 0, taken = 0, nts = 0;
+	uint8_t *packed = NULL;
 	int rc = -1;
 
-	ts = arena_alloc(r, (r->nseries ? r->nseries : 1) * sizeof(*ts));
-	if (!ts)
-		goto out_nomem;
-	wr.n_timeseries = r->nseries;
-	wr.timeseries = ts;
-	for (struct rw_series *s = r->first; s; s = s->next) {
-		Prometheus__Sample **sp;
-		size_t i = 0;
-
-		sp = arena_alloc(r, s->ts.n_samples * sizeof(*sp));
-		if (!sp)
-			goto out_nomem;
-		for (struct rw_sample *x = s->first; x; x = x->next)
-			sp[i++] = &x->s;
-		s->ts.samples = sp;
-		*ts++ = &s->ts;
+	if (skip > r->nsamples || k > r->nsamples - skip) {
+		errno = EINVAL;
+		return -1;
 	}
+	tsp = malloc((r->nseries ? r->nseries : 1) * sizeof(*tsp));
+	tsc = malloc((r->nseries ? r->nseries : 1) * sizeof(*tsc));
+	sp = malloc((k ? k : 1) * sizeof(*sp));
+	if (!tsp || !tsc || !sp)
+		goto out_free;
+	for (struct rw_series *s = r->first; s && taken < k; s = s->next) {
+		Prometheus__TimeSeries *t;
+
+		if (pos + s->ts.n_samples <= skip) {
+			pos += s->ts.n_samples;
+			continue;
+		}
+		t = &tsc[nts];
+		*t = s->ts;
+		t->samples = &sp[taken];
+		t->n_samples = 0;
+		for (struct rw_sample *x = s->first; x && taken < k;
+		     x = x->next) {
+			if (pos++ < skip)
+				continue;
+			sp[taken++] = &x->s;
+			t->n_samples++;
+		}
+		tsp[nts++] = t;
+	}
+	wr.n_timeseries = nts;
+	wr.timeseries = tsp;
 	len = prometheus__write_request__get_packed_size(&wr);
 	packed = malloc(len ? len : 1);
 	if (!packed)
-		goto out_nomem;
+		goto out_free;
 	prometheus__write_request__pack(&wr, packed);
 	clen = snappy_max_compressed_length(len);
 	if (evbuffer_reserve_space(out, (ev_ssize_t)clen, &v, 1) < 1)
@@ -504,15 +574,21 @@ int rw_req_finish(struct rw_req *r, struct evbuffer *out, size_t *raw)
 		goto out_free;
 	if (raw)
 		*raw = len;
-	rw_req_clear(r);
 	rc = 0;
 out_free:
 	free(packed);
+	free(sp);
+	free(tsc);
+	free(tsp);
 	if (rc < 0)
 		errno = ENOMEM;
 	return rc;
+}
 
-out_nomem:
-	errno = ENOMEM;
-	return -1;
+int rw_req_finish(struct rw_req *r, struct evbuffer *out, size_t *raw)
+{
+	if (rw_req_pack(r, 0, r->nsamples, out, raw) < 0)
+		return -1;
+	rw_req_clear(r);
+	return 0;
 }

@@ -5,8 +5,10 @@
  * snappy-compressed in the block format
  *
  * Pure (no I/O, no loop), so that it is unit-tested on its own: a request
- * is built record by record with rw_req_add(), then rw_req_finish() packs
- * and compresses it into a buffer and empties the request for the next.
+ * is built record by record with rw_req_add(), then rw_req_pack() packs
+ * and compresses its samples, or a range of them, into a buffer (a
+ * request the server finds too large goes in parts), and rw_req_clear()
+ * empties it for the next (rw_req_finish() does both).
  *
  * What a record becomes (cumulative samples only; the output declares no
  * other form, so the core keeps the others away):
@@ -82,6 +84,42 @@ size_t rw_req_series(const struct rw_req *r);
 
 /** rw_req_drops() - what rw_req_add() dropped since rw_req_new() */
 const struct rw_drops *rw_req_drops(const struct rw_req *r);
+
+/**
+ * struct rw_mark - a request's state, to take back what was added since
+ * (rw_req_mark(), rw_req_rollback())
+ */
+struct rw_mark {
+	size_t nsamples;
+	size_t nseries;
+	struct rw_drops drops;
+};
+
+/** rw_req_mark() - remember the request's state in @m */
+void rw_req_mark(const struct rw_req *r, struct rw_mark *m);
+
+/**
+ * rw_req_rollback() - take out every sample and series added since
+ * rw_req_mark() stored @m (and the drops counted meanwhile); nothing may
+ * have been cleared in between. Cannot fail.
+ */
+void rw_req_rollback(struct rw_req *r, const struct rw_mark *m);
+
+/**
+ * rw_req_pack() - pack and compress samples [@skip, @skip + @k) of the
+ * request, in its order (series as first seen, each series' samples as
+ * added); the request is left as it is
+ * @r:    the request
+ * @skip: samples to leave out first
+ * @k:    samples to pack (0: an empty WriteRequest)
+ * @out:  the snappy block (the request body) is appended here
+ * @raw:  set to the uncompressed size in bytes, or NULL
+ *
+ * Return: 0, or -1 with errno = ENOMEM (nothing appended) or EINVAL (the
+ * range goes past the request's samples).
+ */
+int rw_req_pack(const struct rw_req *r, size_t skip, size_t k,
+		struct evbuffer *out, size_t *raw);
 
 /**
  * rw_req_finish() - pack and compress the request, then empty it

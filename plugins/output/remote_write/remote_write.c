@@ -7,16 +7,16 @@
  * packed as a protobuf WriteRequest and snappy-compressed when it goes);
  * the request goes out when it holds batch_size samples or has waited
  * flush_interval seconds, through the core's batcher and HTTP client
- * (tally/http.h:
- * keep-alive, one request at a time so that per-series order holds,
- * retries with a capped backoff on connection errors, 5xx and 429, a
- * 429's or 503's Retry-After honoured). While a request is out (the server
- * is down, say) the next one fills up to batch_size samples, and then
- * write() says EAGAIN: further batches wait in the core's output queue,
- * bounded in records (queue_records), whose overflow drops the oldest,
- * counted. A request the server refuses (4xx other than 429) is logged
- * with the server's message and its samples dropped and counted; never
- * retried.
+ * (tally/http.h: keep-alive, one request at a time so that per-series
+ * order holds, retries with a capped backoff on connection errors, 5xx and
+ * 429, a 429's or 503's Retry-After honoured, a request too large sent
+ * again in halves, the batches held for a reload's successor). While a
+ * request is out (the server is down, say) the next one fills up to
+ * batch_size samples, and then write() says EAGAIN: further batches wait
+ * in the core's output queue, bounded in records (queue_records), whose
+ * overflow drops the oldest, counted. A request the server refuses (4xx
+ * other than 429) is logged with the server's message and its samples
+ * dropped and counted; never retried.
  */
 #include "config.h"
 
@@ -46,8 +46,10 @@ struct remote_write {
 	struct tally_instance *inst;
 	struct tally_http_batch *batch; /* the core's batching and client */
 	char path[sizeof(((struct tally_http_url *)0)->prefix)];
-	struct rw_req *req;	 /* the request being built */
-	struct rw_drops counted; /* the request's drops already reported */
+	struct rw_req *req;	 /* the request being built (pending) */
+	struct rw_req *out;	 /* the request being delivered */
+	size_t out_done;	 /* its samples done with, first first */
+	struct rw_drops counted; /* both requests' drops already reported */
 };
 
 /*
@@ -82,7 +84,14 @@ static int rw_check(struct tally_instance *inst, void *state)
 /* Report what the encoder dropped since the last call. */
 static void rw_count(struct remote_write *d)
 {
-	const struct rw_drops *r = rw_req_drops(d->req);
+	const struct rw_drops *a = rw_req_drops(d->req);
+	const struct rw_drops *o = rw_req_drops(d->out);
+	struct rw_drops sum = {
+		.span = a->span + o->span,
+		.label_collision = a->label_collision + o->label_collision,
+		.not_cumulative = a->not_cumulative + o->not_cumulative,
+	};
+	const struct rw_drops *r = &sum;
 	struct rw_drops *c = &d->counted;
 
 	if (r->span != c->span) {
@@ -109,20 +118,38 @@ static void rw_count(struct remote_write *d)
 	*c = *r;
 }
 
-/* The request built so far becomes the body (the batcher's take op). */
-static int rw_take(void *arg, struct evbuffer *body)
+/* The batcher's seal op: the request built so far is delivered now. */
+static void rw_seal(void *arg)
+{
+	struct remote_write *d = arg;
+	struct rw_req *t = d->out;
+
+	rw_req_clear(t);
+	d->out = d->req;
+	d->req = t;
+	d->out_done = 0;
+}
+
+/* The batcher's body op: the next @k samples of the request delivered. */
+static int rw_body(void *arg, size_t k, struct evbuffer *body)
 {
 	struct remote_write *d = arg;
 
-	if (rw_req_finish(d->req, body, NULL) < 0) {
-		rw_req_clear(d->req);
-		return -1;
-	}
-	return 0;
+	return rw_req_pack(d->out, d->out_done, k, body, NULL);
+}
+
+/* The batcher's advance op: @k more samples are done with. */
+static void rw_advance(void *arg, size_t k)
+{
+	struct remote_write *d = arg;
+
+	d->out_done += k;
 }
 
 static const struct tally_http_batch_ops rw_batch_ops = {
-	.take = rw_take,
+	.seal = rw_seal,
+	.body = rw_body,
+	.advance = rw_advance,
 };
 
 static int rw_write(struct tally_instance *inst, void *state,
@@ -130,16 +157,21 @@ static int rw_write(struct tally_instance *inst, void *state,
 {
 	struct remote_write *d = state;
 	const struct tally_record *recs = tally_batch_records(b);
-	size_t n = tally_batch_count(b), before;
+	size_t n = tally_batch_count(b);
+	struct rw_mark m;
 
 	if (tally_http_batch_room(d->batch) < 0)
 		return -1;
-	before = rw_req_samples(d->req);
+	rw_req_mark(d->req, &m);
 	for (size_t i = 0; i < n; i++)
 		if (rw_req_add(d->req, &recs[i]) < 0)
 			tally_count_drop(inst, "nomem", 1);
+	if (tally_http_batch_added(d->batch, b,
+				   rw_req_samples(d->req) - m.nsamples) < 0) {
+		rw_req_rollback(d->req, &m);
+		return -1;
+	}
 	rw_count(d);
-	tally_http_batch_added(d->batch, rw_req_samples(d->req) - before);
 	return 0;
 }
 
@@ -172,6 +204,7 @@ static int rw_init(struct tally_instance *inst, void *state)
 		.batch_size = (size_t)d->batch_size,
 		.flush_interval = d->flush_interval,
 		.unit = "samples",
+		.item = "sample",
 	};
 	struct tally_http_url u;
 
@@ -179,7 +212,8 @@ static int rw_init(struct tally_instance *inst, void *state)
 	if (rw_url(d, &u, NULL, 0) < 0)
 		return -1;
 	d->req = rw_req_new(tally_output_labels(inst));
-	if (!d->req)
+	d->out = rw_req_new(tally_output_labels(inst));
+	if (!d->req || !d->out)
 		return -1;
 	d->batch = tally_http_batch_new(inst, tally_instance_base(inst), &u,
 					&ho, &bo, &rw_batch_ops, d);
@@ -192,6 +226,7 @@ static void rw_fini(struct tally_instance *inst, void *state)
 
 	tally_http_batch_free(d->batch);
 	rw_req_free(d->req);
+	rw_req_free(d->out);
 }
 
 static const struct tally_option rw_options[] = {

@@ -43,7 +43,8 @@ struct tally_http_batch {
 	size_t out;	  /* items being delivered (the output's out form) */
 	size_t inflight;  /* the first of them, in the request out */
 	size_t chunk_max; /* items per request, halved on each too large */
-	struct tally_log_limit refused_log, gave_up_log, nomem_log;
+	struct tally_http_complaints log;
+	struct tally_log_limit nomem_log;
 	struct event *flush_ev;
 	bool flush_due; /* the interval passed while a request ran */
 	bool blocked;	/* room() said EAGAIN: call ready() later */
@@ -120,7 +121,7 @@ static void batch_done(void *arg, const struct tally_http_result *res)
 		/* the same items again in halves (Telegraf does) */
 		b->chunk_max = n / 2;
 		b->inflight = 0;
-		tally_log_limited(&b->refused_log, 60, b->inst, LOG_WARNING,
+		tally_log_limited(&b->log.refused, 60, b->inst, LOG_WARNING,
 				  "request of %zu %s too large for the server "
 				  "(%s): sending them in requests of %zu",
 				  n, b->unit, res->error, b->chunk_max);
@@ -128,33 +129,17 @@ static void batch_done(void *arg, const struct tally_http_result *res)
 		return;
 	}
 	batch_advance(b, n);
-	switch (res->outcome) {
-	case TALLY_HTTP_OK:
+	if (res->outcome == TALLY_HTTP_OK) {
 		tally_count_event(b->inst, b->written, n);
-		break;
-	case TALLY_HTTP_REJECTED:
-		if (res->too_large) {
-			tally_log_limited(&b->refused_log, 60, b->inst, LOG_ERR,
-					  "a single %s too large for the "
-					  "server (%s): dropped",
-					  b->item, res->error);
-			tally_count_drop(b->inst, "too_large", n);
-		} else if (!b->ops->rejected ||
-			   b->ops->rejected(b->arg, res, n) < 0) {
-			tally_log_limited(&b->refused_log, 60, b->inst, LOG_ERR,
-					  "write refused (HTTP %d): %s; %zu %s "
-					  "dropped, not retried",
-					  res->status, res->message, n,
-					  b->unit);
-			tally_count_drop(b->inst, "rejected", n);
-		}
-		break;
-	case TALLY_HTTP_GAVE_UP:
-		tally_log_limited(&b->gave_up_log, 60, b->inst, LOG_ERR,
-				  "write failed %u times (%s): %zu %s dropped",
-				  res->attempts, res->error, n, b->unit);
-		tally_count_drop(b->inst, "gave_up", n);
-		break;
+	} else if (res->outcome == TALLY_HTTP_REJECTED && res->too_large) {
+		tally_log_limited(&b->log.refused, 60, b->inst, LOG_ERR,
+				  "a single %s too large for the server (%s): "
+				  "dropped",
+				  b->item, res->error);
+		tally_count_drop(b->inst, "too_large", n);
+	} else if (res->outcome == TALLY_HTTP_GAVE_UP || !b->ops->rejected ||
+		   b->ops->rejected(b->arg, res, n) < 0) {
+		tally_http_complain(&b->log, b->inst, res, n, b->unit);
 	}
 	if (b->out || b->pending >= b->batch_size || b->flush_due)
 		batch_send(b);
@@ -173,6 +158,25 @@ static void batch_flush_timer(evutil_socket_t fd, short what, void *arg)
 		b->flush_due = true;
 	else
 		batch_send(b);
+}
+
+void tally_http_complain(struct tally_http_complaints *c,
+			 struct tally_instance *inst,
+			 const struct tally_http_result *res, size_t n,
+			 const char *unit)
+{
+	if (res->outcome == TALLY_HTTP_REJECTED) {
+		tally_log_limited(&c->refused, 60, inst, LOG_ERR,
+				  "write refused (HTTP %d): %s; %zu %s "
+				  "dropped, not retried",
+				  res->status, res->message, n, unit);
+		tally_count_drop(inst, "rejected", n);
+	} else if (res->outcome == TALLY_HTTP_GAVE_UP) {
+		tally_log_limited(&c->gave_up, 60, inst, LOG_ERR,
+				  "write failed %u times (%s): %zu %s dropped",
+				  res->attempts, res->error, n, unit);
+		tally_count_drop(inst, "gave_up", n);
+	}
 }
 
 int tally_http_batch_room(struct tally_http_batch *b)

@@ -103,7 +103,7 @@ test_expect_success 'a page the Pushgateway refuses: logged with its message, co
 	              s = { from = ["self"]; to = ["prom"]; }; };
 	EOF
 	start_tallyd bad.conf &&
-	wait_for "grep -q \"push refused (HTTP 400): pushed metrics are invalid or inconsistent\" tallyd.log" 30 &&
+	wait_for "grep -q \"write refused (HTTP 400): pushed metrics are invalid or inconsistent\" tallyd.log" 30 &&
 	wait_for "rejected_pg -ge 1" &&
 	test "$(self_count self.prom tally_events_total pg "event=\"http_retries\"")" -eq 0 &&
 	stop_tallyd

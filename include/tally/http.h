@@ -69,6 +69,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tally/log.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -345,6 +347,35 @@ void tally_http_client_free(struct tally_http_client *c);
  * then: discard it).
  */
 int tally_http_gzip(struct evbuffer *src, struct evbuffer *dst, int level);
+
+/**
+ * struct tally_http_complaints - one output's repeated complaints about
+ * its requests, for tally_http_complain(); zero-initialize
+ */
+struct tally_http_complaints {
+	struct tally_log_limit refused;
+	struct tally_log_limit gave_up;
+};
+
+/**
+ * tally_http_complain() - log and count a request that failed for good
+ * @c:    the output's complaints (each logged at most once a minute)
+ * @inst: the output instance
+ * @res:  the request's result: TALLY_HTTP_REJECTED ("write refused (HTTP
+ *        N): <server's message>", dropped as "rejected") or
+ *        TALLY_HTTP_GAVE_UP ("write failed N times (<error>)", dropped as
+ *        "gave_up"); TALLY_HTTP_OK does nothing
+ * @n:    what the request carried, in @unit
+ * @unit: plural ("points", "series")
+ *
+ * The outputs on the batcher below get it from the batcher; an output that
+ * sends state rather than batches (prometheus_push) calls it itself.
+ * Loop thread only.
+ */
+void tally_http_complain(struct tally_http_complaints *c,
+			 struct tally_instance *inst,
+			 const struct tally_http_result *res, size_t n,
+			 const char *unit);
 
 /*
  * Batching push outputs (influxdb, remote_write) on top of a client: what

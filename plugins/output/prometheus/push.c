@@ -61,7 +61,7 @@ struct push {
 	size_t inflight;   /* series of the page out */
 	uint64_t gen_sent; /* store generation of the page out */
 	uint64_t gen_done; /* store generation last pushed (or refused) */
-	struct tally_log_limit refused_log, gave_up_log;
+	struct tally_http_complaints log;
 };
 
 static const char *const push_apis[] = { "pushgateway", "victoriametrics",
@@ -162,25 +162,10 @@ static void push_done(void *arg, const struct tally_http_result *res)
 
 	p->inflight = 0;
 	p->gen_done = p->gen_sent;
-	switch (res->outcome) {
-	case TALLY_HTTP_OK:
+	if (res->outcome == TALLY_HTTP_OK)
 		tally_count_event(p->inst, "pushes", 1);
-		break;
-	case TALLY_HTTP_REJECTED:
-		tally_log_limited(&p->refused_log, 60, p->inst, LOG_ERR,
-				  "push refused (HTTP %d): %s; a page of %zu "
-				  "series dropped, not retried",
-				  res->status, res->message, n);
-		tally_count_drop(p->inst, "rejected", n);
-		break;
-	case TALLY_HTTP_GAVE_UP:
-		tally_log_limited(&p->gave_up_log, 60, p->inst, LOG_ERR,
-				  "push failed %u times (%s): a page of %zu "
-				  "series dropped",
-				  res->attempts, res->error, n);
-		tally_count_drop(p->inst, "gave_up", n);
-		break;
-	}
+	else
+		tally_http_complain(&p->log, p->inst, res, n, "series");
 	push_held(p);
 }
 

@@ -7,6 +7,7 @@ the client had read it all: 60 clients reading a 16 MB page at a byte a
 second took tallyd from 77 MB to 1 GB. Concurrent scrapes of an unchanged
 store now share one rendered page, and pages held by replies in progress
 are bounded by max_reply_bytes (the slowest replies are cut).'
+# time limit: 900 s (8 MB pages to 60 readers: over 300 s at load 15)
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"

@@ -415,9 +415,23 @@ static void test_drop_accounting(void)
 	unsetenv("TALLY_TRACE_SNDHWM");
 	unsetenv("TALLY_TRACE_LINGER_MS");
 	pthread_create(&th, NULL, drain_run, &d);
-	/* let the connection come up, so the queue is the pipe's */
+	/*
+	 * The connection is up, so the queue is the pipe's, once the warmup
+	 * span has arrived: waited for, not slept on (a 100 ms sleep). The
+	 * drainer counts on from its two messages.
+	 */
 	tally_trace_end(tr, tally_trace_begin(tr, "warmup"));
-	usleep(100000);
+	{
+		struct msg m;
+		int got = 0;
+
+		while (got < 2 && recv_msg(&m, 60000)) {
+			d.dropped += (long)m.dropped;
+			got++;
+		}
+		cmp_ok(got, "==", 2, "the warmup span arrived");
+		d.received = got;
+	}
 	for (int i = 0; i < 50000; i++)
 		tally_trace_end(tr, tally_trace_begin(tr, "r"));
 	tally_trace_stats(tr, &st);

@@ -162,6 +162,37 @@ test_expect_success 'NaN and infinities never reach carbon' '
 	find carbon/storage -name "spangen_events" | grep .
 '
 
+# A label value of 300 bytes would be a whisper file name over the 255
+# bytes Linux allows (carbon logs "File name too long" and loses the
+# point): the node is cut to 231 bytes, "_" and 8 hex digits of its FNV-1a
+# hash (python3 -c: low 32 bits of FNV-1a 64 of 300 x: 1ba85555)
+X300=$(printf "%0300d" 0 | tr 0 x)
+X231=$(printf "%0231d" 0 | tr 0 x)
+
+test_expect_success 'a path node of 300 bytes is cut, and carbon stores it' '
+	cat >long.conf <<-EOF &&
+	global = { log_level = "info"; };
+	inputs = { c = { plugin = "counter"; interval = 1.0; name = "t24.long";
+			 max_reads = 3; label_key = "long";
+			 label_value = "$X300"; }; };
+	outputs = {
+	  g = { plugin = "graphite"; server = "127.0.0.1:$CARBON_PORT";
+		prefix = "long"; labels = { host = "n1"; }; };
+	  cap = { plugin = "capture"; path = "cap.txt"; timestamps = true; };
+	};
+	pipelines = { p = { from = ["c"]; to = ["g", "cap"]; }; };
+	EOF
+	: >cap.txt &&
+	start_tallyd long.conf &&
+	wait_for "test \$(grep -c ^gauge.t24.long cap.txt) -ge 3" 30 &&
+	stop_tallyd &&
+	same "gauge t24.long{i=\"0\",long=\"$X300\"}" \
+		long.n1.t24.long.0.${X231}_1ba85555 &&
+	f=$(find carbon/storage -name "${X231}_1ba85555.wsp") &&
+	test $(basename "$f" | wc -c) -eq $((240 + 4 + 1)) &&
+	! grep -i "too long" carbon/carbon.out carbon/log/*/*.log 2>/dev/null
+'
+
 test_expect_success 'stop carbon' '
 	stop_carbon
 '

@@ -433,6 +433,82 @@ static void test_intervals(void)
 	tally_batch_unref(b);
 }
 
+/*
+ * Nodes longer than whisper's file names allow (GR_NODE_MAX): cut to
+ * their first bytes, '_' and 8 hex digits of their FNV-1a hash (pinned
+ * here: python3 computes the same), whole UTF-8 characters, the kind's
+ * suffix after; not in format tags.
+ */
+static void test_long_nodes(void)
+{
+	char a[301], b[301], e[301], want[600];
+	struct tally_labels *lv;
+	struct tally_batch *bt = tally_batch_new();
+	struct gr_render r = { 0 }, rt = { 0 };
+	struct gr_counts c = { 0 };
+	struct gr_part parts[GR_MAX_PARTS];
+	size_t n;
+	const char *text;
+
+	memset(a, 'a', 300);
+	a[300] = '\0';
+	memcpy(b, a, sizeof(b));
+	b[299] = 'b'; /* differs after the cut */
+	cmp_ok(gr_node_cut(a, 240), "==", 240, "a node of 240 bytes is kept");
+	ok(a[239] == 'a' && a[240] == 'a', "untouched");
+	cmp_ok(gr_node_cut(a, 300), "==", 240, "one of 300 is cut to 240");
+	snprintf(want, sizeof(want), "%.231s_a7a17e21", a);
+	is(a, want, "its first 231 bytes, _ and its hash's low 32 bits");
+	gr_node_cut(b, 300);
+	ok(strcmp(a, b) && !strncmp(a, b, 231),
+	   "a node differing after the cut gets another path (%s)", b + 231);
+	memset(e, 'a', 300);
+	e[230] = (char)0xc3; /* U+00E9 across the cut */
+	e[231] = (char)0xa9;
+	cmp_ok(gr_node_cut(e, 300), "==", 239,
+	       "a UTF-8 character is not split: cut before it");
+	ok(e[229] == 'a' && e[230] == '_',
+	   "the hash follows the last whole one");
+
+	/* through a render: a label value node and a name node, format path */
+	memset(a, 'v', 300);
+	a[300] = '\0';
+	lv = tally_labels_newv("k", a, NULL);
+	memset(b, 'n', 300);
+	b[300] = '\0';
+	tally_batch_add_metric(bt, TALLY_GAUGE, "m", NULL, lv, 1, T0);
+	tally_batch_add_histogram(bt, b, NULL, NULL, NULL, 0, 2, 3, T0);
+	layout("prefix,name,labels", parts, &n);
+	if (gr_render_init(&r, GR_FMT_PATH, "p", parts, n, NULL, 10) < 0)
+		bail_out("init");
+	text = lines(&r, bt, &c);
+	snprintf(want, sizeof(want), "p.m.%.231s_b9f54d15 1 1722000000\n", a);
+	ok(!strncmp(text, want, strlen(want)), "a label value of 300 bytes: %s",
+	   first_line(text));
+	snprintf(want, sizeof(want), "\np.%.231s_", b);
+	ok(strstr(text, want) != NULL, "a name of 300 bytes is cut too");
+	{
+		const char *p = strstr(text, want) + 1;
+		size_t node = strcspn(p + 2, ". ");
+
+		cmp_ok(node, "<=", 247,
+		       "its last node with _bucket fits NAME.wsp in 255 bytes");
+		ok(!strncmp(p + 2 + 240, "_bucket", 7), "the suffix follows");
+	}
+	gr_render_fini(&r);
+
+	/* tags: carbon files a tagged series under a hash of it */
+	layout("prefix,host,name,labels", parts, &n);
+	if (gr_render_init(&rt, GR_FMT_TAGS, "p", parts, n, NULL, 10) < 0)
+		bail_out("init");
+	text = lines(&rt, bt, &c);
+	snprintf(want, sizeof(want), "p.m;k=%s 1 1722000000\n", a);
+	ok(!strncmp(text, want, strlen(want)), "format tags: not cut");
+	gr_render_fini(&rt);
+	tally_batch_unref(bt);
+	tally_labels_unref(lv);
+}
+
 int main(void)
 {
 	plan(NO_PLAN);
@@ -443,6 +519,7 @@ int main(void)
 	test_metrics();
 	test_spans();
 	test_intervals();
+	test_long_nodes();
 	evbuffer_free(out);
 	return done_testing();
 }

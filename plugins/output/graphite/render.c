@@ -15,6 +15,7 @@
 #include <event2/buffer.h>
 
 #include <tally/exposition.h>
+#include <tally/hash.h>
 
 #include "render.h"
 
@@ -244,20 +245,59 @@ static int line_room(struct gr_render *r, size_t len, size_t more)
 	return 0;
 }
 
+size_t gr_node_cut(char *node, size_t len)
+{
+	uint64_t h;
+	size_t keep = GR_NODE_KEEP;
+
+	if (len <= GR_NODE_MAX)
+		return len;
+	h = tally_hash_bytes(TALLY_HASH_SEED, node, len);
+	/* whole UTF-8 characters: back off a continuation byte */
+	while (keep && ((unsigned char)node[keep] & 0xc0) == 0x80)
+		keep--;
+	/* 9 bytes and a NUL, within the node's len > GR_NODE_MAX bytes */
+	snprintf(node + keep, 10, "_%08x", (unsigned)(h & 0xffffffffu));
+	return keep + 9;
+}
+
+/* Cut every node of r->line[@from, *len) longer than GR_NODE_MAX. */
+static void line_cut_nodes(struct gr_render *r, size_t from, size_t *len)
+{
+	size_t at = from;
+
+	while (at < *len) {
+		char *p = r->line + at;
+		char *dot = memchr(p, '.', *len - at);
+		size_t n = dot ? (size_t)(dot - p) : *len - at;
+		size_t m = gr_node_cut(p, n);
+
+		if (m < n) {
+			memmove(p + m, p + n, *len - at - n);
+			*len -= n - m;
+		}
+		at += m + 1;
+	}
+}
+
 /* Append @s escaped for @ctx, after a '.' unless it starts the line. */
 static int line_node(struct gr_render *r, size_t *len, const char *s,
 		     enum gr_ctx ctx, bool dot)
 {
-	size_t n;
+	size_t n, from;
 
 	if (line_room(r, *len, strlen(s) + 1) < 0)
 		return -1;
 	if (dot && *len)
 		r->line[(*len)++] = '.';
+	from = *len;
 	n = gr_escape(r->line + *len, s, ctx);
 	if (!n && dot && *len)
 		(*len)--; /* nothing left of it: no empty node */
 	*len += n;
+	/* a whisper file or directory per node: the file name limit */
+	if (n > GR_NODE_MAX && r->format == GR_FMT_PATH)
+		line_cut_nodes(r, from, len);
 	return 0;
 }
 

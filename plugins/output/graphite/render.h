@@ -78,6 +78,30 @@ enum gr_ctx {
  */
 size_t gr_escape(char *dst, const char *src, enum gr_ctx ctx);
 
+/*
+ * Longest path node written, in bytes. Whisper keeps a series in
+ * NODE/.../LAST.wsp, a directory per node: a node must fit a file name
+ * (255 bytes on Linux file systems) with ".wsp" and the suffix of its kind
+ * after the name's last node (at most "_bucket"). A longer node is cut to
+ * its first GR_NODE_KEEP bytes or less (whole UTF-8 characters), followed
+ * by '_' and 8 hex digits, the low 32 bits of the FNV-1a 64-bit hash of
+ * the whole node (as escaped): always the same path for the same node,
+ * and different paths for nodes that differ after the cut.
+ */
+#define GR_NODE_MAX  240
+#define GR_NODE_KEEP (GR_NODE_MAX - 9)
+
+/**
+ * gr_node_cut() - cut one path node to GR_NODE_MAX bytes, as above
+ * @node: the node's bytes (escaped: no '.'), changed in place
+ * @len:  their number
+ *
+ * Format "path" only: with format "tags" carbon files a series under a
+ * hash of its whole name. Return: the new length (@len when it fits, and
+ * nothing changed; a cut node has a NUL after it). Pure; any thread.
+ */
+size_t gr_node_cut(char *node, size_t len);
+
 /* Most parts a layout may have. */
 #define GR_MAX_PARTS 16
 

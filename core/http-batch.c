@@ -13,7 +13,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,8 @@
 #include <tally/http.h>
 #include <tally/log.h>
 #include <tally/plugin.h>
+
+#include "net-internal.h"
 
 struct tally_http_batch {
 	struct tally_instance *inst;
@@ -237,10 +238,7 @@ tally_http_batch_new(struct tally_instance *inst, struct event_base *base,
 	b->ops = ops;
 	b->arg = arg;
 	b->batch_size = o->batch_size;
-	b->flush_tv.tv_sec = (time_t)o->flush_interval;
-	b->flush_tv.tv_usec =
-		(suseconds_t)((o->flush_interval - floor(o->flush_interval)) *
-			      1e6);
+	b->flush_tv = tally_net_timeval(o->flush_interval);
 	b->method = strdup(o->method);
 	b->path = strdup(o->path);
 	b->unit = strdup(o->unit);

@@ -109,6 +109,7 @@ MAX_ATTR_BYTES = 4096      # per span, as libtally-trace: room for counters
 MAX_COUNTERS = 64          # items per message
 MAX_LABELS = 4
 MAX_SERIES = 1024          # counters per tracer
+GAUGE_REORDER_NS = 60 * 10**9  # snapshots in timestamp order within this
 ITEM_ATTR, ITEM_SOURCE, ITEM_COUNTER = 1, 2, 3
 T_INT64, T_DOUBLE, T_STRING, T_BOOL = 1, 2, 3, 4
 DELTA, GAUGE = 1, 2
@@ -404,6 +405,7 @@ class Tracer:
         self._clock = threading.Lock()   # counters and their snapshots
         self._counters = {}              # (kind, name, labels) -> _Counter
         self._next_snap = 0
+        self._last_snap = 0
         self._flusher = None
         self._flusher_stop = threading.Event()
         self._closed = False
@@ -563,7 +565,13 @@ class Tracer:
         taken = []
         if self._counters and ts >= self._next_snap and \
                 self._clock.acquire(blocking=False):
-            todo = self._changed()
+            # in timestamp order: a thread that read the clock later
+            # may have taken one first (doc/wire-format.md, COUNTER)
+            if 0 < self._last_snap - ts <= GAUGE_REORDER_NS:
+                self._clock.release()
+            else:
+                todo = self._changed()
+        if todo is not None:
             more, taken = self._snap_fill(todo, MAX_EXT - len(items))
             items += more
         msg = self._message(typ, carried, ts, sid, parent, c.tid, name,
@@ -590,6 +598,7 @@ class Tracer:
             if ok and todo:
                 self._send_counters(c, todo, False, ts)
             self._next_snap = ts + self._interval_ns
+            self._last_snap = ts
             self._clock.release()
 
     def begin(self, name):
@@ -693,10 +702,13 @@ class Tracer:
         c = self._conn()
         if c is None:
             return False
-        ts = time.time_ns()
         with self._clock:
+            ts = time.time_ns()
+            if 0 < self._last_snap - ts <= GAUGE_REORDER_NS:
+                ts = self._last_snap
             self._send_counters(c, self._changed(), c.announce, ts)
             self._next_snap = ts + self._interval_ns
+            self._last_snap = ts
         return True
 
     def start_flusher(self):

@@ -180,6 +180,7 @@ struct tally_trace {
 	/* the snapshot taker's: what the message being sent carries */
 	struct tt_counter **snap_c;
 	uint64_t *snap_v;
+	int64_t snap_last_ns; /* CLOCK_REALTIME ns of the last snapshot */
 	/* the opt-in flusher thread */
 	pthread_t flusher;
 	bool flusher_on;
@@ -494,15 +495,35 @@ static inline struct tt_thread *tt_self(struct tally_trace *tr)
 }
 
 /* Whether a thread may take the tracer's counter snapshot now. */
-static bool tt_snap_begin(struct tally_trace *tr)
+static bool tt_snap_take(struct tally_trace *tr)
 {
 	int idle = 0;
 
 	return atomic_compare_exchange_strong(&tr->snapping, &idle, 1);
 }
 
+/*
+ * Whether an event at @now may carry the tracer's counter snapshot. Not
+ * when @now is before the last snapshot's time (another thread read the
+ * clock later but took the snapshot first): snapshots go out in the order
+ * of their timestamps, so that a receiver can tell which gauge level is
+ * the newest (TALLY_WIRE_GAUGE_REORDER_NS); this event's is skipped, the
+ * next one takes it.
+ */
+static bool tt_snap_begin(struct tally_trace *tr, uint64_t now)
+{
+	if (!tt_snap_take(tr))
+		return false;
+	if ((int64_t)now >= tr->snap_last_ns ||
+	    tr->snap_last_ns - (int64_t)now > TALLY_WIRE_GAUGE_REORDER_NS)
+		return true;
+	atomic_store_explicit(&tr->snapping, 0, memory_order_release);
+	return false;
+}
+
 static void tt_snap_end(struct tally_trace *tr, uint64_t now)
 {
+	tr->snap_last_ns = (int64_t)now;
 	atomic_store_explicit(&tr->next_snap, (int64_t)now + tr->interval_ns,
 			      memory_order_relaxed);
 	atomic_store_explicit(&tr->snapping, 0, memory_order_release);
@@ -655,7 +676,7 @@ static void tt_send(struct tt_thread *t, uint8_t type, uint64_t id,
 					  memory_order_relaxed)) &&
 	    (int64_t)now >= atomic_load_explicit(&tr->next_snap,
 						 memory_order_relaxed) &&
-	    tt_snap_begin(tr)) {
+	    tt_snap_begin(tr, now)) {
 		snap = true;
 		cur = atomic_load_explicit(&tr->counters, memory_order_acquire);
 		xl += tt_snap_fill(tr, &cur, m + n + xl,
@@ -1315,13 +1336,17 @@ int tally_trace_flush(struct tally_trace *tr)
 		return 0;
 	}
 	/* another thread's snapshot takes microseconds: wait it out */
-	while (!tt_snap_begin(tr)) {
+	while (!tt_snap_take(tr)) {
 		if (++tries == 10000) {
 			errno = EAGAIN;
 			return -1;
 		}
 		sched_yield();
 	}
+	/* in timestamp order (tt_snap_begin()): no event carries this one */
+	if ((int64_t)now < tr->snap_last_ns &&
+	    tr->snap_last_ns - (int64_t)now <= TALLY_WIRE_GAUGE_REORDER_NS)
+		now = (uint64_t)tr->snap_last_ns;
 	tt_send_counters(t,
 			 atomic_load_explicit(&tr->counters,
 					      memory_order_acquire),

@@ -97,6 +97,15 @@ enum tally_wire_item {
 #define TALLY_WIRE_T_BOOL   4
 #define TALLY_WIRE_DELTA    1 /* int64 >= 0: growth since the last one */
 #define TALLY_WIRE_GAUGE    2 /* double: the level */
+/*
+ * A process's threads send on sockets of their own, so a gauge snapshot
+ * can arrive after a newer one (doc/wire-format.md, COUNTER). A receiver
+ * keeps the level with the latest timestamp, and takes an older one as
+ * stale when it is at most this much older (ns); beyond that the sender's
+ * clock stepped back, and the older timestamp is the new level's. A sender
+ * takes snapshots in the order of their timestamps within this window.
+ */
+#define TALLY_WIRE_GAUGE_REORDER_NS 60000000000ll
 
 /**
  * tally_wire_name_ok() - whether @s[0..@len) is a valid key or name:

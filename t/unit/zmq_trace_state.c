@@ -1147,6 +1147,24 @@ static void test_v2(void)
 	   "g tally_app_depth{host=here,rank=2,trace=T} 1.25 4000\n",
 	   "deltas add up per series, whatever the label order; a gauge "
 	   "takes the level; no span record");
+	/* a snapshot older than the level shown: another thread's socket
+	 * delivered a newer one first */
+	c->delta = 1;
+	ev->counters[1].gauge = 9;
+	ev->ts_ns = 3500;
+	zmq_trace_state_apply(st, ev, 0, &msink);
+	ev->counters[1].gauge = 0.5;
+	ev->ts_ns = 4000;
+	zmq_trace_state_apply(st, ev, 0, &msink);
+	is(take(),
+	   "c tally_app_calls_total{host=here,op=send,peer=3,rank=2,trace=T}"
+	   " 13 3500\n"
+	   "c tally_app_calls_total{host=here,op=send,peer=3,rank=2,trace=T}"
+	   " 14 4000\n"
+	   "g tally_app_depth{host=here,rank=2,trace=T} 0.5 4000\n",
+	   "a gauge older than the level shown is stale: its delta counts, "
+	   "its level does not; one as new as the level replaces it");
+	c->delta = 7;
 	ev->ncounters = 1;
 	c->labels[1].value = "4"; /* a third series: fits */
 	zmq_trace_state_apply(st, ev, 0, &msink);
@@ -1164,7 +1182,7 @@ static void test_v2(void)
 	zmq_trace_state_check(st, 2 * SEC, 77 * SEC, false, &msink);
 	is(take(),
 	   "c tally_trace_source_messages_total{host=here,pid=10,rank=2,"
-	   "trace=T} 6 77000000000\n"
+	   "trace=T} 8 77000000000\n"
 	   "c tally_trace_source_dropped_total{host=here,pid=10,rank=2,"
 	   "trace=T} 4 77000000000\n"
 	   "g tally_trace_source_last_seen_timestamp_seconds{host=here,"

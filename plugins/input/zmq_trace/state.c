@@ -65,6 +65,7 @@ struct zmq_trace_series {
 	struct zmq_trace_source *src;
 	struct zmq_trace_series *next; /* the source's series */
 	double value;		       /* delta: the sum; gauge: the level */
+	int64_t ts_ns;		       /* gauge: its snapshot's time */
 	uint8_t kind;
 	uint8_t nlabels;
 	const char *name;   /* as sent */
@@ -834,6 +835,7 @@ zmq_trace_series_new(struct zmq_trace_state *st, struct zmq_trace_source *src,
 		p += sprintf(p, "%s", c->labels[k->order[i]].value) + 1;
 	}
 	se->src = src;
+	se->ts_ns = INT64_MIN;
 	se->kind = c->kind;
 	se->nlabels = c->nlabels;
 	se->next = src->series;
@@ -884,10 +886,18 @@ static void zmq_trace_counters(struct zmq_trace_state *st,
 				continue;
 			}
 		}
-		if (se->kind == TALLY_WIRE_DELTA)
+		if (se->kind == TALLY_WIRE_DELTA) {
 			se->value += (double)c->delta;
-		else
+		} else if (ev->ts_ns >= se->ts_ns ||
+			   se->ts_ns - ev->ts_ns >
+				   TALLY_WIRE_GAUGE_REORDER_NS) {
 			se->value = c->gauge;
+			se->ts_ns = ev->ts_ns;
+		} else {
+			/* a thread's older snapshot, overtaken on the way by
+			 * another thread's: stale */
+			continue;
+		}
 		if (!sink->metric)
 			continue;
 		snprintf(rank, sizeof(rank), "%" PRId32, src->rank);

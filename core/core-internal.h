@@ -537,18 +537,6 @@ size_t tally_outq_held_batches(const struct tally_instance *o);
 	 : (p)->kind == TALLY_KIND_FILTER ? (p)->filter->op \
 					  : (p)->output->op)
 
-/* @s seconds (negative: 0) as a struct timeval */
-static inline struct timeval tally_tv_of(double s)
-{
-	struct timeval tv;
-
-	if (s < 0)
-		s = 0;
-	tv.tv_sec = (time_t)s;
-	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
-	return tv;
-}
-
 /*
  * input.c: giving freed heap back to the kernel from input ticks.
  * @free_bytes reports malloc's free bytes (mallinfo2().fordblks) and @trim

@@ -242,7 +242,7 @@ struct timeval tally_next_aligned(double interval, double *mark)
 	double now = (double)tally_now_ns() / 1e9;
 
 	*mark = tally_next_mark(interval, *mark, now);
-	return tally_tv_of(*mark - now);
+	return tally_timeval(*mark - now);
 }
 
 static void filter_tick(evutil_socket_t fd, short what, void *arg)

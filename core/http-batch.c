@@ -238,7 +238,7 @@ tally_http_batch_new(struct tally_instance *inst, struct event_base *base,
 	b->ops = ops;
 	b->arg = arg;
 	b->batch_size = o->batch_size;
-	b->flush_tv = tally_net_timeval(o->flush_interval);
+	b->flush_tv = tally_timeval(o->flush_interval);
 	b->method = strdup(o->method);
 	b->path = strdup(o->path);
 	b->unit = strdup(o->unit);

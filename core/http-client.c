@@ -253,7 +253,7 @@ static void client_deadline(evutil_socket_t fd, short what, void *arg);
 /* (Re)make the connection: after a deadline, evhttp's is torn down. */
 static int client_connect(struct tally_http_client *c)
 {
-	struct timeval tv = tally_net_timeval(c->o.timeout);
+	struct timeval tv = tally_timeval(c->o.timeout);
 
 	c->conn = evhttp_connection_base_new(c->base, c->dns, c->url.host,
 					     c->url.port);
@@ -527,7 +527,7 @@ static void client_retry(struct tally_http_client *c, double at_least)
 			  "http://%s%s: %s; retrying in %.3g s", c->hostport,
 			  c->uri, c->error, delay);
 	c->st.backoff = delay;
-	tv = tally_net_timeval(delay);
+	tv = tally_timeval(delay);
 	evtimer_add(c->retry_ev, &tv);
 }
 
@@ -750,7 +750,7 @@ static void client_attempt(evutil_socket_t fd, short what, void *arg)
 	count(c, "http_bytes_body", c->body_raw);
 	c->in_flight = true;
 	{
-		struct timeval tv = tally_net_timeval(c->o.timeout);
+		struct timeval tv = tally_timeval(c->o.timeout);
 
 		evtimer_add(c->deadline_ev, &tv);
 	}

@@ -231,7 +231,7 @@ int tally_input_start(struct tally_instance *inst)
 	 * The first read right away, then on wall-clock marks: a scrape just
 	 * after start must not find an empty page for a whole interval.
 	 */
-	tv = tally_tv_of(0);
+	tv = tally_timeval(0);
 	evtimer_add(inst->timer, &tv);
 	return 0;
 }

@@ -55,17 +55,6 @@ struct tally_net_drain {
 
 static const struct timeval drain_now = { 0, 0 };
 
-struct timeval tally_net_timeval(double seconds)
-{
-	struct timeval tv;
-
-	if (seconds < 0)
-		seconds = 0;
-	tv.tv_sec = (time_t)seconds;
-	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
-	return tv;
-}
-
 static void drain_run(struct tally_net_drain *d)
 {
 	unsigned n = d->ops->drain(d->arg, d->max);

@@ -11,6 +11,7 @@
 #include <sys/time.h>
 
 #include <tally/net.h>
+#include <tally/plugin.h>
 
 struct evdns_base;
 struct event_base;
@@ -38,9 +39,6 @@ int tally_net_hosts_lookup(const char *name, uint16_t port,
 /* "127.0.0.1:80", "[::1]:80", "unix:/path": 0, or -1 (EAFNOSUPPORT). */
 int tally_net_format_sockaddr(const struct sockaddr *sa, socklen_t sl,
 			      char *buf, size_t len);
-
-/* @seconds (negative: 0) as a struct timeval, for event timers. */
-struct timeval tally_net_timeval(double seconds);
 
 /*
  * The capped, jittered backoff of every reconnecting or retrying client:

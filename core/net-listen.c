@@ -139,7 +139,7 @@ static void listener_arm(struct tally_net_listener *l)
 	}
 	if (evtimer_pending(l->tick, NULL))
 		return;
-	tv = tally_net_timeval(s);
+	tv = tally_timeval(s);
 	evtimer_add(l->tick, &tv);
 }
 

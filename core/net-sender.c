@@ -349,7 +349,7 @@ static void sender_retry(struct tally_net_sender *s, const char *event,
 	tally_log(s->inst, LOG_WARNING,
 		  "%s: %s: %s; retrying in %.3g s (%zu bytes waiting)",
 		  s->what, event, why, delay, evbuffer_get_length(s->pending));
-	tv = tally_net_timeval(delay);
+	tv = tally_timeval(delay);
 	s->state = SENDER_WAIT;
 	s->st.backoff = delay;
 	evtimer_add(s->retry_ev, &tv);
@@ -501,7 +501,7 @@ static void sender_up(struct tally_net_sender *s)
 				    sender_out_cb, s);
 	bufferevent_setwatermark(s->bev, EV_WRITE, SENDER_CHUNK / 2, 0);
 	if (s->o.stall_timeout > 0) {
-		struct timeval tv = tally_net_timeval(s->o.stall_timeout);
+		struct timeval tv = tally_timeval(s->o.stall_timeout);
 
 		bufferevent_set_timeouts(s->bev, NULL, &tv);
 	}
@@ -595,7 +595,7 @@ static void sender_attempt(evutil_socket_t fd, short what, void *arg)
 					 .ai_socktype = SOCK_STREAM,
 					 .ai_protocol = IPPROTO_TCP,
 					 .ai_flags = EVUTIL_AI_ADDRCONFIG };
-	struct timeval tv = tally_net_timeval(s->o.connect_timeout);
+	struct timeval tv = tally_timeval(s->o.connect_timeout);
 	struct evdns_getaddrinfo_request *req;
 	struct sender_ticket *t;
 	char port[8];

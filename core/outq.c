@@ -97,7 +97,7 @@ static void outq_deliver(evutil_socket_t fd, short what, void *arg)
 		errno = 0;
 		r = o->plugin->output->write(o, o->state, b);
 		if (r < 0 && errno == EAGAIN) {
-			struct timeval tv = tally_tv_of(q->backoff);
+			struct timeval tv = tally_timeval(q->backoff);
 
 			q->busy = true;
 			evtimer_add(q->retry, &tv);

@@ -187,7 +187,7 @@ static void core_finish(struct tally_core *core)
 static void core_drain_check(evutil_socket_t fd, short what, void *arg)
 {
 	struct tally_core *core = arg;
-	struct timeval tv = tally_tv_of(0.01);
+	struct timeval tv = tally_timeval(0.01);
 
 	if (core->finished)
 		return;
@@ -265,7 +265,7 @@ void tally_inst_halt(struct tally_instance *inst)
 
 void tally_core_stop(struct tally_core *core)
 {
-	struct timeval dl = tally_tv_of(core->conf->shutdown_timeout);
+	struct timeval dl = tally_timeval(core->conf->shutdown_timeout);
 
 	if (core->stopping)
 		return;

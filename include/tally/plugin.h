@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 
 #include <tally/config.h>
 #include <tally/labels.h>
@@ -346,6 +347,22 @@ bool tally_tick_hands_off(const struct tally_instance *inst);
  * Return: the libevent base; use it only from the loop thread.
  */
 struct event_base *tally_instance_base(const struct tally_instance *inst);
+
+/**
+ * tally_timeval() - @seconds as a struct timeval, for libevent timers
+ *
+ * Negative or NaN: zero. Pure, any thread.
+ */
+static inline struct timeval tally_timeval(double seconds)
+{
+	struct timeval tv = { 0, 0 };
+
+	if (!(seconds > 0))
+		return tv;
+	tv.tv_sec = (time_t)seconds;
+	tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+	return tv;
+}
 
 /**
  * tally_output_labels() - the static labels an output adds to what it writes

@@ -758,12 +758,7 @@ static int zmq_trace_start(struct tally_instance *inst, void *state,
 			   struct event_base *base)
 {
 	struct zmq_trace *zt = state;
-	struct timeval check = {
-		.tv_sec = (time_t)zt->check_interval,
-		.tv_usec = (suseconds_t)((zt->check_interval -
-					  (double)(time_t)zt->check_interval) *
-					 1e6),
-	};
+	struct timeval check = tally_timeval(zt->check_interval);
 	int hwm = (int)zt->rcvhwm, linger = 0, err;
 	int64_t maxmsg = ZMQ_TRACE_MAX_MSG;
 	evutil_socket_t zfd;

@@ -587,9 +587,7 @@ static int file_init(struct tally_instance *inst, void *state)
 		goto out_nomem;
 	if (file_next(f, SEG_GO_ON, now) < 0)
 		goto out_nomem;
-	f->tv.tv_sec = (time_t)f->flush_interval;
-	f->tv.tv_usec = (suseconds_t)((f->flush_interval -
-				       (double)f->tv.tv_sec) * 1e6);
+	f->tv = tally_timeval(f->flush_interval);
 	f->timer = evtimer_new(base, file_timer, f);
 	f->kick = event_new(base, -1, 0, file_timer, f);
 	if (!f->timer || !f->kick)

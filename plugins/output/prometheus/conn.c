@@ -19,6 +19,7 @@
 #include <event2/listener.h>
 
 #include <tally/log.h>
+#include <tally/plugin.h>
 #include <tally/record.h>
 
 #include "conn.h"
@@ -429,8 +430,7 @@ struct prom_conns *prom_conns_new(struct event_base *base, struct evhttp *http,
 		poll = o->request_timeout / 4;
 	if (poll < PROM_CONN_POLL_MIN_MS / 1e3)
 		poll = PROM_CONN_POLL_MIN_MS / 1e3;
-	c->poll_tv.tv_sec = (time_t)poll;
-	c->poll_tv.tv_usec = (suseconds_t)((poll - (double)(time_t)poll) * 1e6);
+	c->poll_tv = tally_timeval(poll);
 	c->poll = event_new(base, -1, EV_PERSIST, conns_poll, c);
 	c->balance = evtimer_new(base, conns_balance, c);
 	c->resume = evtimer_new(base, conns_resume, c);

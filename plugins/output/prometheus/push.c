@@ -251,10 +251,7 @@ static int push_init(struct tally_instance *inst, void *state)
 	};
 	double iv =
 		p->interval > 0 ? p->interval : tally_instance_interval(inst);
-	struct timeval tv = {
-		.tv_sec = (time_t)iv,
-		.tv_usec = (suseconds_t)((iv - (double)(time_t)iv) * 1e6),
-	};
+	struct timeval tv = tally_timeval(iv);
 	struct tally_http_url u;
 
 	p->inst = inst;

@@ -206,6 +206,45 @@ test_expect_success 'a deep tree and a symlink loop below a job: read as any job
 	test $(wc -l <deep.out) = 1
 '
 
+# once_jobs ROOT - one read of a jobs input on cgroup root ROOT (and the
+# settings in $2): its records in NAME.got, sorted, its log in NAME.log
+once_jobs() {
+	cat >$1.conf <<-EOF &&
+	inputs = { jobs = { plugin = "jobs"; cgroup_root = "$PWD/$1"; $2 }; };
+	outputs = { cap = { plugin = "capture"; path = "$PWD/$1.out"; }; };
+	pipelines = { p = { from = ["jobs"]; to = ["cap"]; }; };
+	EOF
+	rm -f $1.out &&
+	timeout 20 "$TALLYD" --once -c $1.conf 2>$1.log &&
+	sed "s/ ts=[0-9]*//" $1.out | sort >$1.got
+}
+
+test_expect_success 'a directory name with a newline is logged escaped, on one line' '
+	mkdir -p nl/system.slice/slurmstepd.scope &&
+	mkdir "nl/system.slice/slurmstepd.scope/$(printf "job_1\nforged: line")" &&
+	once_jobs nl "" &&
+	test_must_be_empty nl.got &&
+	grep "slurmstepd.scope/job_1\\\\nforged: line: not a job name" nl.log &&
+	! grep "^forged" nl.log
+'
+
+test_expect_success 'a proc that does not exist or is not a procfs: logged once, counted on every read' '
+	port=$(free_port) &&
+	sed -e "s|omnistat = true;|omnistat = true; proc = \"$PWD/noproc\";|" \
+		-e "s|127.0.0.1:[0-9]*|127.0.0.1:$port|" jobs.conf >noproc.conf &&
+	start_tallyd --log noproc.log --wait "port_listening $port" \
+		noproc.conf &&
+	wait_for "drops_per_read proc_error 1" &&
+	test $(grep -c "proc $PWD/noproc: No such file or directory: the user of a job" noproc.log) = 1 &&
+	stop_tallyd &&
+	sed "s|proc = \"[^\"]*\"|proc = \"$PWD/cg\"|" noproc.conf >notproc.conf &&
+	start_tallyd --log notproc.log --wait "port_listening $port" \
+		notproc.conf &&
+	wait_for "drops_per_read proc_error 1" &&
+	test $(grep -c "proc $PWD/cg: not a procfs (no self/cgroup)" notproc.log) = 1 &&
+	stop_tallyd
+'
+
 # Run as nobody, tallyd cannot read a directory of mode 000 (root can).
 test_expect_success ROOT 'an unreadable hierarchy and job directory: logged, counted, the rest reported' '
 	mkdir -p ur/memory/slurm/uid_1/job_301 ur/cpuset/slurm \
@@ -222,7 +261,8 @@ test_expect_success ROOT 'an unreadable hierarchy and job directory: logged, cou
 	setpriv --reuid=65534 --regid=65534 --clear-groups -- \
 		timeout 20 "$TALLYD" --once -c "$PWD/ur.conf" 2>ur.log &&
 	grep "$PWD/ur/cpuset/slurm: Permission denied" ur.log &&
-	grep "job_303: Permission denied" ur.log &&
+	grep "job_303: Permission denied: the job is reported, without its steps" ur.log &&
+	! grep "job_303: .*its jobs are not reported" ur.log &&
 	sed "s/ ts=[0-9]*//" out/ur.out | sort >ur.got &&
 	cat >ur.expect <<-EOF &&
 	info tally_job_info{batchsystem="slurm",jobid="301",user="daemon"} 1
@@ -230,6 +270,48 @@ test_expect_success ROOT 'an unreadable hierarchy and job directory: logged, cou
 	info tally_job_info{batchsystem="slurm",jobid="303",user=""} 1
 	EOF
 	test_cmp ur.expect ur.got
+'
+
+# The user of a job whose directory is root's: its tasks' owner. Root's
+# slurmstepd (the step's "slurm" cgroup, in every job) and a Flux IMP
+# (root's in every multi-user job) name nobody; root's tasks name root.
+test_expect_success ROOT 'jobs of root and jobs not started: user="root" and user=""' '
+	R=rj/system.slice/slurmstepd.scope &&
+	mkdir -p $R/job_106/step_0/slurm $R/job_107/step_0/slurm \
+		$R/job_107/step_0/user/task_0 $R/job_108/step_extern/slurm \
+		$R/job_108/step_extern/user/task_special \
+		rj/system.slice/imp-shell-0-fRoot.service \
+		rj/system.slice/shell-0-fSingle.service &&
+	echo $$ >$R/job_106/step_0/slurm/cgroup.procs &&
+	echo $$ >$R/job_107/step_0/slurm/cgroup.procs &&
+	echo $$ >$R/job_107/step_0/user/task_0/cgroup.procs &&
+	echo $$ >$R/job_108/step_extern/slurm/cgroup.procs &&
+	echo $$ >$R/job_108/step_extern/user/task_special/cgroup.procs &&
+	echo $$ >rj/system.slice/imp-shell-0-fRoot.service/cgroup.procs &&
+	echo $$ >rj/system.slice/shell-0-fSingle.service/cgroup.procs &&
+	once_jobs rj "omnistat = true;" &&
+	cat >rj.expect <<-EOF &&
+	info rmsjob_info{batchflag="0",jobid="106",jobstep="0",nodes="",partition="",type="slurm",user=""} 1
+	info rmsjob_info{batchflag="0",jobid="107",jobstep="0",nodes="",partition="",type="slurm",user="root"} 1
+	info rmsjob_info{batchflag="0",jobid="108",jobstep="",nodes="",partition="",type="slurm",user=""} 1
+	info rmsjob_info{batchflag="0",jobid="fRoot",jobstep="",nodes="",partition="",type="flux",user=""} 1
+	info rmsjob_info{batchflag="0",jobid="fSingle",jobstep="",nodes="",partition="",type="flux",user="root"} 1
+	info tally_job_info{batchsystem="flux",jobid="fRoot",user=""} 1
+	info tally_job_info{batchsystem="flux",jobid="fSingle",user="root"} 1
+	info tally_job_info{batchsystem="slurm",jobid="106",user=""} 1
+	info tally_job_info{batchsystem="slurm",jobid="107",user="root"} 1
+	info tally_job_info{batchsystem="slurm",jobid="108",user=""} 1
+	EOF
+	test_cmp rj.expect rj.got
+'
+
+test_expect_success ROOT 'a job not started yet gets its user once its tasks run' '
+	R=rj/system.slice/slurmstepd.scope &&
+	mkdir -p $R/job_106/step_0/user/task_0 &&
+	printf "%s\n%s\n" $$ $(cat nobody.pid) \
+		>$R/job_106/step_0/user/task_0/cgroup.procs &&
+	once_jobs rj "" &&
+	grep "^info tally_job_info{batchsystem=\"slurm\",jobid=\"106\",user=\"nobody\"} 1$" rj.got
 '
 
 test_expect_success ROOT 'stop the process run as nobody' '

@@ -79,6 +79,12 @@ test_expect_success 'a cgroup of another job is not taken for this one' '
 	grep "^info rmsjob_info{batchflag=\"0\",jobid=\"99\",jobstep=\"\"," got
 '
 
+test_expect_success 'a proc that does not exist: one log line saying what is not known' '
+	SLURM_JOB_ID=4242 once "omnistat = true; proc = \"$PWD/nowhere\";" &&
+	grep "^info rmsjob_info{batchflag=\"0\",jobid=\"4242\",jobstep=\"\"," got &&
+	test $(grep -c "proc $PWD/nowhere: No such file or directory: the collector'"'"'s own cgroup is not read" u.log) = 1
+'
+
 test_expect_success 'FLUX_JOB_ID: batchsystem flux' '
 	FLUX_JOB_ID=fXyZ FLUX_JOB_NNODES=4 once "omnistat = true;" &&
 	cat >expected <<-EOF &&

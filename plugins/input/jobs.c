@@ -138,6 +138,13 @@ static const struct {
 };
 #define JOBS_NTREES (sizeof(jobs_trees) / sizeof(jobs_trees[0]))
 
+/* What a directory that cannot be read costs (jobs_dir_error()) */
+#define JOBS_LOST_ALL "no job is reported"
+#define JOBS_LOST_TREE "the jobs below it are not reported"
+#define JOBS_LOST_JOB                                                    \
+	"the job is reported, without its steps (and without its user "  \
+	"when the path does not name it and the directory is root's)"
+
 /* Drop reasons logged once each (bit numbers of struct jobs.logged). */
 enum { JOBS_ODD_NAME, JOBS_ODD_ENTRY, JOBS_TOO_MANY, JOBS_NREASONS };
 static const char *const jobs_reason[JOBS_NREASONS] = {
@@ -165,6 +172,7 @@ struct jobs {
 								 error this tick
 							       */
 	int job_err;	      /* likewise for job directories */
+	int proc_err;	      /* what was wrong with "proc", last logged */
 	struct jobs_job self; /* user collector: its job */
 	char partition[128], nodes[32], jobstep[32];
 	bool outside_logged;
@@ -357,49 +365,63 @@ out_inval:
  * Logging and counting
  */
 
-/* Count a drop of @reason (JOBS_*), logging the first one ever. */
+/*
+ * Count a drop of @reason (JOBS_*), logging the first one ever. @name
+ * comes from readdir (and @where may hold earlier entries): escaped, so
+ * that a newline in a directory name cannot forge a log line.
+ */
 static void jobs_drop(struct jobs *j, int reason, const char *where,
 		      const char *name)
 {
+	char ew[PATH_MAX], en[NAME_MAX * 4 + 1];
+
 	tally_count_drop(j->inst, jobs_reason[reason], 1);
 	if (j->logged & (1u << reason))
 		return;
 	j->logged |= 1u << reason;
+	tally_log_peer_text(ew, sizeof(ew), where, strlen(where));
+	tally_log_peer_text(en, sizeof(en), name, strlen(name));
 	switch (reason) {
 	case JOBS_ODD_NAME:
 		tally_log(j->inst, LOG_WARNING,
 			  "%s/%s: not a job name the batch system makes: "
 			  "ignored (further ones counted, odd_name)",
-			  where, name);
+			  ew, en);
 		break;
 	case JOBS_ODD_ENTRY:
 		tally_log(j->inst, LOG_WARNING,
 			  "%s/%s: not a directory: ignored (further ones "
 			  "counted, odd_entry)",
-			  where, name);
+			  ew, en);
 		break;
 	default:
 		tally_log(j->inst, LOG_WARNING,
 			  "%s: more than max_jobs (%" PRId64 ") jobs: the "
 			  "rest are not reported (counted, too_many_jobs)",
-			  where, j->max_jobs);
+			  ew, j->max_jobs);
 		break;
 	}
 }
 
-/* Log a directory error when it changed (*@last: the last errno logged). */
+/*
+ * Log a directory error when it changed (*@last: the last errno logged),
+ * saying what it costs (@lost: "no job is reported", "its jobs are not
+ * reported", "the job is reported without its steps").
+ */
 static void jobs_dir_error(struct jobs *j, int *last, const char *path, int e,
-			   const char *reason)
+			   const char *reason, const char *lost)
 {
+	char esc[PATH_MAX];
+
 	tally_count_drop(j->inst, reason, 1);
 	j->err_now = true;
 	if (*last == e)
 		return;
 	*last = e;
+	tally_log_peer_text(esc, sizeof(esc), path, strlen(path));
 	tally_log(j->inst, LOG_WARNING,
-		  "%s: %s: its jobs are not reported (logged once, counted "
-		  "as %s)",
-		  path, strerror(e), reason);
+		  "%s: %s: %s (logged once, counted as %s)", esc, strerror(e),
+		  lost, reason);
 }
 
 /*
@@ -443,10 +465,10 @@ static void jobs_user_name(struct jobs_job *job, long long uid)
 
 /*
  * The owner of the processes of cgroup.procs in @dirfd: the first non-root
- * one (*@uid), else 0 when only root's run there (*@uid untouched when
- * there are none).
+ * one (*@uid); *@root set when a process of root's is listed.
  */
-static void jobs_procs_owner(struct jobs *j, int dirfd, long long *uid)
+static void jobs_procs_owner(struct jobs *j, int dirfd, long long *uid,
+			     bool *root)
 {
 	struct tally_readbuf rb = { 0 };
 	const char *p;
@@ -473,7 +495,8 @@ static void jobs_procs_owner(struct jobs *j, int dirfd, long long *uid)
 			*uid = st.st_uid;
 			break;
 		}
-		*uid = 0;
+		if (root)
+			*root = true;
 	}
 out:
 	tally_readbuf_free(&rb);
@@ -483,10 +506,15 @@ out:
 /*
  * Look for the job's user in the cgroup.procs of @dirfd and of its
  * subdirectories, JOBS_PROCS_DEPTH levels deep, *@budget directories at
- * most: a step's processes are all the job user's but slurmstepd's.
+ * most: the first non-root process in *@uid; *@root (NULL: not asked)
+ * set when a process of root's was seen. A Slurm step's "slurm" cgroup is
+ * not looked in: it holds slurmstepd (root's, in every job); its
+ * "user/task_T" cgroups hold the job's own processes. Those of step_extern
+ * are the user's when pam_slurm_adopt put them there, and slurmstepd's
+ * root-owned "sleep" else: a non-root one names the user, root's do not.
  */
 static void jobs_find_owner(struct jobs *j, int dirfd, int depth, int *budget,
-			    long long *uid)
+			    long long *uid, bool *root)
 {
 	struct dirent *de;
 	DIR *d;
@@ -494,7 +522,7 @@ static void jobs_find_owner(struct jobs *j, int dirfd, int depth, int *budget,
 	if (*budget <= 0)
 		return;
 	(*budget)--;
-	jobs_procs_owner(j, dirfd, uid);
+	jobs_procs_owner(j, dirfd, uid, root);
 	if (*uid > 0 || depth >= JOBS_PROCS_DEPTH)
 		return;
 	d = jobs_opendir(dirfd);
@@ -503,14 +531,16 @@ static void jobs_find_owner(struct jobs *j, int dirfd, int depth, int *budget,
 	while (*uid <= 0 && *budget > 0 && (de = readdir(d))) {
 		int sub;
 
-		if (de->d_name[0] == '.' ||
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "slurm") ||
 		    (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
 			continue;
 		sub = openat(dirfd, de->d_name,
 			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
-		jobs_find_owner(j, sub, depth + 1, budget, uid);
+		jobs_find_owner(j, sub, depth + 1, budget, uid,
+				strcmp(de->d_name, "step_extern") ? root
+								  : NULL);
 		close(sub);
 	}
 	closedir(d);
@@ -623,7 +653,8 @@ static int jobs_entry(struct jobs *j, int dirfd, const char *where,
 		char path[PATH_MAX];
 
 		snprintf(path, sizeof(path), "%s/%s", where, name);
-		jobs_dir_error(j, &j->job_err, path, errno, "unreadable_dir");
+		jobs_dir_error(j, &j->job_err, path, errno, "unreadable_dir",
+			       JOBS_LOST_JOB);
 	} else if (kind != JOBS_FLUX) {
 		jobs_steps(fd, job);
 	}
@@ -642,11 +673,22 @@ static int jobs_entry(struct jobs *j, int dirfd, const char *where,
 	} else if (fd >= 0 && j->lookups < JOBS_LOOKUPS) {
 		int budget = JOBS_PROCS_DIRS;
 		long long owner = -1;
+		bool root = false;
 
 		j->lookups++;
-		jobs_find_owner(j, fd, 0, &budget, &owner);
-		if (owner >= 0)
+		jobs_find_owner(j, fd, 0, &budget, &owner, &root);
+		if (owner > 0) {
 			jobs_user_name(job, owner);
+		} else if (root && strncmp(name, "imp-", 4) != 0) {
+			/*
+			 * Only root's processes run the job: a job of root's
+			 * (a Flux IMP, which is root's in every job, tells
+			 * nothing). Not kept: a task between fork and
+			 * setuid is root's too, so it is looked up again.
+			 */
+			jobs_user_name(job, 0);
+			job->uid = -1;
+		}
 	}
 	if (fd >= 0)
 		close(fd);
@@ -667,7 +709,8 @@ static int jobs_scan_dir(struct jobs *j, int fd, const char *where,
 	int rc = 0;
 
 	if (!d) {
-		jobs_dir_error(j, err, where, errno, "unreadable_dir");
+		jobs_dir_error(j, err, where, errno, "unreadable_dir",
+			       JOBS_LOST_TREE);
 		return 0;
 	}
 	while ((de = readdir(d))) {
@@ -699,7 +742,8 @@ static int jobs_scan_dir(struct jobs *j, int fd, const char *where,
 				jobs_drop(j, JOBS_ODD_ENTRY, where, de->d_name);
 			else if (errno != ENOENT)
 				jobs_dir_error(j, err, sub, errno,
-					       "unreadable_dir");
+					       "unreadable_dir",
+					       JOBS_LOST_TREE);
 			continue;
 		}
 		rc = jobs_scan_dir(j, sfd, sub, kind, v, n, err);
@@ -749,7 +793,7 @@ static int jobs_scan(struct jobs *j)
 	root = open(j->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0) {
 		jobs_dir_error(j, &j->root_err, j->cgroup_root, errno,
-			       "cgroup_root_error");
+			       "cgroup_root_error", JOBS_LOST_ALL);
 		return 0;
 	}
 	if (j->root_err) {
@@ -770,7 +814,8 @@ static int jobs_scan(struct jobs *j)
 			/* no such batch system on this node: not an error */
 			if (errno != ENOENT && errno != ENOTDIR)
 				jobs_dir_error(j, &j->tree_err[t], where, errno,
-					       "unreadable_dir");
+					       "unreadable_dir",
+					       JOBS_LOST_TREE);
 		} else {
 			rc = jobs_scan_dir(j, fd, where, jobs_trees[t].kind, -1,
 					   &n, &j->tree_err[t]);
@@ -879,6 +924,54 @@ out:
 		close(fd);
 }
 
+/*
+ * Whether the "proc" option names a procfs: PROC/self/cgroup, which only
+ * a procfs has, is a regular file. When it is not, what it costs is
+ * logged (again when the error changes) and counted on every read
+ * (proc_error), as a bad cgroup_root is.
+ */
+static void jobs_proc_check(struct jobs *j)
+{
+	char path[PATH_MAX], esc[PATH_MAX];
+	const char *why;
+	struct stat st;
+	int e = 0;
+
+	snprintf(path, sizeof(path), "%s/self/cgroup", j->proc);
+	if (stat(j->proc, &st) < 0)
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		e = -1; /* a directory, but not a procfs */
+	if (!e) {
+		if (j->proc_err)
+			tally_log(j->inst, LOG_INFO, "proc %s: readable again",
+				  j->proc);
+		j->proc_err = 0;
+		return;
+	}
+	tally_count_drop(j->inst, "proc_error", 1);
+	if (j->proc_err == e)
+		return;
+	j->proc_err = e;
+	why = e < 0 ? "not a procfs (no self/cgroup)" : strerror(e);
+	tally_log_peer_text(esc, sizeof(esc), j->proc, strlen(j->proc));
+	if (tally_user_mode())
+		tally_log(j->inst, LOG_WARNING,
+			  "proc %s: %s: the collector's own cgroup is not "
+			  "read, so rmsjob_info's batchflag is 0 and its "
+			  "jobstep comes from SLURM_STEP_ID alone (logged "
+			  "once, counted as proc_error)",
+			  esc, why);
+	else
+		tally_log(j->inst, LOG_WARNING,
+			  "proc %s: %s: the user of a job whose directory is "
+			  "root's is not found (user=\"\"; logged once, "
+			  "counted as proc_error)",
+			  esc, why);
+}
+
 static int jobs_read(struct tally_instance *inst, void *state,
 		     struct tally_batch *out)
 {
@@ -898,9 +991,11 @@ static int jobs_read(struct tally_instance *inst, void *state,
 			j->outside_logged = true;
 			return 0;
 		}
+		jobs_proc_check(j);
 		return jobs_emit(j, &j->self, j->partition, j->nodes,
 				 j->jobstep, out);
 	}
+	jobs_proc_check(j);
 	if (jobs_scan(j) < 0)
 		goto out_nomem;
 	for (size_t i = 0; i < j->ncur; i++)

@@ -115,4 +115,25 @@ test_expect_success NS 'once it answers, its sizes are back' '
 	! grep -E "error|malformed" tallyd.log | grep -v "device error"
 '
 
+# mountinfo spells a newline in a mount point \012, which the input
+# decodes: a mount hidden below another one fails its statvfs, and the log
+# line naming it must stay one line.
+test_expect_success NS 'a mount point with a newline: logged escaped, on one line' '
+	nl="$PWD/mnt/hide/$(printf "nl\nforged line")" &&
+	mkdir -p "$nl" &&
+	cat >nl.conf <<-CONF &&
+	inputs = { host = { plugin = "procfs"; $ONLY_FS
+		mount_exclude = ["^/(dev|proc|sys)(\$|/)"]; }; };
+	outputs = { cap = { plugin = "capture"; path = "nl.out"; }; };
+	pipelines = { p = { from = ["host"]; to = ["cap"]; }; };
+	CONF
+	(exec unshare -m --propagation private sh -c "
+		mount -t tmpfs -o size=1m tfnl \"\$1\" &&
+		mount -t tmpfs -o size=1m tfhide mnt/hide &&
+		timeout 20 \"\$TALLYD\" --once -c nl.conf" sh "$nl" \
+		>nl.log 2>&1) &&
+	grep "statvfs $PWD/mnt/hide/nl\\\\nforged line: No such file or directory, reported as a device error" nl.log &&
+	! grep "^forged" nl.log
+'
+
 test_done

@@ -298,6 +298,20 @@ test_expect_success 'eight malformed files at once: each one named in the log' '
 	stop_tallyd
 '
 
+test_expect_success 'a file name with a newline, text with an escape character: logged escaped, on one line' '
+	mkdir nl &&
+	printf "bad_esc \033[2J\n" >"nl/$(printf "x\nforged: line.prom")" &&
+	cat >nl.conf <<-EOF &&
+	inputs = { tf = { plugin = "textfile"; directory = "$PWD/nl"; }; };
+	outputs = { cap = { plugin = "capture"; path = "$PWD/nl.out"; }; };
+	pipelines = { p = { from = ["tf"]; to = ["cap"]; }; };
+	EOF
+	timeout 20 "$TALLYD" --once -c nl.conf 2>nl.log &&
+	grep "nl/x\\\\nforged: line.prom:1: .*\\\\x1b\[2J.* the whole file is skipped" nl.log &&
+	! grep "^forged" nl.log &&
+	! grep "$(printf "\033")" nl.log
+'
+
 test_expect_success 'check-config refuses a relative directory' '
 	cat >rel.conf <<-EOF &&
 	inputs = { tf = { plugin = "textfile"; directory = "tf"; }; };

@@ -43,6 +43,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -312,8 +313,11 @@ static struct tally_batch *textfile_file(struct textfile *t, int dirfd,
 	struct tally_batch *b;
 	const char *why;
 	struct stat st;
-	char *text = NULL;
+	char *text = NULL, esc[PATH_MAX], msg[sizeof(err.msg) * 4];
 	size_t len = 0;
+
+	/* file names and the file's text go into log lines escaped */
+	tally_log_peer_text(esc, sizeof(esc), path, strlen(path));
 
 	memset(&st, 0, sizeof(st));
 	if (textfile_slurp(dirfd, name, t->max_file_size, &st, &text, &len,
@@ -327,11 +331,11 @@ static struct tally_batch *textfile_file(struct textfile *t, int dirfd,
 				tally_log_about(t->inst, LOG_WARNING, path,
 					  "%s: bigger than max_file_size "
 					  "(%llu bytes): skipped",
-					  path,
+					  esc,
 					  (unsigned long long)t->max_file_size);
 			else
 				tally_log_about(t->inst, LOG_WARNING, path,
-					  "%s: %s: skipped", path,
+					  "%s: %s: skipped", esc,
 					  e == EINVAL ? "not a regular file"
 						      : strerror(e));
 		}
@@ -356,10 +360,12 @@ static struct tally_batch *textfile_file(struct textfile *t, int dirfd,
 		/* one skip per version of the file, not one per tick */
 		if (seen_news(t, name, &st, why) || e == ENOMEM) {
 			tally_count_drop(t->inst, why, 1);
+			tally_log_peer_text(msg, sizeof(msg), err.msg,
+					    strlen(err.msg));
 			tally_log_about(t->inst, LOG_WARNING, path,
-				  "%s:%u: %s: the whole file is skipped", path,
+				  "%s:%u: %s: the whole file is skipped", esc,
 				  err.line,
-				  e == ENOMEM ? "out of memory" : err.msg);
+				  e == ENOMEM ? "out of memory" : msg);
 		}
 		tally_batch_unref(b);
 		free(text);
@@ -528,13 +534,18 @@ static int textfile_merge(struct textfile *t, struct tf_tick *k,
 			why = TF_DUPLICATE;
 		if (why >= 0) {
 			tally_count_drop(t->inst, tf_conflict_reason[why], 1);
-			if (conflict_news(t, name, f->mtime_s, why))
+			if (conflict_news(t, name, f->mtime_s, why)) {
+				char esc[PATH_MAX];
+
+				tally_log_peer_text(esc, sizeof(esc), f->path,
+						    strlen(f->path));
 				tally_log_about(t->inst, LOG_WARNING, f->path,
 					  "%s: %s: %s: its series dropped "
 					  "(logged once per version of the "
 					  "file)",
-					  f->path, m->name,
+					  esc, m->name,
 					  tf_conflict_text[why]);
+			}
 			continue;
 		}
 		if (!origin) {

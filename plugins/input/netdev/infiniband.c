@@ -469,9 +469,14 @@ static int netdev_ib_seen(void *arg, const char *name)
 		} else if (errno == ENOMEM) {
 			return -1;
 		} else if (!d->logged) {
+			char esc[NAME_MAX * 4 + 1];
+			int e = errno;
+
+			tally_log_peer_text(esc, sizeof(esc), name,
+					    strlen(name));
 			tally_log(ctx->inst, LOG_WARNING,
 				  "%s/class/infiniband/%s: %s, skipped",
-				  nd->sysfs, name, strerror(errno));
+				  nd->sysfs, esc, strerror(e));
 			d->logged = true;
 		}
 	}

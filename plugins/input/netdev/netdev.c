@@ -396,11 +396,13 @@ static void netdev_if_gc(struct netdev *nd)
 static void netdev_malformed(struct tally_instance *inst, struct netdev *nd,
 			     const char *line)
 {
-	int len = (int)strcspn(line, "\n");
+	size_t len = strcspn(line, "\n");
+	char esc[80 * 4 + 4];
 
 	tally_count_drop(inst, "malformed", 1);
-	tally_log(inst, LOG_WARNING, "%s/net/dev: malformed line dropped: %.*s",
-		  nd->root, len > 80 ? 80 : len, line);
+	tally_log_peer_text(esc, sizeof(esc), line, len > 80 ? 80 : len);
+	tally_log(inst, LOG_WARNING, "%s/net/dev: malformed line dropped: %s",
+		  nd->root, esc);
 }
 
 static int netdev_emit_row(struct netdev *nd, struct netdev_if *ifc,

@@ -296,22 +296,25 @@ int procfs_read_filesystem(struct tally_instance *inst, struct procfs *p,
 			continue;
 		r = &p->reqs[k++];
 		if (r->err != m->err) {
+			char esc[PATH_MAX]; /* mountinfo decodes \012 */
+
+			tally_log_peer_text(esc, sizeof(esc), m->path,
+					    strlen(m->path));
 			if (r->err == ETIMEDOUT) {
 				tally_count_drop(inst, "statfs_timeout", 1);
 				tally_log(inst, LOG_WARNING,
 					  "statvfs %s: no answer within %gs, "
 					  "reported as a device error and "
 					  "skipped until it answers",
-					  m->path, p->mount_timeout);
+					  esc, p->mount_timeout);
 			} else if (r->err && r->err != EBUSY) {
 				tally_log(inst, LOG_WARNING,
 					  "statvfs %s: %s, reported as a "
 					  "device error",
-					  m->path, strerror(r->err));
+					  esc, strerror(r->err));
 			} else if (!r->err) {
 				tally_log(inst, LOG_INFO,
-					  "statvfs %s: answers again",
-					  m->path);
+					  "statvfs %s: answers again", esc);
 			}
 			/* a hung mount stays "timed out" while EBUSY */
 			if (!(m->err == ETIMEDOUT && r->err == EBUSY))

@@ -494,11 +494,13 @@ void *procfs_grow(void *v, size_t *n, size_t i, size_t size)
 void procfs_malformed(struct tally_instance *inst, struct procfs *p,
 			     const char *rel, const char *line)
 {
-	int len = (int)strcspn(line, "\n");
+	size_t len = strcspn(line, "\n");
+	char esc[80 * 4 + 4];
 
 	tally_count_drop(inst, "malformed", 1);
-	tally_log(inst, LOG_WARNING, "%s/%s: malformed line dropped: %.*s",
-		  p->root, rel, len > 80 ? 80 : len, line);
+	tally_log_peer_text(esc, sizeof(esc), line, len > 80 ? 80 : len);
+	tally_log(inst, LOG_WARNING, "%s/%s: malformed line dropped: %s",
+		  p->root, rel, esc);
 }
 
 /* The label sets of CPU @id, created the first time the CPU is seen. */

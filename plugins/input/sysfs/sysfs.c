@@ -231,12 +231,16 @@ static int sysfs_parse_value(const char *text, double *v)
 static void sysfs_failed(struct tally_instance *inst, struct sysfs_value *v,
 			 int err)
 {
+	char esc[PATH_MAX];
+
 	if (v->err == err)
 		return;
 	v->err = err;
 	tally_count_drop(inst, err == EINVAL ? "malformed" : "unreadable", 1);
-	tally_log(inst, LOG_INFO, "%s: %s, skipped until it reads again",
-		  v->path, err == EINVAL ? "not a number" : strerror(err));
+	/* the path holds names read from sysfs (chips, sensors) */
+	tally_log_peer_text(esc, sizeof(esc), v->path, strlen(v->path));
+	tally_log(inst, LOG_INFO, "%s: %s, skipped until it reads again", esc,
+		  err == EINVAL ? "not a number" : strerror(err));
 }
 
 static int sysfs_read(struct tally_instance *inst, void *state,
@@ -265,9 +269,14 @@ static int sysfs_read(struct tally_instance *inst, void *state,
 				sysfs_failed(inst, v, EINVAL);
 				continue;
 			}
-			if (v->err)
+			if (v->err) {
+				char esc[PATH_MAX];
+
+				tally_log_peer_text(esc, sizeof(esc), v->path,
+						    strlen(v->path));
 				tally_log(inst, LOG_INFO, "%s: reads again",
-					  v->path);
+					  esc);
+			}
 			v->err = 0;
 			x = x * v->mul / v->div;
 		}

@@ -14,7 +14,9 @@
  *	ROOT/system.slice/slurmstepd.scope/job_N/step_M/...
  *     the user is the job directory's owner when it is not root, else the
  *     owner of the first non-root process listed in a cgroup.procs file
- *     below the job (its steps' user/task_T cgroups), looked up in "proc";
+ *     below the job (its steps' user/task_T cgroups), looked up in "proc",
+ *     or root when only root's tasks run (slurmstepd, in each step's
+ *     "slurm" cgroup, and step_extern's sleep are no job's tasks);
  *   - Slurm, cgroup v1: ROOT/{cpuset,memory,freezer}/slurm/uid_U/job_N/
  *     step_M, the user from uid_U (a job seen in several controllers is
  *     one job);
@@ -52,8 +54,10 @@
  * job badly (job_abc, job_, uid_x, an id too long) is dropped and counted
  * (odd_name), as is a job entry that is not a directory (a symlink is never
  * followed: O_NOFOLLOW; odd_entry); each reason is logged once, with the
- * first name. At most max_jobs jobs per hierarchy and tick: the rest are
- * counted (too_many_jobs). Only known depths are walked, so a deep tree or
+ * first name (escaped: a name read from the tree may hold a newline). A
+ * "proc" that is not a procfs (no self/cgroup) is logged once and counted
+ * on every read (proc_error). At most max_jobs jobs per hierarchy and
+ * tick: the rest are counted (too_many_jobs). Only known depths are walked, so a deep tree or
  * a symlink loop costs nothing more.
  */
 #include "config.h"

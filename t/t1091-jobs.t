@@ -277,18 +277,15 @@ test_expect_success ROOT 'an unreadable hierarchy and job directory: logged, cou
 # (root's in every multi-user job) name nobody; root's tasks name root.
 test_expect_success ROOT 'jobs of root and jobs not started: user="root" and user=""' '
 	R=rj/system.slice/slurmstepd.scope &&
-	mkdir -p $R/job_106/step_0/slurm $R/job_107/step_0/slurm \
-		$R/job_107/step_0/user/task_0 $R/job_108/step_extern/slurm \
-		$R/job_108/step_extern/user/task_special \
-		rj/system.slice/imp-shell-0-fRoot.service \
-		rj/system.slice/shell-0-fSingle.service &&
-	echo $$ >$R/job_106/step_0/slurm/cgroup.procs &&
-	echo $$ >$R/job_107/step_0/slurm/cgroup.procs &&
-	echo $$ >$R/job_107/step_0/user/task_0/cgroup.procs &&
-	echo $$ >$R/job_108/step_extern/slurm/cgroup.procs &&
-	echo $$ >$R/job_108/step_extern/user/task_special/cgroup.procs &&
-	echo $$ >rj/system.slice/imp-shell-0-fRoot.service/cgroup.procs &&
-	echo $$ >rj/system.slice/shell-0-fSingle.service/cgroup.procs &&
+	dirs="$R/job_106/step_0/slurm $R/job_107/step_0/slurm
+		$R/job_107/step_0/user/task_0 $R/job_108/step_extern/slurm
+		$R/job_108/step_extern/user/task_special
+		rj/system.slice/imp-shell-0-fRoot.service
+		rj/system.slice/shell-0-fSingle.service" &&
+	mkdir -p $dirs &&
+	for d in $dirs; do
+		echo $$ >$d/cgroup.procs || return 1
+	done &&
 	once_jobs rj "omnistat = true;" &&
 	cat >rj.expect <<-EOF &&
 	info rmsjob_info{batchflag="0",jobid="106",jobstep="0",nodes="",partition="",type="slurm",user=""} 1

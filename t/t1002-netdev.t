@@ -219,8 +219,8 @@ test_expect_success 'odd names: colon, dot, IFNAMSIZ-1 = 15 characters, max coun
 		counters veth0a1b2c3d4e5 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16
 	} >expected-odd &&
 	check expected-odd &&
-	grep "malformed line dropped:   eth0: 99 99" log.txt &&
-	grep "malformed line dropped:   short: 1 2 3" log.txt &&
+	grep "malformed line dropped: eth0: 99 99 0" log.txt &&
+	grep "malformed line dropped: short: 1 2 3$" log.txt &&
 	test $(grep -c warning log.txt) = 2
 '
 

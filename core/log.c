@@ -257,7 +257,7 @@ size_t tally_log_peer_text(char *dst, size_t dstlen, const char *src,
 			   size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t o = 0, i = 0;
+	size_t o = 0, i = 0, step = 1;
 
 	if (!dstlen)
 		return 0;
@@ -267,17 +267,24 @@ size_t tally_log_peer_text(char *dst, size_t dstlen, const char *src,
 	while (i < len && (src[i] == ' ' || src[i] == '\n' ||
 			   src[i] == '\r' || src[i] == '\t'))
 		i++;
-	for (; i < len; i++) {
+	for (; i < len; i += step) {
 		unsigned char ch = (unsigned char)src[i];
+		int seq = ch < 0x80 ? 1 : tally_utf8_seq(src + i, len - i);
 		char e[4];
 		size_t n = 1;
 
+		step = 1;
 		e[0] = (char)ch;
-		if (ch == '\n' || ch == '\r' || ch == '\t') {
+		if (seq > 1) {
+			/* a whole character: copied, never cut inside */
+			memcpy(e, src + i, (size_t)seq);
+			n = step = (size_t)seq;
+		} else if (ch == '\n' || ch == '\r' || ch == '\t') {
 			e[0] = '\\';
 			e[1] = ch == '\n' ? 'n' : ch == '\r' ? 'r' : 't';
 			n = 2;
-		} else if (ch < 0x20 || ch == 0x7f) {
+		} else if (seq < 0 || ch < 0x20 || ch == 0x7f) {
+			/* a control character, or a byte of no character */
 			e[0] = '\\';
 			e[1] = 'x';
 			e[2] = hex[ch >> 4];
@@ -285,7 +292,7 @@ size_t tally_log_peer_text(char *dst, size_t dstlen, const char *src,
 			n = 4;
 		}
 		/* room for this, and for "..." if more follows */
-		if (o + n + (i + 1 < len ? 3 : 0) >= dstlen) {
+		if (o + n + (i + step < len ? 3 : 0) >= dstlen) {
 			if (dstlen > 3) {
 				while (o + 3 >= dstlen)
 					o--;

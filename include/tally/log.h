@@ -125,8 +125,11 @@ void tally_log_limited(struct tally_log_limit *l, double every,
  * A server's answer goes into a log line as it came would let it forge
  * lines (a newline), drive the terminal (ESC) or hide the rest (NUL).
  * Control characters (0x00-0x1f, 0x7f) become \n, \r, \t or \xHH (a
- * backslash stays as it is); leading and trailing white space is left out.
- * Other bytes (UTF-8 included) are copied. Any thread.
+ * backslash stays as it is); so does every byte that is not part of a
+ * well-formed UTF-8 character (tally_utf8_seq()), so that the log stays
+ * UTF-8 whatever the peer sent. Well-formed characters are copied whole:
+ * a cut never splits one. Leading and trailing white space is left out.
+ * Any thread.
  * Return: the length of @dst.
  */
 size_t tally_log_peer_text(char *dst, size_t dstlen, const char *src,

@@ -240,6 +240,13 @@ static void test_peer_text(void)
 	is(out, "0123456789ab...", "peer text: cut, marked");
 	tally_log_peer_text(out, sizeof(out), "  x \r\n", 6);
 	is(out, "x", "peer text: white space at the ends left out");
+	tally_log_peer_text(out, sizeof(out), "a\xff\xc3(\xc3\xa9", 6);
+	is(out, "a\\xff\\xc3(\xc3\xa9",
+	   "peer text: bytes of no UTF-8 character escaped, others kept");
+	tally_log_peer_text(out, sizeof(out), "\xed\xa0\x80", 3);
+	is(out, "\\xed\\xa0\\x80", "peer text: a surrogate escaped");
+	tally_log_peer_text(out, sizeof(out), "0123456789\xe2\x82\xacxyz", 16);
+	is(out, "0123456789...", "peer text: a cut never splits a character");
 }
 
 int main(void)

@@ -26,7 +26,9 @@ test_expect_success '--once: exit 0, one line saying why, host metrics there' '
 	"$TALLYD" --once -c once.conf >log.txt 2>&1 &&
 	cat log.txt &&
 	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
-	grep "rocm_smi\[gpu\]: no GPU metrics: rsmi_init: .*trying again every 60 s" log.txt &&
+	: --once never tries again, and says so &&
+	grep "rocm_smi\[gpu\]: no GPU metrics: rsmi_init: .*; not tried again (tallyd --once reads once)$" log.txt &&
+	! grep "trying again" log.txt &&
 	! grep "^gauge rocm_" out.txt &&
 	grep "^gauge node_load1 " out.txt &&
 	test "$(event out.txt helper_crashed)" = 0
@@ -48,7 +50,7 @@ test_expect_success 'daemon: idle input asks again, logs once, host goes on' '
 test_expect_success 'a library that cannot be loaded: said once, idle' '
 	rocm_conf lib.conf out.txt "library = \"$PWD/no-such-lib.so\";" &&
 	"$TALLYD" --once -c lib.conf >log.txt 2>&1 &&
-	grep "no GPU metrics: cannot load $PWD/no-such-lib.so" log.txt &&
+	grep "no GPU metrics: cannot load $PWD/no-such-lib.so.*; not tried again (tallyd --once reads once)$" log.txt &&
 	test "$(count log.txt "rocm_smi[gpu]")" = 1 &&
 	grep "^gauge node_load1 " out.txt
 '
@@ -72,6 +74,21 @@ test_expect_success 'an empty library is refused at check' '
 	rocm_conf nolib.conf out.txt "library = \"\";" &&
 	test_must_fail "$REAL_TALLYD" --check-config -c nolib.conf 2>err &&
 	grep "library: empty" err
+'
+
+test_expect_success 'a relative library path is refused at check' '
+	rocm_conf rellib.conf out.txt "library = \"lib/librocm_smi64.so.1\";" &&
+	test_must_fail "$REAL_TALLYD" --check-config -c rellib.conf 2>err &&
+	cat err &&
+	grep "rellib.conf:[0-9]*: error: inputs.gpu: library: \"lib/librocm_smi64.so.1\" is a relative path, which the helper would look up from its own working directory: give an absolute path, or a bare library name the loader searches (\"librocm_smi64.so.1\")" err &&
+	rocm_conf dotlib.conf out.txt "library = \"./librocm_smi64.so.1\";" &&
+	test_must_fail "$REAL_TALLYD" --check-config -c dotlib.conf 2>err &&
+	grep "is a relative path" err &&
+	: a bare name and an absolute path pass &&
+	rocm_conf barelib.conf out.txt "library = \"librocm_smi64.so.1\";" &&
+	"$REAL_TALLYD" --check-config -c barelib.conf &&
+	rocm_conf abslib.conf out.txt "library = \"/opt/rocm/lib/librocm_smi64.so.1\";" &&
+	"$REAL_TALLYD" --check-config -c abslib.conf
 '
 
 test_expect_success 'a helper gone after the start: counted, said once, tried again' '

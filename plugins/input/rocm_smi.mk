@@ -6,7 +6,8 @@ ROCM_SMI_TESTS = \
 	t/t1101-rocm-smi-nogpu.t \
 	t/t1102-rocm-smi-helper.t \
 	t/t1103-rocm-smi-privdrop.t \
-	t/t1104-rocm-smi-protocol.t
+	t/t1104-rocm-smi-protocol.t \
+	t/t1105-rocm-smi-restart.t
 
 if BUILD_PLUGIN_ROCM_SMI
 pkgplugin_LTLIBRARIES += plugins/input/rocm_smi.la

@@ -87,7 +87,19 @@ static void test_refused(void)
 		  2, ROCM_BAD_NONE },
 		{ "m\trocm_temperature_celsius\t0\tnan\tlocation=edge", 2,
 		  ROCM_BAD_VALUE },
-		{ "m\trocm_vram_used_percentage\t0\t-5", 2, ROCM_BAD_NONE },
+		{ "m\trocm_vram_used_percentage\t0\t-5", 2, ROCM_BAD_PERCENT },
+		{ "m\trocm_utilization_percentage\t0\t100.5", 2,
+		  ROCM_BAD_PERCENT },
+		{ "m\trocm_utilization_percentage\t0\t100", 2, ROCM_BAD_NONE },
+		{ "m\trocm_vram_busy_percentage\t0\t0", 2, ROCM_BAD_NONE },
+		{ "m\trocm_average_socket_power_watts\t0\t-3", 2,
+		  ROCM_BAD_NEGATIVE },
+		{ "m\trocm_energy_joules\t0\t-0.5", 2, ROCM_BAD_NEGATIVE },
+		{ "m\trocm_num_gpus\t-\t-1", 2, ROCM_BAD_NEGATIVE },
+		{ "m\trocm_ras_umc_correctable_count\t0\t0", 2,
+		  ROCM_BAD_NONE },
+		{ "m\trocm_temperature_celsius\t0\t40\tlocation=cpu", 2,
+		  ROCM_BAD_MALFORMED }, /* no such sensor */
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -105,6 +117,12 @@ static void test_refused(void)
 	   "reason of NaN and infinities");
 	is(rocm_bad_reason[ROCM_BAD_TEMPERATURE], "invalid_temperature",
 	   "reason of a sensor placeholder");
+	is(rocm_bad_reason[ROCM_BAD_PERCENT], "invalid_percentage",
+	   "reason of a percentage out of range");
+	is(rocm_bad_reason[ROCM_BAD_NEGATIVE], "negative_value",
+	   "reason of a negative value");
+	for (int i = 1; i < ROCM_BAD_COUNT; i++)
+		ok(rocm_bad_reason[i] != NULL, "reason %d named", i);
 	ok(rocm_temp_valid(0.001) && rocm_temp_valid(500) &&
 		   !rocm_temp_valid(0) && !rocm_temp_valid(-5) &&
 		   !rocm_temp_valid(NAN) && !rocm_temp_valid(65535),

@@ -151,6 +151,7 @@ static const struct {
 	bool memory;
 	const char *location;
 } temp_sensors[] = {
+	/* the locations of rocm_temp_locations[], which tallyd takes */
 	{ 0, false, "edge" }, { 1, false, "junction" }, { 2, true, "vram" },
 	{ 3, true, "hbm_0" }, { 4, true, "hbm_1" },	{ 5, true, "hbm_2" },
 	{ 6, true, "hbm_3" },

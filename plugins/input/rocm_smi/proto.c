@@ -73,7 +73,24 @@ const char *const rocm_bad_reason[ROCM_BAD_COUNT] = {
 	[ROCM_BAD_CARD] = "card_out_of_range",
 	[ROCM_BAD_VALUE] = "not_finite",
 	[ROCM_BAD_TEMPERATURE] = "invalid_temperature",
+	[ROCM_BAD_PERCENT] = "invalid_percentage",
+	[ROCM_BAD_NEGATIVE] = "negative_value",
+	[ROCM_BAD_UNREQUESTED] = "not_requested",
+	[ROCM_BAD_SKIPPED] = "skipped_metric",
+	[ROCM_BAD_DUPLICATE] = "duplicate_series",
 };
+
+const char *const rocm_temp_locations[ROCM_TEMP_LOCATIONS] = {
+	"edge", "junction", "vram", "hbm_0", "hbm_1", "hbm_2", "hbm_3",
+};
+
+int rocm_temp_location(const char *loc)
+{
+	for (int i = 0; i < ROCM_TEMP_LOCATIONS; i++)
+		if (!strcmp(rocm_temp_locations[i], loc))
+			return i;
+	return -1;
+}
 
 const char *const rocm_ras_blocks[ROCM_RAS_BLOCKS] = {
 	"umc", "sdma", "gfx", "mmhub", "pcie_bif", "hdp", "xgmi_wafl",
@@ -234,7 +251,8 @@ static int proto_sample(char **f, unsigned n, uint32_t ngpus,
 				return -1;
 	} else if (rocm_metrics[id].label) {
 		if (m->nlabels != 1 ||
-		    strcmp(m->key[0], rocm_metrics[id].label) || !*m->val[0])
+		    strcmp(m->key[0], rocm_metrics[id].label) ||
+		    rocm_temp_location(m->val[0]) < 0)
 			return -1;
 	} else if (m->nlabels) {
 		return -1;
@@ -252,6 +270,17 @@ static int proto_sample(char **f, unsigned n, uint32_t ngpus,
 	     id == ROCM_M_TEMP_SENSOR) &&
 	    !rocm_temp_valid(m->value)) {
 		m->bad = ROCM_BAD_TEMPERATURE;
+		return -1;
+	}
+	if (id == ROCM_M_UTILIZATION || id == ROCM_M_VRAM_USED ||
+	    id == ROCM_M_VRAM_BUSY) {
+		if (m->value < 0 || m->value > 100) {
+			m->bad = ROCM_BAD_PERCENT;
+			return -1;
+		}
+	} else if (m->value < 0) {
+		/* watts, joules, bytes, MHz, counts: none below 0 */
+		m->bad = ROCM_BAD_NEGATIVE;
 		return -1;
 	}
 	m->bad = ROCM_BAD_NONE;

@@ -20,6 +20,12 @@
 #define ROCM_PROTO_VERSION 2
 /* Longest line either side writes, '\n' included. */
 #define ROCM_PROTO_LINE_MAX 1024
+/* The temperature sensors' location labels, in the helper's order */
+#define ROCM_TEMP_LOCATIONS 7
+extern const char *const rocm_temp_locations[ROCM_TEMP_LOCATIONS];
+/** rocm_temp_location() - index of @loc in rocm_temp_locations[], or -1 */
+int rocm_temp_location(const char *loc);
+
 /* Labels a sample line carries besides card. */
 #define ROCM_PROTO_MAX_LABELS 4
 
@@ -45,11 +51,19 @@ enum rocm_bad {
 	ROCM_BAD_CARD,	      /* a card beyond the helper's GPUs */
 	ROCM_BAD_VALUE,	      /* NaN or infinite */
 	ROCM_BAD_TEMPERATURE, /* outside rocm_temp_valid(): a sentinel */
+	ROCM_BAD_PERCENT,     /* a percentage outside [0, 100] */
+	ROCM_BAD_NEGATIVE,    /* below 0 where no value can be */
+	/* the plugin's, from what the helper said before (not the parser's) */
+	ROCM_BAD_UNREQUESTED, /* a metric whose option is off */
+	ROCM_BAD_SKIPPED,     /* a metric the helper skipped on that card */
+	ROCM_BAD_DUPLICATE,   /* a series already in this read */
 	ROCM_BAD_COUNT,
 };
 
 /* "malformed", "invalid_utf8", "card_out_of_range", "not_finite",
- * "invalid_temperature" (static strings, for tally_count_drop()) */
+ * "invalid_temperature", "invalid_percentage", "negative_value",
+ * "not_requested", "skipped_metric", "duplicate_series" (static strings,
+ * for tally_count_drop()) */
 extern const char *const rocm_bad_reason[ROCM_BAD_COUNT];
 
 /**
@@ -88,8 +102,10 @@ struct rocm_msg {
  *
  * Checks the whole line is UTF-8 without control characters (tab aside),
  * and the shape of every field: numbers are numbers, a sample's name is
- * one of rocm_metrics[], its labels are the ones that metric takes, its
- * value is finite and, for a temperature, rocm_temp_valid(). Pure: no
+ * one of rocm_metrics[], its labels are the ones that metric takes (a
+ * temperature's location one of rocm_temp_locations[]), its value is
+ * finite, for a temperature rocm_temp_valid(), for a percentage in
+ * [0, 100], for every other metric not negative. Pure: no
  * I/O, no allocation (the fuzz target contrib/fuzz/rocm_proto_fuzz.c).
  * Return: 0, or -1 with errno = EINVAL and @m->bad saying why (a line to
  * drop and count).

@@ -29,9 +29,13 @@
  *    delay going back to 1 s after a read that worked;
  *  - a line the decoder refuses (rocm_proto_parse(): malformed, not
  *    UTF-8, a card the helper does not have, a value that is NaN or
- *    infinite, a temperature that is a sensor's placeholder) is dropped,
- *    counted under its reason and logged at most once a minute per
- *    reason;
+ *    infinite, a temperature that is a sensor's placeholder, a percentage
+ *    outside [0, 100], a negative value) or a sample this input refuses
+ *    (rocm_sample_check(): its option off, skipped on its card, a series
+ *    twice in one read) is dropped, counted under its reason and logged at
+ *    most once a minute per reason;
+ *  - a line longer than ROCM_PROTO_LINE_MAX ('\n' included) is never
+ *    copied: counted as dropped (line_too_long), then as a crash;
  *  - a metric a GPU does not have is skipped for that GPU alone (logged
  *    once per helper at LOG_INFO); queries failing later are counted as
  *    event query_errors and retried by the helper with a backoff.
@@ -66,6 +70,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include <tally/hash.h>
 #include <tally/plugin.h>
 
 #include "proto.h"
@@ -124,8 +129,9 @@ struct rocm_smi {
 	struct tally_batch *batch; /* the read being received */
 	uint64_t samples;	   /* in @batch */
 	char fail_logged[ROCM_PROTO_LINE_MAX];	/* last "fail" logged */
-	bool announced;				/* "N GPU(s)" logged */
-	char lastlib[256];			/* the library's last message */
+	char announced[128];	/* the "N GPU(s), ..." line last logged */
+	/* the library's last message since the last complete read */
+	char lastlib[256];
 	struct rocm_skip skips[ROCM_MAX_SKIPS]; /* this helper's, grouped */
 	unsigned nskips;
 	pid_t zombies[ROCM_MAX_ZOMBIES];
@@ -145,8 +151,31 @@ struct rocm_smi {
 	bool adopted;		/* base_keys are the retired instance's */
 	int start_errno;	/* why the last start failed, logged */
 	uint32_t ngpus;		/* the helper's "ready", 0 before */
+	/*
+	 * Per card this helper named: the metrics it skipped (bit: enum
+	 * rocm_metric_id) and the series of the read being received (bit:
+	 * metric id; rocm_temperature_sensor_celsius: ROCM_SEEN_SENSOR +
+	 * location index). rocm_num_gpus is @num_seen.
+	 */
+	struct rocm_card {
+		uint32_t skipped;
+		uint64_t seen;
+	} *cards;
+	size_t ncards;
+	bool num_seen;
+	uint64_t lost_logged;	/* hash of the lost metrics last logged */
+	char broke[64];		/* how the helper broke the protocol */
 	struct tally_log_limit bad_log[ROCM_BAD_COUNT];
 };
+
+/* First bit of rocm_card.seen for the all_temperatures locations */
+#define ROCM_SEEN_SENSOR 32
+_Static_assert(ROCM_M_COUNT <= ROCM_SEEN_SENSOR &&
+		       ROCM_SEEN_SENSOR + ROCM_TEMP_LOCATIONS <= 64,
+	       "rocm_card.seen holds every metric and location");
+
+/* Bytes of the names in the "lost" line (the log line is 1024) */
+#define ROCM_LOST_LIST 640
 
 /* A refused line's complaint: at most one line a minute per reason */
 #define ROCM_BAD_LOG_EVERY 60.0
@@ -286,8 +315,11 @@ static void rocm_key_add(struct rocm_smi *r, const struct rocm_msg *m)
  */
 static void rocm_lost_check(struct rocm_smi *r)
 {
-	char line[900];
-	size_t len = 0, lost = 0;
+	/* the list, whole names only; the line's other words fit the log's
+	 * 1024 bytes beside it */
+	char list[ROCM_LOST_LIST], more[32] = "";
+	size_t len = 0, lost = 0, listed = 0;
+	uint64_t h = TALLY_HASH_SEED;
 
 	r->first_read = false;
 	if (!r->helpers_ready++) {
@@ -297,9 +329,9 @@ static void rocm_lost_check(struct rocm_smi *r)
 		r->ncur = 0;
 		return;
 	}
-	line[0] = '\0';
+	list[0] = '\0';
 	for (size_t i = 0; i < r->nbase; i++) {
-		size_t j;
+		size_t j, n = strlen(r->base_keys[i]) + (len ? 2 : 0);
 
 		for (j = 0; j < r->ncur; j++)
 			if (!strcmp(r->base_keys[i], r->cur_keys[j]))
@@ -307,21 +339,33 @@ static void rocm_lost_check(struct rocm_smi *r)
 		if (j < r->ncur)
 			continue;
 		lost++;
-		if (len < sizeof(line))
-			len += (size_t)snprintf(line + len, sizeof(line) - len,
-						"%s%s", len ? "; " : "",
-						r->base_keys[i]);
+		h = tally_hash_str(h, r->base_keys[i]);
+		if (listed < lost - 1 || len + n >= sizeof(list))
+			continue; /* one did not fit: the rest are counted */
+		snprintf(list + len, sizeof(list) - len, "%s%s",
+			 len ? "; " : "", r->base_keys[i]);
+		len += n;
+		listed++;
 	}
 	rocm_keys_free(&r->cur_keys, &r->ncur);
-	if (!lost)
+	if (!lost) {
+		r->lost_logged = 0;
 		return;
+	}
 	tally_count_event(r->inst, "metrics_lost", lost);
+	/* once per change of what is lost, not at every restart */
+	h = h ? h : 1;
+	if (h == r->lost_logged)
+		return;
+	r->lost_logged = h;
+	if (listed < lost)
+		snprintf(more, sizeof(more), " and %zu more", lost - listed);
 	tally_log(r->inst, LOG_WARNING,
 		  "helper %s as uid %u reads %zu metric%s fewer than "
-		  "the first one: lost %s%s",
+		  "the first one: lost %s%s%s",
 		  r->adopted && r->helpers_ready == 2 ? "started by a reload"
 						      : "restarted",
-		  (unsigned)geteuid(), lost, lost == 1 ? "" : "s", line,
+		  (unsigned)geteuid(), lost, lost == 1 ? "" : "s", list, more,
 		  geteuid() ? " (what only root may read comes back when "
 			      "tallyd restarts; see doc/plugins/rocm_smi.md)"
 			    : "");
@@ -377,10 +421,26 @@ static int rocm_spawn(struct rocm_smi *r)
 	r->lastlib[0] = '\0';
 	r->nskips = 0;
 	r->ngpus = 0;
+	r->broke[0] = '\0';
+	if (r->cards)
+		memset(r->cards, 0, r->ncards * sizeof(*r->cards));
 	r->first_read = true;
 	rocm_keys_free(&r->cur_keys, &r->ncur);
 	tally_count_event(r->inst, "helper_starts", 1);
 	return 0;
+}
+
+/*
+ * What follows a start that gave no helper: "trying again every N s", or,
+ * with --once (no loop, one read), that nothing is tried again.
+ */
+static const char *rocm_again(const struct rocm_smi *r, char *buf,
+			      size_t size)
+{
+	if (!r->base)
+		return "not tried again (tallyd --once reads once)";
+	snprintf(buf, size, "trying again every %.3g s", r->max_backoff);
+	return buf;
 }
 
 /*
@@ -398,11 +458,14 @@ static int rocm_start_helper(struct rocm_smi *r)
 	}
 	e = errno;
 	tally_count_event(r->inst, "helper_start_failed", 1);
-	if (e != r->start_errno)
+	if (e != r->start_errno) {
+		char again[64];
+
 		tally_log(r->inst, LOG_WARNING,
-			  "cannot start the helper %s: %s: no GPU metrics; "
-			  "trying again every %.3g s",
-			  r->helper, strerror(e), r->max_backoff);
+			  "cannot start the helper %s: %s: no GPU metrics; %s",
+			  r->helper, strerror(e),
+			  rocm_again(r, again, sizeof(again)));
+	}
 	r->start_errno = e;
 	errno = e;
 	return -1;
@@ -534,6 +597,61 @@ static void rocm_skip_log(struct rocm_smi *r)
 	r->nskips = 0;
 }
 
+/* The state of card @card (< 4096, the parser's bound); NULL: no memory */
+static struct rocm_card *rocm_card(struct rocm_smi *r, int card)
+{
+	if ((size_t)card >= r->ncards) {
+		size_t n = (size_t)card + 1;
+		struct rocm_card *c = realloc(r->cards, n * sizeof(*c));
+
+		if (!c)
+			return NULL;
+		memset(c + r->ncards, 0, (n - r->ncards) * sizeof(*c));
+		r->cards = c;
+		r->ncards = n;
+	}
+	return &r->cards[card];
+}
+
+/*
+ * What the parser cannot know of sample @m: whether its metric was asked
+ * for (options), skipped at the probe on its card, or is already in this
+ * read (one series per card, rocm_temperature_sensor_celsius one per card
+ * and location). Return: ROCM_BAD_NONE, and @m is marked as seen, or why
+ * the sample is dropped.
+ */
+static enum rocm_bad rocm_sample_check(struct rocm_smi *r,
+				       const struct rocm_msg *m)
+{
+	int id = rocm_metric_find(m->name);
+	struct rocm_card *c;
+	uint64_t bit;
+
+	if ((id >= ROCM_M_RAS && !r->ras) ||
+	    (id == ROCM_M_POWER_CAP && !r->power_cap) ||
+	    (id == ROCM_M_TEMP_SENSOR && !r->all_temps))
+		return ROCM_BAD_UNREQUESTED;
+	if (m->card < 0) {
+		if (r->num_seen)
+			return ROCM_BAD_DUPLICATE;
+		r->num_seen = true;
+		return ROCM_BAD_NONE;
+	}
+	c = rocm_card(r, m->card);
+	if (!c)
+		return ROCM_BAD_NONE; /* best effort: not checked */
+	if (c->skipped & (UINT32_C(1) << id))
+		return ROCM_BAD_SKIPPED;
+	bit = id == ROCM_M_TEMP_SENSOR
+		      ? UINT64_C(1) << (ROCM_SEEN_SENSOR +
+					rocm_temp_location(m->val[0]))
+		      : UINT64_C(1) << id;
+	if (c->seen & bit)
+		return ROCM_BAD_DUPLICATE;
+	c->seen |= bit;
+	return ROCM_BAD_NONE;
+}
+
 /*
  * A line the decoder refused (@m->bad): dropped, counted under its reason,
  * logged at most once a minute per reason with the line as it came
@@ -550,6 +668,14 @@ static void rocm_refused(struct rocm_smi *r, const struct rocm_msg *m,
 		[ROCM_BAD_TEMPERATURE] =
 			"a temperature no GPU reads (a sensor's placeholder "
 			"for no reading, at or below 0 or above 500 Celsius)",
+		[ROCM_BAD_PERCENT] = "a percentage outside 0 to 100",
+		[ROCM_BAD_NEGATIVE] = "a negative value of a metric that "
+				      "cannot be negative",
+		[ROCM_BAD_UNREQUESTED] = "a metric whose option is off",
+		[ROCM_BAD_SKIPPED] = "a metric it said it skips on that card",
+		[ROCM_BAD_DUPLICATE] = "a series it already sent in this read "
+				       "(one per card, and location for "
+				       "rocm_temperature_sensor_celsius)",
 	};
 	enum rocm_bad bad = m->bad > ROCM_BAD_NONE && m->bad < ROCM_BAD_COUNT
 				    ? m->bad
@@ -565,6 +691,30 @@ static void rocm_refused(struct rocm_smi *r, const struct rocm_msg *m,
 			  what[bad], (unsigned)r->ngpus, esc,
 			  rocm_bad_reason[bad]);
 }
+
+/*
+ * A helper is ready (@m): "N GPU(s), ROCm SMI library V", logged at the
+ * first, after a "fail", and when it changed (a new library after a
+ * restart), never the old text for a new helper.
+ */
+static void rocm_announce(struct rocm_smi *r, const struct rocm_msg *m)
+{
+	char said[sizeof(r->announced)];
+
+	snprintf(said, sizeof(said), "%llu GPU(s), ROCm SMI library %s",
+		 (unsigned long long)m->n, m->name);
+	if (strcmp(said, r->announced) || r->fail_logged[0])
+		tally_log(r->inst, LOG_INFO, "%s", said);
+	snprintf(r->announced, sizeof(r->announced), "%s", said);
+}
+
+/* The keyword of each line type, for the log */
+static const char *const rocm_line_kw[] = {
+	[ROCM_MSG_HELLO] = "hello", [ROCM_MSG_READY] = "ready",
+	[ROCM_MSG_FAIL] = "fail",   [ROCM_MSG_SKIP] = "skip",
+	[ROCM_MSG_SAMPLE] = "m",    [ROCM_MSG_END] = "end",
+	[ROCM_MSG_NOTE] = "note",
+};
 
 /*
  * One line from the helper. Return: 0, or -1 when the helper must go
@@ -602,15 +752,20 @@ static int rocm_line(struct rocm_smi *r, char *line)
 	case ROCM_MSG_NOTE:
 		tally_log(r->inst, LOG_INFO, "%s", m.name);
 		return 0;
-	case ROCM_MSG_SKIP:
+	case ROCM_MSG_SKIP: {
+		struct rocm_card *c = rocm_card(r, m.card);
+
+		if (c)
+			c->skipped |= UINT32_C(1) << rocm_metric_find(m.name);
 		rocm_skip_add(r, &m);
 		return 0;
+	}
 	case ROCM_MSG_FAIL:
 		if (strcmp(r->fail_logged, m.name)) {
-			tally_log(
-				r->inst, LOG_WARNING,
-				"no GPU metrics: %s; trying again every %.3g s",
-				m.name, r->max_backoff);
+			char again[64];
+
+			tally_log(r->inst, LOG_WARNING, "no GPU metrics: %s; %s",
+				  m.name, rocm_again(r, again, sizeof(again)));
 			snprintf(r->fail_logged, sizeof(r->fail_logged), "%s",
 				 m.name);
 		}
@@ -619,11 +774,7 @@ static int rocm_line(struct rocm_smi *r, char *line)
 	case ROCM_MSG_READY:
 		if (r->state != ROCM_STARTING)
 			break;
-		if (!r->announced || r->fail_logged[0])
-			tally_log(r->inst, LOG_INFO,
-				  "%llu GPU(s), ROCm SMI library %s",
-				  (unsigned long long)m.n, m.name);
-		r->announced = true;
+		rocm_announce(r, &m);
 		r->ngpus = (uint32_t)m.n;
 		rocm_skip_log(r);
 		r->fail_logged[0] = '\0';
@@ -636,13 +787,20 @@ static int rocm_line(struct rocm_smi *r, char *line)
 	case ROCM_MSG_SAMPLE:
 		if (r->state != ROCM_BUSY || !r->batch)
 			break;
-		rocm_add_sample(r, &m);
+		m.bad = rocm_sample_check(r, &m);
+		if (m.bad)
+			rocm_refused(r, &m, text);
+		else
+			rocm_add_sample(r, &m);
 		return 0;
 	case ROCM_MSG_END:
 		if (r->state != ROCM_BUSY)
 			break;
 		if (m.n)
 			tally_count_event(r->inst, "query_errors", m.n);
+		/* what the library said before a read that worked does not
+		 * explain a later death: not quoted then */
+		r->lastlib[0] = '\0';
 		if (r->first_read)
 			rocm_lost_check(r);
 		r->state = ROCM_READY;
@@ -653,6 +811,8 @@ static int rocm_line(struct rocm_smi *r, char *line)
 	}
 	/* a line out of its place: the helper is not ours, or broken */
 	tally_count_drop(r->inst, "malformed", 1);
+	snprintf(r->broke, sizeof(r->broke), "a \"%s\" line out of its place",
+		 rocm_line_kw[m.type]);
 	return -1;
 }
 
@@ -662,21 +822,31 @@ static int rocm_lines(struct rocm_smi *r, struct evbuffer *in)
 	char *line;
 	size_t len;
 
-	while ((line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF))) {
+	for (;;) {
+		struct evbuffer_ptr eol =
+			evbuffer_search(in, "\n", 1, NULL);
 		bool busy = r->state == ROCM_BUSY;
-		int rc = rocm_line(r, line);
+		int rc;
 
+		/* the bound, '\n' included, before the line is copied */
+		if (eol.pos < 0 ? evbuffer_get_length(in) >= ROCM_PROTO_LINE_MAX
+				: (size_t)eol.pos + 1 > ROCM_PROTO_LINE_MAX) {
+			tally_count_drop(r->inst, "line_too_long", 1);
+			snprintf(r->broke, sizeof(r->broke),
+				 "a line longer than %d bytes",
+				 ROCM_PROTO_LINE_MAX);
+			return -1;
+		}
+		line = evbuffer_readln(in, &len, EVBUFFER_EOL_LF);
+		if (!line)
+			return 0;
+		rc = rocm_line(r, line);
 		free(line);
 		if (rc < 0)
 			return -1;
 		if (busy && r->state == ROCM_READY)
 			return 1;
 	}
-	if (evbuffer_get_length(in) >= ROCM_PROTO_LINE_MAX) {
-		tally_count_drop(r->inst, "malformed", 1);
-		return -1;
-	}
-	return 0;
 }
 
 static void rocm_emit(struct rocm_smi *r)
@@ -703,8 +873,11 @@ static void rocm_on_read(struct bufferevent *bev, void *arg)
 			rocm_stop_helper(r, NULL, ROCM_GRACE_MS);
 			rocm_schedule_restart(r, r->max_backoff);
 		} else {
-			rocm_lost(r, "helper_crashed", "helper_crashed",
-				  "broke the protocol");
+			char what[96];
+
+			snprintf(what, sizeof(what), "broke the protocol (%s)",
+				 r->broke[0] ? r->broke : "?");
+			rocm_lost(r, "helper_crashed", "helper_crashed", what);
 		}
 	}
 }
@@ -746,6 +919,14 @@ static void rocm_arm(struct rocm_smi *r, double seconds)
 	event_add(r->deadline, &tv);
 }
 
+/* A read starts: no series of it seen yet */
+static void rocm_read_begins(struct rocm_smi *r)
+{
+	for (size_t i = 0; i < r->ncards; i++)
+		r->cards[i].seen = 0;
+	r->num_seen = false;
+}
+
 static void rocm_send_read(struct rocm_smi *r)
 {
 	r->want_read = false;
@@ -756,6 +937,7 @@ static void rocm_send_read(struct rocm_smi *r)
 		return;
 	}
 	r->samples = 0;
+	rocm_read_begins(r);
 	r->state = ROCM_BUSY;
 	if (r->bev) {
 		bufferevent_write(r->bev, "read\n", 5);
@@ -838,6 +1020,17 @@ static int rocm_check(struct tally_instance *inst, void *state)
 			  "librocm_smi64.so.1");
 		return -1;
 	}
+	/* the helper's working directory is not the one tally.conf was
+	 * written for, and dlopen() would search a relative path from it */
+	if (strchr(r->library, '/') && r->library[0] != '/') {
+		tally_log(inst, LOG_ERR,
+			  "library: \"%s\" is a relative path, which the "
+			  "helper would look up from its own working "
+			  "directory: give an absolute path, or a bare "
+			  "library name the loader searches (\"%s\")",
+			  r->library, "librocm_smi64.so.1");
+		return -1;
+	}
 	return 0;
 }
 
@@ -918,6 +1111,7 @@ static int rocm_read_sync(struct rocm_smi *r, struct tally_batch *out)
 		}
 		if (!sent && r->state == ROCM_READY) {
 			r->batch = tally_batch_ref(out);
+			rocm_read_begins(r);
 			r->state = ROCM_BUSY;
 			sent = true;
 			if (write(r->fd, "read\n", 5) != 5) {
@@ -941,10 +1135,11 @@ static int rocm_read_sync(struct rocm_smi *r, struct tally_batch *out)
 		tally_count_drop(r->inst, lost, 1);
 		tally_count_event(r->inst, lost, 1);
 		tally_log(r->inst, LOG_WARNING,
-			  "helper %s%s: no GPU metrics%s%s",
-			  strcmp(lost, "helper_timeout")
-				  ? "died"
-				  : "did not answer in time",
+			  "helper %s%s%s%s: no GPU metrics%s%s",
+			  !strcmp(lost, "helper_timeout") ? "did not answer in time"
+			  : r->broke[0]			  ? "broke the protocol ("
+							  : "died",
+			  r->broke[0] ? r->broke : "", r->broke[0] ? ")" : "",
 			  how, r->lastlib[0] ? "; the library said: " : "",
 			  r->lastlib);
 	}
@@ -1008,6 +1203,9 @@ static void rocm_fini(struct tally_instance *inst, void *state)
 	r->deadline = r->restart = NULL;
 	rocm_keys_free(&r->base_keys, &r->nbase);
 	rocm_keys_free(&r->cur_keys, &r->ncur);
+	free(r->cards);
+	r->cards = NULL;
+	r->ncards = 0;
 }
 
 /*

@@ -94,14 +94,9 @@ while read -r req <&3; do
 	printf 'end\t0\n'
 done
 EOF_HELPER
-chmod +x range-helper
 
 test_expect_success 'out of range, not asked for, skipped, twice: dropped by reason' '
-	HELPER=$PWD/range-helper rocm_conf range.conf range.txt "" &&
-	start_tallyd --log range.log range.conf &&
-	wait_for "test \$(dropped range.txt duplicate_series) -ge 12" &&
-	stop_tallyd &&
-	cat range.log &&
+	run_fake range "" "test \$(dropped range.txt duplicate_series) -ge 12" &&
 	grep -qxF "gauge rocm_num_gpus 2" range.txt &&
 	grep -qxF "gauge rocm_utilization_percentage{card=\"0\"} 50" range.txt &&
 	grep -qxF "gauge rocm_vram_used_percentage{card=\"1\"} 100" range.txt &&
@@ -144,13 +139,9 @@ while read -r req <&3; do
 	printf 'end\t0\n'
 done
 EOF_HELPER
-chmod +x long-helper
 
 test_expect_success 'a line longer than 1024 bytes is a crash, counted as line_too_long' '
-	HELPER=$PWD/long-helper rocm_conf long.conf long.txt "max_backoff = 1.0;" &&
-	start_tallyd --log long.log long.conf &&
-	wait_for "test \$(event long.txt helper_crashed) -ge 2" &&
-	stop_tallyd &&
+	run_fake long "max_backoff = 1.0;" "test \$(event long.txt helper_crashed) -ge 2" &&
 	: the line of 1024 bytes was taken &&
 	grep -q "rocm_smi\[gpu\]: ${long%?}$" long.log &&
 	test "$(dropped long.txt line_too_long)" -ge 2 &&
@@ -168,14 +159,9 @@ while read -r req <&3; do
 	exit 3
 done
 EOF_HELPER
-chmod +x utf8-helper
 
 test_expect_success 'the library text in the log is escaped where not UTF-8' '
-	HELPER=$PWD/utf8-helper rocm_conf utf8.conf utf8.txt "max_backoff = 1.0;" &&
-	start_tallyd --log utf8.log utf8.conf &&
-	wait_for "test \$(event utf8.txt helper_crashed) -ge 1" &&
-	stop_tallyd &&
-	cat utf8.log &&
+	run_fake utf8 "max_backoff = 1.0;" "test \$(event utf8.txt helper_crashed) -ge 1" &&
 	grep -F "helper died (exit status 3): GPU metrics missing until it is restarted in 1 s; the library said: card Radeon $(printf "\303\251") \\xff\\xfe MI\\xc3" utf8.log &&
 	iconv -f UTF-8 -t UTF-8 utf8.log >/dev/null
 '

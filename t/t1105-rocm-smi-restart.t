@@ -33,7 +33,6 @@ while read -r req <&3; do
 	exit 0
 done
 EOF_HELPER
-chmod +x lost-helper
 
 # lost_line FILE N - the "lost" lines of FILE for N metrics
 lost_line() {
@@ -41,11 +40,9 @@ lost_line() {
 }
 
 test_expect_success 'metrics lost: one whole line per change, not per restart' '
-	HELPER=$PWD/lost-helper rocm_conf lost.conf lost.txt "max_backoff = 1.0;" &&
-	start_tallyd --log lost.log lost.conf &&
-	wait_for "test \$(event lost.txt helper_starts) -ge 6" &&
-	wait_for "test \$(event lost.txt metrics_lost) -ge $((2 * 63 + 2 * 62))" &&
-	stop_tallyd &&
+	run_fake lost "max_backoff = 1.0;" \
+		"test \$(event lost.txt helper_starts) -ge 6 &&
+		 test \$(event lost.txt metrics_lost) -ge $((2 * 63 + 2 * 62))" &&
 	test "$(lost_line lost.log 63 | wc -l)" = 1 &&
 	test "$(lost_line lost.log 62 | wc -l)" = 1 &&
 	for n in 63 62; do
@@ -75,14 +72,9 @@ while read -r req <&3; do
 	printf 'm\trocm_num_gpus\t-\t2\nend\t0\n'
 done
 EOF_HELPER
-chmod +x lib-helper
 
 test_expect_success 'a death after good reads quotes no old library text; a new library is said' '
-	HELPER=$PWD/lib-helper rocm_conf lib.conf lib.txt "max_backoff = 1.0;" &&
-	start_tallyd --log lib.log lib.conf &&
-	wait_for "test \$(event lib.txt helper_crashed) -ge 2" &&
-	stop_tallyd &&
-	cat lib.log &&
+	run_fake lib "max_backoff = 1.0;" "test \$(event lib.txt helper_crashed) -ge 2" &&
 	grep -F "rocm_smi[gpu]: helper died (killed by signal 9): GPU metrics missing until it is restarted in 1 s" lib.log &&
 	! grep "the library said" lib.log &&
 	grep -F "rocm_smi[gpu]: 2 GPU(s), ROCm SMI library fake-0" lib.log &&

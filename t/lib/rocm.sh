@@ -82,3 +82,15 @@ rocm_conf() {
 	pipelines = { p = { from = ["gpu", "host", "self"]; to = ["cap"${5:-}]; }; };
 	EOF
 }
+
+# run_fake NAME SETTINGS CONDITION - run tallyd with the stand-in helper
+# script ./NAME-helper and input settings SETTINGS until CONDITION holds
+# (wait_for), capturing into NAME.txt and logging into NAME.log (shown)
+run_fake() {
+	chmod +x "$1-helper" &&
+	HELPER=$PWD/$1-helper rocm_conf "$1.conf" "$1.txt" "$2" &&
+	start_tallyd --log "$1.log" "$1.conf" &&
+	wait_for "$3" &&
+	stop_tallyd &&
+	cat "$1.log"
+}

@@ -96,8 +96,7 @@ static void test_refused(void)
 		  ROCM_BAD_NEGATIVE },
 		{ "m\trocm_energy_joules\t0\t-0.5", 2, ROCM_BAD_NEGATIVE },
 		{ "m\trocm_num_gpus\t-\t-1", 2, ROCM_BAD_NEGATIVE },
-		{ "m\trocm_ras_umc_correctable_count\t0\t0", 2,
-		  ROCM_BAD_NONE },
+		{ "m\trocm_ras_umc_correctable_count\t0\t0", 2, ROCM_BAD_NONE },
 		{ "m\trocm_temperature_celsius\t0\t40\tlocation=cpu", 2,
 		  ROCM_BAD_MALFORMED }, /* no such sensor */
 	};

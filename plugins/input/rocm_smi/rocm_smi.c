@@ -97,6 +97,17 @@ struct rocm_skip {
 	char cards[96]; /* "0, 3" */
 };
 
+/*
+ * Per card a helper named: the metrics it skipped (bit: enum
+ * rocm_metric_id) and the series of the read being received (bit: metric
+ * id; rocm_temperature_sensor_celsius: ROCM_SEEN_SENSOR + location index).
+ * rocm_num_gpus, which has no card, is rocm_smi.num_seen.
+ */
+struct rocm_card {
+	uint32_t skipped;
+	uint64_t seen;
+};
+
 enum rocm_state {
 	ROCM_OFF,      /* no helper; a restart is scheduled */
 	ROCM_STARTING, /* helper spawned, no "ready" yet */
@@ -129,7 +140,7 @@ struct rocm_smi {
 	struct tally_batch *batch; /* the read being received */
 	uint64_t samples;	   /* in @batch */
 	char fail_logged[ROCM_PROTO_LINE_MAX];	/* last "fail" logged */
-	char announced[128];	/* the "N GPU(s), ..." line last logged */
+	char announced[128]; /* the "N GPU(s), ..." line last logged */
 	/* the library's last message since the last complete read */
 	char lastlib[256];
 	struct rocm_skip skips[ROCM_MAX_SKIPS]; /* this helper's, grouped */
@@ -151,20 +162,11 @@ struct rocm_smi {
 	bool adopted;		/* base_keys are the retired instance's */
 	int start_errno;	/* why the last start failed, logged */
 	uint32_t ngpus;		/* the helper's "ready", 0 before */
-	/*
-	 * Per card this helper named: the metrics it skipped (bit: enum
-	 * rocm_metric_id) and the series of the read being received (bit:
-	 * metric id; rocm_temperature_sensor_celsius: ROCM_SEEN_SENSOR +
-	 * location index). rocm_num_gpus is @num_seen.
-	 */
-	struct rocm_card {
-		uint32_t skipped;
-		uint64_t seen;
-	} *cards;
+	struct rocm_card *cards; /* indexed by card number */
 	size_t ncards;
 	bool num_seen;
-	uint64_t lost_logged;	/* hash of the lost metrics last logged */
-	char broke[64];		/* how the helper broke the protocol */
+	uint64_t lost_logged; /* hash of the lost metrics last logged */
+	char broke[64];	      /* how the helper broke the protocol */
 	struct tally_log_limit bad_log[ROCM_BAD_COUNT];
 };
 
@@ -434,8 +436,7 @@ static int rocm_spawn(struct rocm_smi *r)
  * What follows a start that gave no helper: "trying again every N s", or,
  * with --once (no loop, one read), that nothing is tried again.
  */
-static const char *rocm_again(const struct rocm_smi *r, char *buf,
-			      size_t size)
+static const char *rocm_again(const struct rocm_smi *r, char *buf, size_t size)
 {
 	if (!r->base)
 		return "not tried again (tallyd --once reads once)";
@@ -764,8 +765,9 @@ static int rocm_line(struct rocm_smi *r, char *line)
 		if (strcmp(r->fail_logged, m.name)) {
 			char again[64];
 
-			tally_log(r->inst, LOG_WARNING, "no GPU metrics: %s; %s",
-				  m.name, rocm_again(r, again, sizeof(again)));
+			tally_log(r->inst, LOG_WARNING,
+				  "no GPU metrics: %s; %s", m.name,
+				  rocm_again(r, again, sizeof(again)));
 			snprintf(r->fail_logged, sizeof(r->fail_logged), "%s",
 				 m.name);
 		}
@@ -823,8 +825,7 @@ static int rocm_lines(struct rocm_smi *r, struct evbuffer *in)
 	size_t len;
 
 	for (;;) {
-		struct evbuffer_ptr eol =
-			evbuffer_search(in, "\n", 1, NULL);
+		struct evbuffer_ptr eol = evbuffer_search(in, "\n", 1, NULL);
 		bool busy = r->state == ROCM_BUSY;
 		int rc;
 
@@ -1128,19 +1129,20 @@ static int rocm_read_sync(struct rocm_smi *r, struct tally_batch *out)
 			 lost && !strcmp(lost, "helper_timeout") ? 0
 								 : ROCM_GRACE_MS);
 	if (lost) {
-		char how[64] = "";
+		char how[64] = "", what[96] = "died";
 
 		if (strcmp(lost, "helper_timeout"))
 			rocm_how(status, how, sizeof(how));
 		tally_count_drop(r->inst, lost, 1);
 		tally_count_event(r->inst, lost, 1);
+		if (!strcmp(lost, "helper_timeout"))
+			snprintf(what, sizeof(what), "did not answer in time");
+		else if (r->broke[0])
+			snprintf(what, sizeof(what), "broke the protocol (%s)",
+				 r->broke);
 		tally_log(r->inst, LOG_WARNING,
-			  "helper %s%s%s%s: no GPU metrics%s%s",
-			  !strcmp(lost, "helper_timeout") ? "did not answer in time"
-			  : r->broke[0]			  ? "broke the protocol ("
-							  : "died",
-			  r->broke[0] ? r->broke : "", r->broke[0] ? ")" : "",
-			  how, r->lastlib[0] ? "; the library said: " : "",
+			  "helper %s%s: no GPU metrics%s%s", what, how,
+			  r->lastlib[0] ? "; the library said: " : "",
 			  r->lastlib);
 	}
 	r->state = ROCM_OFF;

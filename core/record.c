@@ -904,22 +904,45 @@ static int attr_copy(struct tally_batch *b, struct tally_attr *dst,
 	return 0;
 }
 
-/* @n typed values copied into @b's arena (NULL for none); NULL/ENOMEM. */
+/*
+ * @n (at most TALLY_SPAN_MAX_VALUES) typed values copied into @b's arena,
+ * the array and its strings in one block (NULL for none); NULL/ENOMEM.
+ * One allocation rather than one per string: this is the ingest path of
+ * every span that carries attributes.
+ */
 static const struct tally_attr *values_copy(struct tally_batch *b,
 					    const struct tally_attr *v,
 					    size_t n, bool *failed)
 {
+	size_t len[2 * TALLY_SPAN_MAX_VALUES], size, k = 0;
 	struct tally_attr *copy;
+	char *p;
 
-	*failed = false;
-	if (!n)
+	*failed = n > TALLY_SPAN_MAX_VALUES;
+	if (!n || *failed)
 		return NULL;
-	copy = tally_batch_alloc(b, n * sizeof(*copy));
-	for (size_t i = 0; copy && i < n; i++) {
-		if (attr_copy(b, &copy[i], &v[i]) < 0)
-			copy = NULL;
+	size = n * sizeof(*copy);
+	for (size_t i = 0; i < n; i++) {
+		size += len[k++] = strlen(v[i].key) + 1;
+		if (v[i].type == TALLY_ATTR_T_STRING)
+			size += len[k++] = strlen(v[i].s) + 1;
 	}
-	*failed = copy == NULL;
+	copy = tally_batch_alloc(b, size);
+	if (!copy) {
+		*failed = true;
+		return NULL;
+	}
+	p = (char *)(copy + n);
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		copy[i] = v[i];
+		copy[i].key = memcpy(p, v[i].key, len[k]);
+		p += len[k++];
+		if (v[i].type == TALLY_ATTR_T_STRING) {
+			copy[i].s = memcpy(p, v[i].s, len[k]);
+			p += len[k++];
+		}
+	}
 	return copy;
 }
 

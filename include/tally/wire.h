@@ -113,17 +113,24 @@ enum tally_wire_item {
  */
 static inline int tally_wire_name_ok(const char *s, size_t len)
 {
-	if (len == 0 || len > TALLY_WIRE_MAX_KEY ||
-	    (s[0] >= '0' && s[0] <= '9'))
-		return 0;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
+	/* one load per byte: a key is checked for every attribute */
+#define TW_R10(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1, \
+		  [c + 4] = 1, [c + 5] = 1, [c + 6] = 1, [c + 7] = 1, \
+		  [c + 8] = 1, [c + 9] = 1
+#define TW_R26(c) TW_R10(c), TW_R10(c + 10), [c + 20] = 1, [c + 21] = 1, \
+		  [c + 22] = 1, [c + 23] = 1, [c + 24] = 1, [c + 25] = 1
+	static const unsigned char ok[256] = { TW_R10('0'), TW_R26('A'),
+					       TW_R26('a'), ['_'] = 1 };
+#undef TW_R26
+#undef TW_R10
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned char all = 1;
 
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '_'))
-			return 0;
-	}
-	return 1;
+	if (len == 0 || len > TALLY_WIRE_MAX_KEY || (p[0] >= '0' && p[0] <= '9'))
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		all &= ok[p[i]];
+	return all;
 }
 
 /* Little-endian helpers shared by the encoder and the decoder. */

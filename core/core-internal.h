@@ -595,17 +595,6 @@ int tally_mode_setup(bool user);
  * tallyd starts with (a reload does not change them). 0, or -1 (ENOMEM).
  */
 int tally_mode_configure(const struct tally_conf *conf);
-/* the longest job id in a path: longer ones are cut (with a hash) */
-#define TALLY_JOBID_PATH_MAX 64
-/*
- * A batch job id as a path component: '/', control characters and a
- * leading '.' become '_' (SLURM_JOB_ID=../../x stays in the runtime
- * directory); an id longer than TALLY_JOBID_PATH_MAX keeps its first
- * characters and ends in "-XXXXXXXX", a hash of the whole id. Written to
- * @buf (NUL-terminated, cut to @size). Return: the length of the full
- * mapping (at most TALLY_JOBID_PATH_MAX). Pure; any thread.
- */
-size_t tally_jobid_path(const char *id, char *buf, size_t size);
 /* create the runtime directory (mode 0700 in user mode); 0 or -1, logged */
 int tally_runtime_dir_create(void);
 /*

@@ -21,6 +21,7 @@ core_libtally_la_SOURCES = \
 	core/stats.c \
 	core/graph.c \
 	core/mode.c \
+	core/jobid.c \
 	core/priv.c \
 	core/io.c \
 	core/statfs.c \

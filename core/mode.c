@@ -43,9 +43,10 @@ static char mode_confdir[PATH_MAX] = "/run/tally";
 static bool mode_rundir_env;	/* TALLY_RUNTIME_DIR: taken as is */
 static bool mode_rundir_own;	/* cmd-PID: nobody else's, removed at exit */
 static int mode_lock_fd = -1;	/* RUNDIR/tallyd.lock, held while running */
-static const char *mode_jobid;
+static const char *mode_jobid; /* NULL or mode_jobid_buf */
 static const char *mode_jobid_system;
-static char mode_jobid_path[TALLY_JOBID_PATH_MAX + 1]; /* for paths */
+static char mode_jobid_buf[TALLY_JOBID_MAX + 1];  /* tally_jobid_bound() */
+static char mode_jobid_path[TALLY_JOBID_MAX + 1]; /* for paths */
 /* where tallyd was started: relative output paths are taken from there */
 static char mode_startdir[PATH_MAX];
 /* global.output_dir and global.user_ports, as the start found them */
@@ -110,30 +111,6 @@ const char *tally_jobid_system(void)
 	return mode_jobid_system;
 }
 
-size_t tally_jobid_path(const char *id, char *buf, size_t size)
-{
-	char out[TALLY_JOBID_PATH_MAX + 1];
-	size_t len = strlen(id), keep = len;
-
-	if (len > TALLY_JOBID_PATH_MAX)
-		keep = TALLY_JOBID_PATH_MAX - 9; /* "-" and 8 hex digits */
-	for (size_t i = 0; i < keep; i++) {
-		unsigned char c = (unsigned char)id[i];
-
-		out[i] = c == '/' || c < 0x20 || c == 0x7f || (!i && c == '.')
-				 ? '_'
-				 : (char)c;
-	}
-	out[keep] = '\0';
-	if (keep < len) /* cut: a hash of the whole id tells them apart */
-		snprintf(out + keep, sizeof(out) - keep, "-%08x",
-			 (unsigned)(tally_hash_bytes(TALLY_HASH_SEED, id, len) &
-				    0xffffffffu));
-	if (size)
-		snprintf(buf, size, "%s", out);
-	return strlen(out);
-}
-
 /* mkdir -p with @mode for the directories it creates. */
 static int mkdirs(const char *path, mode_t mode)
 {
@@ -156,6 +133,30 @@ static int mkdirs(const char *path, mode_t mode)
 	return 0;
 }
 
+/*
+ * The job id of variable @var, bounded once here (tally_jobid_bound()):
+ * every label, directory and log line then shows the same id.
+ */
+static void mode_jobid_set(const char *var, const char *v)
+{
+	size_t len = strlen(v);
+
+	tally_jobid_bound(v, len, mode_jobid_buf);
+	mode_jobid = mode_jobid_buf;
+	tally_jobid_path(mode_jobid, mode_jobid_path, sizeof(mode_jobid_path));
+	if (len > TALLY_JOBID_MAX) {
+		char esc[TALLY_JOBID_MAX * 4 + 1];
+
+		tally_log_peer_text(esc, sizeof(esc), mode_jobid,
+				    strlen(mode_jobid));
+		tally_log(NULL, LOG_WARNING,
+			  "%s is %zu bytes long, more than the %d a job id "
+			  "may have: the job is \"%s\" (its start and a hash "
+			  "of the whole) in labels, directories and logs",
+			  var, len, TALLY_JOBID_MAX, esc);
+	}
+}
+
 int tally_mode_setup(bool user)
 {
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -170,10 +171,8 @@ int tally_mode_setup(bool user)
 			const char *v = getenv(jobid_vars[i]);
 
 			if (v && *v) {
-				mode_jobid = v;
+				mode_jobid_set(jobid_vars[i], v);
 				mode_jobid_system = jobid_systems[i];
-				tally_jobid_path(v, mode_jobid_path,
-						 sizeof(mode_jobid_path));
 				break;
 			}
 		}
@@ -311,8 +310,13 @@ int tally_runtime_dir_lock(void)
 		return 0;
 	}
 	if (fd < 0) {
+		char job[TALLY_JOBID_MAX * 4 + 1]; /* an id from outside */
+
 		if (errno != EWOULDBLOCK)
 			goto out_log;
+		tally_log_peer_text(job, sizeof(job),
+				    mode_jobid ? mode_jobid : "",
+				    mode_jobid ? strlen(mode_jobid) : 0);
 		tally_log(NULL, LOG_ERR,
 			  "another collector%s%s (tallyd pid %s) runs in %s: "
 			  "a second one would take over its sockets and "
@@ -320,7 +324,7 @@ int tally_runtime_dir_lock(void)
 			  "applications trace to that one; "
 			  "TALLY_RUNTIME_DIR=DIR runs a collector elsewhere)",
 			  mode_jobid ? " of job " : "",
-			  mode_jobid ? mode_jobid : "", *pid ? pid : "?",
+			  job, *pid ? pid : "?",
 			  mode_rundir);
 		errno = EBUSY;
 		return -1;

@@ -85,6 +85,35 @@ test_expect_success 'a proc that does not exist: one log line saying what is not
 	test $(grep -c "proc $PWD/nowhere: No such file or directory: the collector'"'"'s own cgroup is not read" u.log) = 1
 '
 
+# One rule for a job id longer than 64 bytes (core/jobid.c): bounded where
+# it is read, the same in tally_job_info, in the jobid label of every other
+# record, in the log, and in the system collector's cgroup reading.
+test_expect_success 'a job id longer than 64 bytes: the same bounded id everywhere' '
+	long=$(printf "1%.0s" $(seq 100)) &&
+	cat >long.conf <<-EOF &&
+	inputs = { jobs = { plugin = "jobs"; }; self = { plugin = "self"; }; };
+	outputs = { cap = { plugin = "capture"; path = "long.out"; }; };
+	pipelines = { p = { from = ["jobs", "self"]; to = ["cap"]; }; };
+	EOF
+	SLURM_JOB_ID=$long timeout 20 "$TALLYD" --user --once -c long.conf \
+		2>long.log &&
+	jid=$(sed -n "s/^info tally_job_info{batchsystem=\"slurm\",jobid=\"\([^\"]*\)\",.*/\1/p" long.out) &&
+	test ${#jid} = 64 &&
+	test "${jid%-*}" = "$(printf "1%.0s" $(seq 55))" &&
+	grep -v "^info tally_job_info" long.out >other &&
+	test -s other &&
+	! grep -v "jobid=\"$jid\"" other &&
+	test $(grep -c "SLURM_JOB_ID is 100 bytes long, more than the 64 a job id may have: the job is \"$jid\"" long.log) = 1 &&
+	mkdir -p cg/system.slice/slurmstepd.scope/job_$long &&
+	cat >sys.conf <<-EOF &&
+	inputs = { jobs = { plugin = "jobs"; cgroup_root = "$PWD/cg"; }; };
+	outputs = { cap = { plugin = "capture"; path = "sys.out"; }; };
+	pipelines = { p = { from = ["jobs"]; to = ["cap"]; }; };
+	EOF
+	timeout 20 "$TALLYD" --once -c sys.conf 2>sys.log &&
+	grep "^info tally_job_info{batchsystem=\"slurm\",jobid=\"$jid\",user=\"" sys.out
+'
+
 test_expect_success 'FLUX_JOB_ID: batchsystem flux' '
 	FLUX_JOB_ID=fXyZ FLUX_JOB_NNODES=4 once "omnistat = true;" &&
 	cat >expected <<-EOF &&

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <tally/mode.h>
+
 #include "trace-internal.h"
 
 const char *tt_tmp_dir = "/tmp";
@@ -92,13 +94,15 @@ size_t tt_env_announce(uint8_t *out)
 static const char *const tt_job_vars[] = { "SLURM_JOB_ID", "FLUX_JOB_ID",
 					   "PBS_JOBID", "LSB_JOBID", NULL };
 
-const char *tt_env_jobid(void)
+const char *tt_env_jobid(char *buf)
 {
 	for (size_t i = 0; tt_job_vars[i]; i++) {
 		const char *v = getenv(tt_job_vars[i]);
 
-		if (v && *v)
-			return v;
+		if (v && *v) {
+			tally_jobid_bound(v, strlen(v), buf);
+			return buf;
+		}
 	}
 	return NULL;
 }
@@ -106,10 +110,10 @@ const char *tt_env_jobid(void)
 char *tt_default_trace_id(void)
 {
 	const char *v = getenv("TALLY_TRACE_ID");
-	char buf[32];
+	char buf[TALLY_JOBID_MAX + 1];
 
 	if (!v || !*v)
-		v = tt_env_jobid();
+		v = tt_env_jobid(buf);
 	if (!v) {
 		snprintf(buf, sizeof(buf), "pid-%ld", (long)getpid());
 		v = buf;
@@ -141,12 +145,18 @@ char *tt_discover_endpoint(void)
 	const char *env = getenv("TALLY_TRACE_ENDPOINT");
 	const char *rt = getenv("TALLY_RUNTIME_DIR");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	const char *job = tt_env_jobid();
+	char jobbuf[TALLY_JOBID_MAX + 1], dir[TALLY_JOBID_MAX + 1];
+	const char *job = tt_env_jobid(jobbuf);
 	char tmp[PATH_MAX], *path = NULL, *ep;
 	size_t len;
 
 	if (env && *env)
 		return strdup(env);
+	/* the directory name tallyd --user gives its job (core/jobid.c) */
+	if (job) {
+		tally_jobid_path(job, dir, sizeof(dir));
+		job = dir;
+	}
 	/* tallyd --user with TALLY_RUNTIME_DIR uses that directory as is */
 	if (rt && *rt)
 		path = tt_try_socket(rt, "", NULL);

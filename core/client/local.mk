@@ -6,6 +6,7 @@ lib_LTLIBRARIES += core/client/libtally-trace.la
 core_client_libtally_trace_la_SOURCES = \
 	core/client/trace.c \
 	core/client/discover.c \
+	core/jobid.c \
 	core/utf8.c \
 	core/hash.c \
 	core/client/trace-internal.h
@@ -24,7 +25,7 @@ EXTRA_DIST += doc/wire-format.md core/client/tally-trace.pc.in
 # exports only tally_trace_*.
 check_PROGRAMS += t/unit/trace-wire.t
 t_unit_trace_wire_t_SOURCES = t/unit/trace-wire.c core/client/discover.c \
-	core/utf8.c
+	core/jobid.c core/utf8.c core/hash.c
 t_unit_trace_wire_t_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/core/client \
 	-DTOP_SRCDIR='"$(abs_top_srcdir)"'
 t_unit_trace_wire_t_LDADD = t/unit/libtap.la
@@ -55,7 +56,8 @@ t_unit_trace_api_t_LDADD = $(TRACE_ZMQ_TEST_LDADD)
 # child forked while another thread is inside ASan's allocator inherits
 # its lock and hangs (glibc's malloc is fork-safe, ASan's is not).
 t_unit_trace_fork_t_SOURCES = t/unit/trace-fork.c t/unit/tap.c \
-	core/client/trace.c core/client/discover.c core/utf8.c core/hash.c
+	core/client/trace.c core/client/discover.c core/jobid.c core/utf8.c \
+	core/hash.c
 t_unit_trace_fork_t_CPPFLAGS = $(TRACE_ZMQ_TEST_CPPFLAGS) \
 	-I$(top_srcdir)/core/client
 t_unit_trace_fork_t_CFLAGS = $(WARN_CFLAGS)

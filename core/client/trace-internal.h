@@ -199,10 +199,12 @@ size_t tt_env_announce(uint8_t *out);
 
 /*
  * tt_env_jobid() - the batch job id: the first non-empty of SLURM_JOB_ID,
- * FLUX_JOB_ID, PBS_JOBID, LSB_JOBID (the same order as tallyd --user)
- * Return: a getenv() string, or NULL.
+ * FLUX_JOB_ID, PBS_JOBID, LSB_JOBID (the same order as tallyd --user),
+ * bounded as tallyd bounds it (tally_jobid_bound())
+ * @buf: TALLY_JOBID_MAX + 1 bytes, for the result
+ * Return: @buf, or NULL outside a job.
  */
-const char *tt_env_jobid(void);
+const char *tt_env_jobid(char *buf);
 
 /*
  * tt_default_trace_id() - TALLY_TRACE_ID, else the job id, else "pid-PID"

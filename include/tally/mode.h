@@ -30,6 +30,42 @@ extern "C" {
 
 struct tally_instance;
 
+/* The longest batch job id tally shows, in bytes (a label, a log line,
+ * a file name); longer ones are cut by tally_jobid_bound() */
+#define TALLY_JOBID_MAX 64
+
+/**
+ * tally_jobid_bound() - a batch job id as tally shows it, everywhere
+ * @id:  the id as the batch system spells it (an environment variable, a
+ *       cgroup name), @len bytes
+ * @buf: the result, TALLY_JOBID_MAX + 1 bytes, NUL-terminated
+ *
+ * The one rule for every place a job id goes: the jobid label of a user
+ * collector's records, tally_job_info and rmsjob_info, the runtime and
+ * output directories (tally_jobid_path()), log lines, and the trace
+ * client's search for its job's collector. An id of at most
+ * TALLY_JOBID_MAX bytes is kept as it is (Slurm's are decimal 32-bit
+ * numbers, Flux's F58 64-bit ones, PBS's "N.server"); a longer one keeps
+ * its first 55 bytes (whole UTF-8 characters when it is UTF-8) and ends
+ * in "-" and 8 hex digits of a hash (FNV-1a) of the whole id, so that two
+ * ids that differ after the cut stay apart. Pure; any thread.
+ * Return: the length of @buf, at most TALLY_JOBID_MAX.
+ */
+size_t tally_jobid_bound(const char *id, size_t len, char *buf);
+
+/**
+ * tally_jobid_path() - a batch job id as a path component
+ * @id:   the id, NUL-terminated
+ * @buf:  the result, NUL-terminated, cut to @size
+ * @size: its size
+ *
+ * tally_jobid_bound(), then '/', control characters and a leading '.'
+ * become '_' (SLURM_JOB_ID=../../x stays in the runtime directory). Pure;
+ * any thread.
+ * Return: the length of the full mapping (at most TALLY_JOBID_MAX).
+ */
+size_t tally_jobid_path(const char *id, char *buf, size_t size);
+
 /**
  * tally_output_dir() - the directory for files the user keeps
  *

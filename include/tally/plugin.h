@@ -497,9 +497,12 @@ const char *tally_runtime_dir(void);
 /**
  * tally_jobid() - the batch job id in user mode
  *
- * From SLURM_JOB_ID, FLUX_JOB_ID, PBS_JOBID or LSB_JOBID, first set wins.
- * Return: the id as the launcher set it (the jobid label), or NULL
- * outside a job or in system mode.
+ * From SLURM_JOB_ID, FLUX_JOB_ID, PBS_JOBID or LSB_JOBID, first set wins,
+ * bounded once at start by tally_jobid_bound() (an id longer than
+ * TALLY_JOBID_MAX bytes is cut, with a hash): use it as it is, for the
+ * jobid label and anything else that names the job.
+ * Return: the id (static storage), or NULL outside a job or in system
+ * mode. Any thread.
  */
 const char *tally_jobid(void);
 

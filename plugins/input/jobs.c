@@ -51,7 +51,7 @@
  * Failure model: a cgroup root that cannot be opened is logged once (until
  * it can be opened again) and counted on every tick (cgroup_root_error);
  * an unreadable directory likewise (unreadable_dir). An entry that names a
- * job badly (job_abc, job_, uid_x, an id too long) is dropped and counted
+ * job badly (job_abc, job_, uid_x) is dropped and counted
  * (odd_name), as is a job entry that is not a directory (a symlink is never
  * followed: O_NOFOLLOW; odd_entry); each reason is logged once, with the
  * first name (escaped: a name read from the tree may hold a newline). A
@@ -79,8 +79,6 @@
 #include <tally/io.h>
 #include <tally/plugin.h>
 
-/* Longest job id kept (Slurm's are decimal u32, Flux's F58 u64). */
-#define JOBS_ID_MAX 64
 /* Directories read below a job for a cgroup.procs naming its user. */
 #define JOBS_PROCS_DIRS 32
 /* How deep below a job directory they are looked for (step/user/task). */
@@ -105,7 +103,7 @@ enum {
  */
 struct jobs_where {
 	const char *system;
-	char jobid[JOBS_ID_MAX + 1];
+	char jobid[TALLY_JOBID_MAX + 1];
 	long long uid;
 	long long step;
 };
@@ -121,7 +119,7 @@ struct jobs_where {
  */
 struct jobs_job {
 	const char *system;
-	char id[JOBS_ID_MAX + 1];
+	char id[TALLY_JOBID_MAX + 1];
 	long long uid;
 	char user[64];
 	bool batch;
@@ -193,16 +191,20 @@ static const char jobs_rms_help[] =
  * Pure parsers of cgroup names: no I/O, no state.
  */
 
-/* "PREFIX" followed by 1..JOBS_ID_MAX characters of @ok; copied to @id */
+/*
+ * One or more characters of @ok, copied to @id (TALLY_JOBID_MAX + 1
+ * bytes) by the rule of every job id (tally_jobid_bound(): a longer one
+ * is cut, with a hash), as a user collector does with its variable
+ */
 static int jobs_parse_id(const char *s, const char *ok, char *id)
 {
 	size_t n = strspn(s, ok);
 
-	if (!n || s[n] || n > JOBS_ID_MAX) {
+	if (!n || s[n]) {
 		errno = EINVAL;
 		return -1;
 	}
-	memcpy(id, s, n + 1);
+	tally_jobid_bound(s, n, id);
 	return 0;
 }
 
@@ -234,7 +236,7 @@ static int jobs_parse_num(const char *name, const char *prefix, long long *v)
 /**
  * jobs_parse_slurm_job() - the id of a Slurm job cgroup name, "job_N"
  * Return: 0 with @id filled, or -1 with errno = ENOENT (not a job_ name)
- * or EINVAL (job_ followed by anything but 1..64 digits).
+ * or EINVAL (job_ followed by anything but digits).
  */
 static int jobs_parse_slurm_job(const char *name, char *id)
 {
@@ -278,7 +280,7 @@ static int jobs_parse_step(const char *name, long long *step)
  */
 static int jobs_parse_flux_unit(const char *name, char *id)
 {
-	char buf[JOBS_ID_MAX + 16];
+	char buf[NAME_MAX + 1];
 	const char *p = name;
 	size_t n, len;
 

@@ -94,7 +94,7 @@ static void output_dirs(const char *tmp)
 
 static void jobid_paths(const char *tmp)
 {
-	char buf[TALLY_JOBID_PATH_MAX + 1], want[PATH_MAX], id[151];
+	char buf[TALLY_JOBID_MAX + 1], want[PATH_MAX], id[151];
 	size_t n;
 
 	tally_jobid_path("4242", buf, sizeof(buf));
@@ -111,8 +111,8 @@ static void jobid_paths(const char *tmp)
 	memset(id, '7', 150);
 	id[150] = '\0';
 	n = tally_jobid_path(id, buf, sizeof(buf));
-	cmp_ok(n, "==", TALLY_JOBID_PATH_MAX, "a long id is cut to 64");
-	cmp_ok(strlen(buf), "==", TALLY_JOBID_PATH_MAX, "in the buffer too");
+	cmp_ok(n, "==", TALLY_JOBID_MAX, "a long id is cut to 64");
+	cmp_ok(strlen(buf), "==", TALLY_JOBID_MAX, "in the buffer too");
 	ok(!strncmp(buf, id, 55) && buf[55] == '-', "its start, then '-'");
 	ok(strspn(buf + 56, "0123456789abcdef") == 8, "and a hex hash");
 	strcpy(want, buf);
@@ -132,8 +132,32 @@ static void jobid_paths(const char *tmp)
 	is(tally_jobid(), "../../x", "the jobid label keeps the raw id");
 	snprintf(want, sizeof(want), "%s/tally-_._.._x", tmp);
 	is(tally_output_dir(), want, "and so does the output dir");
+	tally_mode_cleanup();
+
+	/* one rule: a long id is bounded where it is read, for everything */
+	memset(id, '7', 150);
+	id[150] = '\0';
+	setenv("SLURM_JOB_ID", id, 1);
+	tally_mode_setup(true);
+	tally_jobid_bound(id, strlen(id), buf);
+	is(tally_jobid(), buf, "a long id: the jobid label is bounded");
+	cmp_ok(strlen(tally_jobid()), "==", TALLY_JOBID_MAX, "to 64 bytes");
+	snprintf(want, sizeof(want), "%s/tally/job-%s", tmp, buf);
+	is(tally_runtime_dir(), want, "the runtime dir names the same id");
+	snprintf(want, sizeof(want), "%s/tally-%s", tmp, buf);
+	is(tally_output_dir(), want, "and so does the output dir");
 	unsetenv("SLURM_JOB_ID");
 	tally_mode_cleanup();
+
+	/* UTF-8: whole characters before the hash */
+	memset(id, 0, sizeof(id));
+	memset(id, 'a', 54);
+	strcat(id, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
+	n = tally_jobid_bound(id, strlen(id), buf);
+	ok(n == 63 && !strncmp(buf, id, 54) && buf[54] == '-',
+	   "a cut never splits a UTF-8 character");
+	n = tally_jobid_bound("4242", 4, buf);
+	ok(n == 4 && !strcmp(buf, "4242"), "a short id is kept as it is");
 }
 
 static void port_rule(void)

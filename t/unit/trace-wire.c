@@ -20,6 +20,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <tally/mode.h>
+
 #include "trace-internal.h"
 #include "tap.h"
 
@@ -305,7 +307,8 @@ static void test_rank(void)
 
 static void test_trace_id(void)
 {
-	char want[32], *id;
+	char want[TALLY_JOBID_MAX + 1], jobbuf[TALLY_JOBID_MAX + 1], *id;
+	char longid[100];
 
 	clear_env();
 	snprintf(want, sizeof(want), "pid-%ld", (long)getpid());
@@ -327,7 +330,17 @@ static void test_trace_id(void)
 	id = tt_default_trace_id();
 	is(id, "1234", "SLURM_JOB_ID first");
 	free(id);
-	is(tt_env_jobid(), "1234", "tt_env_jobid agrees");
+	is(tt_env_jobid(jobbuf), "1234", "tt_env_jobid agrees");
+	/* tallyd bounds a long id (core/mode.c): the client the same way */
+	memset(longid, '9', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = '\0';
+	setenv("SLURM_JOB_ID", longid, 1);
+	tally_jobid_bound(longid, strlen(longid), want);
+	is(tt_env_jobid(jobbuf), want, "a long id is bounded as tallyd does");
+	id = tt_default_trace_id();
+	is(id, want, "and so is the trace id made of it");
+	free(id);
+	setenv("SLURM_JOB_ID", "1234", 1);
 	setenv("TALLY_TRACE_ID", "mine", 1);
 	id = tt_default_trace_id();
 	is(id, "mine", "TALLY_TRACE_ID overrides the job");
@@ -378,6 +391,7 @@ static void test_discovery(void)
 {
 	char dir[] = "/tmp/tally-trace-wire-XXXXXX";
 	char p[PATH_MAX], want[PATH_MAX + 8];
+	char longid[100], jobdir[TALLY_JOBID_MAX + 1];
 
 	if (!mkdtemp(dir))
 		bail_out("mkdtemp: %s", strerror(errno));
@@ -420,6 +434,28 @@ static void test_discovery(void)
 	make_socket(p);
 	snprintf(want, sizeof(want), "ipc://%s", p);
 	expect_endpoint(want, "the job's user collector");
+
+	/* the directory names tallyd --user makes of odd and long ids */
+	setenv("SLURM_JOB_ID", "../x", 1);
+	snprintf(p, sizeof(p), "%s/tally/job-_._x", dir);
+	mkdir_p(p);
+	snprintf(p, sizeof(p), "%s/tally/job-_._x/trace.sock", dir);
+	make_socket(p);
+	snprintf(want, sizeof(want), "ipc://%s", p);
+	expect_endpoint(want, "an id with '/': the directory tallyd makes");
+	memset(longid, '5', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = '\0';
+	setenv("SLURM_JOB_ID", longid, 1);
+	tally_jobid_path(longid, jobdir, sizeof(jobdir));
+	snprintf(p, sizeof(p), "%s/tally/job-%s", dir, jobdir);
+	mkdir_p(p);
+	snprintf(p, sizeof(p), "%s/tally/job-%s/trace.sock", dir, jobdir);
+	make_socket(p);
+	snprintf(want, sizeof(want), "ipc://%s", p);
+	expect_endpoint(want, "a long id: the bounded directory name");
+	setenv("SLURM_JOB_ID", "99", 1);
+	snprintf(p, sizeof(p), "%s/tally/job-99/trace.sock", dir);
+	snprintf(want, sizeof(want), "ipc://%s", p);
 
 	snprintf(p, sizeof(p), "%s/rt", dir);
 	mkdir_p(p);

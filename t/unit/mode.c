@@ -152,7 +152,7 @@ static void jobid_paths(const char *tmp)
 	/* UTF-8: whole characters before the hash */
 	memset(id, 0, sizeof(id));
 	memset(id, 'a', 54);
-	strcat(id, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
+	strcat(id, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9");
 	n = tally_jobid_bound(id, strlen(id), buf);
 	ok(n == 63 && !strncmp(buf, id, 54) && buf[54] == '-',
 	   "a cut never splits a UTF-8 character");

@@ -392,6 +392,7 @@ static void test_discovery(void)
 	char dir[] = "/tmp/tally-trace-wire-XXXXXX";
 	char p[PATH_MAX], want[PATH_MAX + 8];
 	char longid[100], jobdir[TALLY_JOBID_MAX + 1];
+	char shortdir[] = "/tmp/tjXXXXXX";
 
 	if (!mkdtemp(dir))
 		bail_out("mkdtemp: %s", strerror(errno));
@@ -443,16 +444,28 @@ static void test_discovery(void)
 	make_socket(p);
 	snprintf(want, sizeof(want), "ipc://%s", p);
 	expect_endpoint(want, "an id with '/': the directory tallyd makes");
+	/* a short base: the 64-byte name must fit a socket path */
+	if (!mkdtemp(shortdir))
+		bail_out("mkdtemp: %s", strerror(errno));
+	setenv("XDG_RUNTIME_DIR", shortdir, 1);
 	memset(longid, '5', sizeof(longid) - 1);
 	longid[sizeof(longid) - 1] = '\0';
 	setenv("SLURM_JOB_ID", longid, 1);
 	tally_jobid_path(longid, jobdir, sizeof(jobdir));
-	snprintf(p, sizeof(p), "%s/tally/job-%s", dir, jobdir);
+	snprintf(p, sizeof(p), "%s/tally/job-%s", shortdir, jobdir);
 	mkdir_p(p);
-	snprintf(p, sizeof(p), "%s/tally/job-%s/trace.sock", dir, jobdir);
+	snprintf(p, sizeof(p), "%s/tally/job-%s/trace.sock", shortdir,
+		 jobdir);
 	make_socket(p);
 	snprintf(want, sizeof(want), "ipc://%s", p);
 	expect_endpoint(want, "a long id: the bounded directory name");
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/tally/job-%s", shortdir, jobdir);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/tally", shortdir);
+	rmdir(p);
+	rmdir(shortdir);
+	setenv("XDG_RUNTIME_DIR", dir, 1);
 	setenv("SLURM_JOB_ID", "99", 1);
 	snprintf(p, sizeof(p), "%s/tally/job-99/trace.sock", dir);
 	snprintf(want, sizeof(want), "ipc://%s", p);

@@ -675,7 +675,15 @@ static void req_done(struct evhttp_request *req, void *arg)
 			 where);
 	}
 	snprintf(c->error, sizeof(c->error), "HTTP %d", status);
-	if (status >= 200 && status < 300) {
+	if (status < 100 || status > 599) {
+		/* RFC 9110 15: three digits, 1 to 5 first; a server that
+		 * answers otherwise misbehaves, as one sending garbage */
+		snprintf(c->error, sizeof(c->error),
+			 "protocol error: status %d outside 100-599", status);
+		c->st.failures_protocol++;
+		count(c, "http_failures_protocol", 1);
+		client_retry(c, 0);
+	} else if (status >= 200 && status < 300) {
 		c->fails = 0;
 		c->st.ok++;
 		count(c, "http_responses_2xx", 1);

@@ -16,6 +16,7 @@
 #   500esc     500 whose message holds ESC, a newline and a NUL
 #   400        400 with a JSON error, every time
 #   301        301 to http://elsewhere.invalid/write
+#   600        a status code outside 100-599, every time
 import socket
 import sys
 import threading
@@ -87,6 +88,8 @@ def serve(conn):
             elif mode == '400':
                 answer(conn, '400 Bad Request',
                        b'{"error":"unable to parse: bad"}')
+            elif mode == '600':
+                answer(conn, '600 Nonsense', b'x')
             elif mode == '301':
                 answer(conn, '301 Moved Permanently', b'',
                        'Location: http://elsewhere.invalid/write\r\n')

@@ -43,7 +43,9 @@ test_expect_success 'check: options that do not go together' '
 	refused "api = \"v2\"; org = \"o\"; bucket = \"b\"; token = \"\";" \
 		"api v2: org, bucket and token must not be empty" &&
 	refused "database = \"x\"; user = \"a:b\"; password = \"p\";" \
-		"user \"a:b\" holds a .:., which HTTP Basic"
+		"user \"a:b\" holds a .:., which HTTP Basic" &&
+	refused "database = \"x\"; user = \"\"; password = \"\";" \
+		"user must not be empty (for no authentication, set neither"
 '
 
 test_expect_success 'start influxd' '

@@ -142,6 +142,10 @@ static void test_layouts(void)
 		const char *err;
 	} bad[] = {
 		{ "prefix,labels", "layout: \"name\" must appear once" },
+		{ "prefix,host,name",
+		  "layout: \"labels\" must appear (the labels not named "
+		  "would be left out, and series that differ in them would "
+		  "write one path)" },
 		{ "name,name", "layout: \"name\" appears twice" },
 		{ "name,host,host", "layout: \"host\" appears twice" },
 		{ "name,9x",

@@ -194,11 +194,23 @@ static void test_messages(struct event_base *base)
 	struct tally_http_opts o = { .backoff_min = 0.01, .backoff_max = 0.02,
 				     .max_attempts = 1 };
 	struct tally_http_client *c;
+	struct tally_http_stats st;
 
 	c = run(base, "500esc", &o, 16);
 	cmp_ok(got.r.status, "==", 500, "500esc: status");
 	is(got.message, "engine \\x1b[31mfailed\\nforged: line\\x00hidden",
 	   "500esc: the message, control characters escaped");
+	tally_http_client_free(c);
+	stop_server();
+
+	c = run(base, "600", &o, 16);
+	cmp_ok(got.r.outcome, "==", TALLY_HTTP_GAVE_UP,
+	       "600: a status outside 100-599 fails the attempt");
+	is(got.error, "protocol error: status 600 outside 100-599",
+	   "600: says so");
+	tally_http_client_get_stats(c, &st);
+	cmp_ok(st.failures_protocol, "==", 1, "600: a protocol failure");
+	cmp_ok(st.failures_5xx, "==", 0, "600: not a 5xx");
 	tally_http_client_free(c);
 	stop_server();
 

@@ -91,7 +91,7 @@ int gr_layout_parse(const char *const *items, size_t n, struct gr_part *parts,
 		    size_t *nparts, char *err, size_t errlen)
 {
 	struct gr_part p[GR_MAX_PARTS];
-	size_t names = 0;
+	size_t names = 0, rest = 0;
 
 	if (n > GR_MAX_PARTS) {
 		snprintf(err, errlen, "layout: %zu parts, at most %d", n,
@@ -117,6 +117,7 @@ int gr_layout_parse(const char *const *items, size_t n, struct gr_part *parts,
 			goto out_inval;
 		}
 		names += p[i].kind == GR_PART_NAME;
+		rest += p[i].kind == GR_PART_LABELS;
 		for (size_t j = 0; j < i; j++) {
 			if (p[j].kind == p[i].kind &&
 			    (p[i].kind != GR_PART_LABEL ||
@@ -129,6 +130,14 @@ int gr_layout_parse(const char *const *items, size_t n, struct gr_part *parts,
 	}
 	if (names != 1) {
 		snprintf(err, errlen, "layout: \"name\" must appear once");
+		goto out_inval;
+	}
+	/* without it, series that differ in another label share a path */
+	if (!rest) {
+		snprintf(err, errlen,
+			 "layout: \"labels\" must appear (the labels not "
+			 "named would be left out, and series that differ in "
+			 "them would write one path)");
 		goto out_inval;
 	}
 	memcpy(parts, p, n * sizeof(*p));

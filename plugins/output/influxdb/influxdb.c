@@ -113,6 +113,12 @@ static int influxdb_check(struct tally_instance *inst, void *state)
 				  "user and password go together: set both or "
 				  "neither");
 			rc = -1;
+		} else if (d->user && !*d->user) {
+			tally_log(inst, LOG_ERR,
+				  "user must not be empty (for no "
+				  "authentication, set neither user nor "
+				  "password)");
+			rc = -1;
 		}
 	} else {
 		if (!d->org || !d->bucket || !d->token) {
@@ -474,7 +480,8 @@ static const struct tally_option influxdb_options[] = {
 			   "longest a point waits for its batch to fill"),
 	TALLY_OPT_DURATION("timeout", struct influxdb, timeout, "10s", 0.001,
 			   3600,
-			   "a request without progress for this long fails "
+			   "an attempt (connect, send, the whole answer) "
+			   "longer than this fails "
 			   "(and is retried)"),
 	TALLY_OPT_INT("max_attempts", struct influxdb, max_attempts, "0", 0,
 		      1000000,

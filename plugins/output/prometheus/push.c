@@ -306,7 +306,8 @@ static const struct tally_option push_options[] = {
 			   "page (0: 3 intervals of its input, 5 minutes for "
 			   "event-driven inputs)"),
 	TALLY_OPT_DURATION("timeout", struct push, timeout, "10s", 0.001, 3600,
-			   "a request without progress for this long fails "
+			   "an attempt (connect, send, the whole answer) "
+			   "longer than this fails "
 			   "(and is retried)"),
 	TALLY_OPT_DURATION("backoff_max", struct push, backoff_max, "5s", 0.001,
 			   3600,

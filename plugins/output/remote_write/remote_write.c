@@ -241,7 +241,8 @@ static const struct tally_option rw_options[] = {
 			   "longest a sample waits for its batch to fill"),
 	TALLY_OPT_DURATION("timeout", struct remote_write, timeout, "10s",
 			   0.001, 3600,
-			   "a request without progress for this long fails "
+			   "an attempt (connect, send, the whole answer) "
+			   "longer than this fails "
 			   "(and is retried)"),
 	TALLY_OPT_DURATION("backoff_max", struct remote_write, backoff_max,
 			   "5s", 0.001, 3600,

@@ -357,6 +357,7 @@ struct tally_outq {
 	} *hold;		/* tally_output_hold(), oldest at hold_head */
 	size_t hold_head, nhold, hold_cap;
 	bool handed_over;	/* a reload took the held batches */
+	bool loss_logged;	/* the shutdown deadline logged what was left */
 	double backoff;		/* seconds until the next retry */
 	struct event *deliver;	/* activated to run write() */
 	struct event *retry;	/* backoff timer */

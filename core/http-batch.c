@@ -286,8 +286,12 @@ void tally_http_batch_free(struct tally_http_batch *b)
 			  "successor with their batches",
 			  lost, b->unit);
 	} else if (lost) {
-		tally_log(b->inst, LOG_WARNING,
-			  "stopping with %zu %s not delivered", lost, b->unit);
+		/* the core logged them with the queue's, in one line, if the
+		 * shutdown deadline ran out */
+		if (!tally_output_loss_logged(b->inst))
+			tally_log(b->inst, LOG_WARNING,
+				  "stopping with %zu %s not delivered", lost,
+				  b->unit);
 		tally_count_drop(b->inst, "undelivered_at_exit", lost);
 	}
 	tally_http_client_free(b->http);

@@ -33,7 +33,6 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +205,8 @@ static void sender_maybe_ready(struct tally_net_sender *s)
 /* Messages the kernel took whole leave pending; ready() if room came. */
 static void sender_retire(struct tally_net_sender *s)
 {
+	uint64_t sent = s->st.messages_sent;
+
 	while (s->ends_len && s->ends[s->ends_head].end <= s->written) {
 		const struct sender_msg *m = &s->ends[s->ends_head];
 
@@ -217,6 +218,8 @@ static void sender_retire(struct tally_net_sender *s)
 		s->ends_len--;
 		s->st.messages_sent++;
 	}
+	if (s->st.messages_sent != sent && s->o.sent)
+		s->o.sent(s->o.arg);
 	sender_maybe_ready(s);
 }
 
@@ -760,43 +763,6 @@ int tally_net_sender_send_records(struct tally_net_sender *s,
 		return -1;
 	}
 	sender_fill(s);
-	return 0;
-}
-
-int tally_net_sender_flush(struct tally_net_sender *s, double timeout)
-{
-	int64_t end = tally_monotonic_ns() + (int64_t)(timeout * 1e9);
-
-	while (evbuffer_get_length(s->pending)) {
-		struct evbuffer *out;
-		struct pollfd pfd;
-		int64_t left;
-
-		if (s->state != SENDER_UP) {
-			errno = ENOTCONN;
-			return -1;
-		}
-		out = bufferevent_get_output(s->bev);
-		pfd.fd = (int)bufferevent_getfd(s->bev);
-		pfd.events = POLLOUT;
-		left = (end - tally_monotonic_ns()) / 1000000;
-		if (left <= 0) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		if (poll(&pfd, 1, (int)(left > 1000 ? 1000 : left)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (!(pfd.revents & (POLLOUT | POLLERR | POLLHUP)))
-			continue;
-		/* the output callback moves `written` and retires messages */
-		if (evbuffer_write(out, pfd.fd) < 0 && errno != EAGAIN &&
-		    errno != EINTR)
-			return -1;
-		sender_fill(s);
-	}
 	return 0;
 }
 

@@ -203,6 +203,11 @@ bool tally_output_handed_over(const struct tally_instance *inst)
 	return inst->q.handed_over;
 }
 
+bool tally_output_loss_logged(const struct tally_instance *inst)
+{
+	return inst->q.loss_logged;
+}
+
 size_t tally_outq_take_held(struct tally_instance *o,
 			    struct tally_batch **out)
 {

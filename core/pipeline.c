@@ -224,22 +224,24 @@ static void core_deadline(evutil_socket_t fd, short what, void *arg)
 	if (core->finished)
 		return;
 
+	/* one line per output: what is queued and what it holds */
 	for (size_t i = 0; i < core->ninsts; i++) {
 		struct tally_instance *o = core->insts[i];
 
-		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->q.len) {
+		if (o->plugin->kind != TALLY_KIND_OUTPUT ||
+		    (!o->q.len && !o->q.held))
+			continue;
+		if (o->q.len)
 			tally_count_drop(o, "shutdown", o->q.records);
-			tally_log(o, LOG_WARNING,
-				  "shutdown deadline: %zu queued batches not "
-				  "delivered",
-				  o->q.len);
-		}
-		/* the output counts them itself when it is freed */
-		if (o->plugin->kind == TALLY_KIND_OUTPUT && o->q.held)
-			tally_log(o, LOG_WARNING,
-				  "shutdown deadline: %zu records the output "
-				  "holds not delivered",
-				  o->q.held);
+		tally_log(o, LOG_WARNING,
+			  "shutdown deadline reached (shutdown_timeout %g s): "
+			  "%zu records not delivered (%zu queued in %zu "
+			  "batches, %zu held by the output)",
+			  core->conf->shutdown_timeout,
+			  o->q.records + o->q.held, o->q.records, o->q.len,
+			  o->q.held);
+		/* the output counts what it holds when it is freed */
+		o->q.loss_logged = o->q.held > 0;
 	}
 	core_finish(core);
 }

@@ -130,7 +130,7 @@ test_expect_success 'a stalled output delays neither the input nor the other out
 	last=$(tail -n1 ok.out | sed "s/.* //") &&
 	test "$last" -eq "$n" &&
 	grep "capture\[stuck\]: queue full (4 batches): dropping the oldest" tallyd.log &&
-	grep "capture\[stuck\]: shutdown deadline: 4 queued batches not delivered" tallyd.log
+	grep "capture\[stuck\]: shutdown deadline reached (shutdown_timeout 0.5 s): 4 records not delivered (4 queued in 4 batches, 0 held by the output)" tallyd.log
 '
 
 test_expect_success 'SIGTERM drains queued batches into a live output' '

@@ -684,7 +684,12 @@ void tally_net_listener_free(struct tally_net_listener *l);
  *                   room again (buffered bytes fell to half of
  *                   @max_buffer, and with @hold_when_down a connection is
  *                   up); an output calls tally_output_ready()
- * @arg:             passed to @ready
+ * @sent:            called (from the loop, may be NULL) when messages were
+ *                   sent, their last byte written: the stats'
+ *                   @records_buffered fell; an output tells the core with
+ *                   tally_output_held(), so that shutdown waits for the
+ *                   sender as for its queue, and no longer
+ * @arg:             passed to @ready and @sent
  */
 struct tally_net_sender_opts {
 	size_t max_buffer;
@@ -697,6 +702,7 @@ struct tally_net_sender_opts {
 	char delimiter;
 	bool hold_when_down;
 	void (*ready)(void *arg);
+	void (*sent)(void *arg);
 	void *arg;
 };
 
@@ -800,22 +806,6 @@ int tally_net_sender_send_buffer(struct tally_net_sender *s,
  */
 int tally_net_sender_send_records(struct tally_net_sender *s,
 				  struct evbuffer *buf, uint64_t records);
-
-/**
- * tally_net_sender_flush() - at shutdown: write what waits, blocking
- * @s:       the sender
- * @timeout: seconds to wait at most for the kernel to take it
- *
- * For an output's flush op, before the loop ends and
- * tally_net_sender_free() discards what is left: blocks the calling
- * (loop) thread, polling the connection, until every accepted byte is
- * written or @timeout passed. A connection that ends meanwhile is left
- * as it is (no reconnect here).
- * Return: 0 when nothing waits any more, or -1 with errno = ETIMEDOUT
- * (bytes still wait), ENOTCONN (no connection is up: nothing written) or
- * the error of the connection.
- */
-int tally_net_sender_flush(struct tally_net_sender *s, double timeout);
 
 /**
  * tally_net_sender_get_stats() - copy the counters into @out

@@ -435,10 +435,13 @@ void tally_output_ready(struct tally_instance *inst);
  * @records: the number now (a batch being sent, a buffer filling up); 0
  *           once they are delivered or dropped (and counted)
  *
- * For outputs that batch or send asynchronously (influxdb): shutdown
- * waits for them as for the output's queue, up to global.shutdown_timeout
- * (logged when it runs out); the output counts what it still holds in its
- * fini op (tally_count_drop()). Loop thread only.
+ * For outputs that batch or send asynchronously (influxdb, graphite's
+ * sender): shutdown waits for them as for the output's queue, up to
+ * global.shutdown_timeout. When it runs out, the core logs what is left,
+ * queued and held, in one line, and counts the queued records (reason
+ * "shutdown"); the output counts what it still holds in its fini op
+ * (tally_count_drop()), and logs it only when the core did not
+ * (tally_output_loss_logged()). Loop thread only.
  */
 void tally_output_held(struct tally_instance *inst, size_t records);
 
@@ -475,6 +478,14 @@ void tally_output_release(struct tally_instance *inst, size_t units);
  * dropped: its fini op must not count them again
  */
 bool tally_output_handed_over(const struct tally_instance *inst);
+
+/**
+ * tally_output_loss_logged() - whether the shutdown deadline ran out
+ * while the output held records (tally_output_held()): the core logged
+ * them, with its queue's, in one line ("shutdown deadline reached ..."),
+ * so the output's fini op counts them without logging them again
+ */
+bool tally_output_loss_logged(const struct tally_instance *inst);
 
 /**
  * tally_user_mode() - whether tallyd runs as a user collector (--user)

@@ -11,7 +11,10 @@
  * counted; the sender's ready() brings it back once a connection is up.
  * The sender never sends a line twice across reconnects (tally/net.h,
  * "what sent means"); what the kernel held when carbon died is the loss
- * window, documented and measured in doc/plugins/graphite.md.
+ * window, documented and measured in doc/plugins/graphite.md. What the
+ * sender holds is reported to the core (tally_output_held()), so that
+ * shutdown waits for it within global.shutdown_timeout, as for the queue,
+ * and reports what is left in one line.
  */
 #include "config.h"
 
@@ -27,9 +30,6 @@
 #include <tally/plugin.h>
 
 #include "render.h"
-
-/* Seconds the flush at shutdown waits for the kernel to take the rest. */
-#define GRAPHITE_FLUSH_SECONDS 5.0
 
 struct graphite {
 	/* options */
@@ -123,6 +123,16 @@ static void graphite_ready(void *arg)
 	tally_output_ready(g->inst);
 }
 
+/* The points the sender holds, for shutdown to wait for (or report). */
+static void graphite_sent(void *arg)
+{
+	struct graphite *g = arg;
+	struct tally_net_sender_stats st;
+
+	tally_net_sender_get_stats(g->sender, &st);
+	tally_output_held(g->inst, (size_t)st.records_buffered);
+}
+
 static void graphite_count(struct graphite *g, const struct gr_counts *c)
 {
 	tally_count_event(g->inst, "points", c->points);
@@ -158,6 +168,7 @@ static int graphite_write(struct tally_instance *inst, void *state,
 		if (tally_net_sender_send_records(g->sender, g->buf,
 						  c.points) < 0)
 			goto out_abort;
+		graphite_sent(g);
 	}
 	gr_render_commit(&g->render);
 	graphite_count(g, &c);
@@ -169,22 +180,6 @@ out_abort:
 	evbuffer_drain(g->buf, evbuffer_get_length(g->buf));
 	errno = err;
 	return -1;
-}
-
-static int graphite_flush(struct tally_instance *inst, void *state)
-{
-	struct graphite *g = state;
-	struct tally_net_sender_stats st;
-
-	if (!g->sender)
-		return 0;
-	tally_net_sender_get_stats(g->sender, &st);
-	if (!st.buffered)
-		return 0;
-	if (tally_net_sender_flush(g->sender, GRAPHITE_FLUSH_SECONDS) < 0 &&
-	    errno != ENOTCONN && errno != ETIMEDOUT)
-		return -1;
-	return 0;
 }
 
 static int graphite_init(struct tally_instance *inst, void *state)
@@ -199,6 +194,7 @@ static int graphite_init(struct tally_instance *inst, void *state)
 		.delimiter = '\n',
 		.hold_when_down = true,
 		.ready = graphite_ready,
+		.sent = graphite_sent,
 		.arg = g,
 	};
 
@@ -239,12 +235,14 @@ static void graphite_fini(struct tally_instance *inst, void *state)
 
 		tally_net_sender_get_stats(g->sender, &st);
 		lost = st.records_buffered;
-		if (lost) {
+		/* logged by the core with the queue's when the deadline ran
+		 * out (one line), else here */
+		if (lost && !tally_output_loss_logged(inst))
 			tally_log(inst, LOG_WARNING,
 				  "%llu points not sent to carbon at exit",
 				  (unsigned long long)lost);
+		if (lost)
 			tally_count_drop(inst, "unsent_at_exit", lost);
-		}
 	}
 	tally_net_sender_free(g->sender);
 	tally_net_dgram_free(g->dgram);
@@ -300,7 +298,6 @@ static const struct tally_output_ops graphite_ops = {
 	.check = graphite_check,
 	.init = graphite_init,
 	.write = graphite_write,
-	.flush = graphite_flush,
 	.fini = graphite_fini,
 	.accepts = TALLY_FORMS_INTERVAL,
 	.host_label = "host",

@@ -1,6 +1,6 @@
 #!/bin/sh
-test_description='shutdown with the graphite and influxdb outputs'"'"'
-servers down (nothing listens on their ports): tallyd exits after
+test_description='shutdown with the graphite, influxdb and prometheus_push
+outputs'"'"' servers down (nothing listens on their ports): tallyd exits after
 global.shutdown_timeout, not later (the graphite output used to wait 5 s
 more after it), says that the deadline was reached, and reports each
 output'"'"'s loss exactly once, with the count of the records it never
@@ -56,7 +56,7 @@ sigterm_wait() {
 	stop_tallyd
 }
 
-test_expect_success 'tallyd with graphite and influxdb, their servers down' '
+test_expect_success 'tallyd with graphite, influxdb, prometheus_push, servers down' '
 	down=$(free_port) &&
 	cat >down.conf <<-EOF &&
 	global = { log_level = "info"; shutdown_timeout = 2.0; };
@@ -67,9 +67,11 @@ test_expect_success 'tallyd with graphite and influxdb, their servers down' '
 		backoff_max = "0.5s"; };
 	  db = { plugin = "influxdb"; url = "http://127.0.0.1:$down";
 		 database = "x"; batch_size = 10; flush_interval = "0.2s"; };
+	  pp = { plugin = "prometheus_push"; url = "http://127.0.0.1:$down";
+		 interval = "0.2s"; backoff_max = "0.5s"; };
 	  cap = { plugin = "capture"; path = "cap.txt"; };
 	};
-	pipelines = { p = { from = ["c"]; to = ["g", "db", "cap"]; }; };
+	pipelines = { p = { from = ["c"]; to = ["g", "db", "pp", "cap"]; }; };
 	EOF
 	start_tallyd down.conf &&
 	wait_for "test \$(produced) -ge 30" &&
@@ -90,8 +92,11 @@ test_expect_success 'each output reports its loss once, all it produced' '
 	grep "influxdb\[db\]: .*not delivered" tallyd.log >db.loss &&
 	test $(wc -l <db.loss) = 1 &&
 	grep "influxdb\[db\]: shutdown deadline reached (shutdown_timeout 2 s): $total records not delivered (" db.loss &&
+	grep "prometheus_push\[pp\]: .*not \(delivered\|pushed\)" tallyd.log >pp.loss &&
+	test $(wc -l <pp.loss) = 1 &&
+	grep "prometheus_push\[pp\]: shutdown deadline reached (shutdown_timeout 2 s): 3 records not delivered (0 queued in 0 batches, 3 held by the output)$" pp.loss &&
 	tally_diag "$total records produced, each output reported:" &&
-	tally_diag <g.loss && tally_diag <db.loss
+	tally_diag <g.loss && tally_diag <db.loss && tally_diag <pp.loss
 '
 
 test_expect_success 'graphite to a carbon that never reads, its sender full' '

@@ -520,9 +520,10 @@ void tally_http_batch_flush(struct tally_http_batch *b);
 
 /**
  * tally_http_batch_free() - count what was not delivered, unless a reload
- * took it ("undelivered_at_exit", one log line), free the client; NULL is
- * a no-op. The output frees its forms afterwards (a request in flight may
- * reference their bytes until then)
+ * took it ("undelivered_at_exit"; logged in one line unless the core's
+ * shutdown deadline line already said it: tally_output_loss_logged()),
+ * free the client; NULL is a no-op. The output frees its forms afterwards
+ * (a request in flight may reference their bytes until then)
  */
 void tally_http_batch_free(struct tally_http_batch *b);
 

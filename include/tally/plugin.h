@@ -435,12 +435,12 @@ void tally_output_ready(struct tally_instance *inst);
  * @records: the number now (a batch being sent, a buffer filling up); 0
  *           once they are delivered or dropped (and counted)
  *
- * For outputs that batch or send asynchronously (influxdb, graphite's
- * sender): shutdown waits for them as for the output's queue, up to
- * global.shutdown_timeout. When it runs out, the core logs what is left,
- * queued and held, in one line, and counts the queued records (reason
- * "shutdown"); the output counts what it still holds in its fini op
- * (tally_count_drop()), and logs it only when the core did not
+ * For outputs that batch or send asynchronously (the HTTP batcher's,
+ * prometheus_push, graphite's sender): shutdown waits for them as for the
+ * output's queue, up to global.shutdown_timeout. When it runs out, the core
+ * logs what is left, queued and held, in one line, and counts the queued
+ * records (reason "shutdown"); the output counts what it still holds in its
+ * fini op (tally_count_drop()), and logs it only when the core did not
  * (tally_output_loss_logged()). Loop thread only.
  */
 void tally_output_held(struct tally_instance *inst, size_t records);

@@ -146,13 +146,21 @@ out:
  * Shutdown waits for what an output holds: here, a state not pushed yet
  * (the store changed since the last page that got its answer). The ticks
  * go on while tallyd drains, so the last state goes out before it exits.
+ * Held in series (those of the page out, or of the page to push; one for
+ * an empty page), so that the core's line at the shutdown deadline says
+ * what the fini op counts.
  */
 static void push_held(struct push *p)
 {
+	bool busy = tally_http_client_busy(p->http);
 	bool behind = prom_store_generation(p->store) != p->gen_done;
+	size_t n = busy ? p->inflight : 0;
 
-	tally_output_held(p->inst,
-			  behind || tally_http_client_busy(p->http) ? 1 : 0);
+	if (!busy && behind)
+		n = prom_store_series(p->store);
+	if ((busy || behind) && !n)
+		n = 1;
+	tally_output_held(p->inst, n);
 }
 
 static void push_done(void *arg, const struct tally_http_result *res)
@@ -279,9 +287,12 @@ static void push_fini(struct tally_instance *inst, void *state)
 	struct push *p = state;
 
 	if (p->http && tally_http_client_busy(p->http)) {
-		tally_log(inst, LOG_WARNING,
-			  "stopping with a page of %zu series not pushed",
-			  p->inflight);
+		/* the core logged it if the shutdown deadline ran out */
+		if (!tally_output_loss_logged(inst))
+			tally_log(inst, LOG_WARNING,
+				  "stopping with a page of %zu series not "
+				  "pushed",
+				  p->inflight);
 		tally_count_drop(inst, "undelivered_at_exit", p->inflight);
 	}
 	if (p->tick)

@@ -10,16 +10,9 @@ so a point sent on both would show up twice here'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t24-stall.sh"
 
 N=2000 # points per read: 80 KB, the kernels' buffers fill in a read or two
-
-STALL_PID=
-stall_cleanup_() {
-	test -z "$STALL_PID" || kill "$STALL_PID" 2>/dev/null
-	return 0
-}
-cleanup stall_cleanup_
-trap 'tally_exit_=$?; stall_cleanup_; tally_stop_all_; tally_rm_all_; (exit $tally_exit_); die' EXIT
 
 # events NAME - tallyd's own count of event NAME for output g
 events() {
@@ -38,16 +31,6 @@ points() {
 complete() {
 	points | sort -u | awk -v k="$1" -v n=$N '$1 + 0 <= k + 0 { c[$1]++ }
 		END { for (r = 1; r <= k; r++) if (c[r] != n) exit 1 }'
-}
-
-# start_fake - the fake on a free port ($port); STALL_PID is python's pid
-start_fake() {
-	port=$(free_port) || return 1
-	: >fake.log
-	"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t24-carbon.py" stall $port \
-		"$PWD/fake.log" &
-	STALL_PID=$!
-	wait_for "port_listening $port"
 }
 
 test_expect_success 'a fake carbon that never reads its first connection' '

@@ -12,29 +12,11 @@ and reported the queue and the sender'"'"'s points in two lines)'
 
 . /usr/share/sharness/sharness.sh
 . "$SHARNESS_TEST_SRCDIR/lib/tally.sh"
+. "$SHARNESS_TEST_SRCDIR/t24-stall.sh"
 
 # produced - records the counter made, as the capture output got them
 produced() {
 	grep -c "^gauge t2405" cap.txt
-}
-
-STALL_PID=
-stall_cleanup_() {
-	test -z "$STALL_PID" || kill "$STALL_PID" 2>/dev/null
-	return 0
-}
-cleanup stall_cleanup_
-trap 'tally_exit_=$?; stall_cleanup_; tally_stop_all_; tally_rm_all_; (exit $tally_exit_); die' EXIT
-
-# start_fake - t2404's fake carbon on a free port ($port), never reading
-# its first connection; STALL_PID is python's pid
-start_fake() {
-	port=$(free_port) || return 1
-	: >fake.log
-	"$PYTHON3" "$SHARNESS_TEST_SRCDIR/t24-carbon.py" stall $port \
-		"$PWD/fake.log" &
-	STALL_PID=$!
-	wait_for "port_listening $port"
 }
 
 # batches NAME - the last count of batches in output NAME's queue

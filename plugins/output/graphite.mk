@@ -27,4 +27,5 @@ TESTS += t/t2401-graphite-carbon.t t/t2402-graphite-restart.t \
 	t/t2405-push-shutdown.t
 EXTRA_DIST += t/t2401-graphite-carbon.t t/t2402-graphite-restart.t \
 	t/t2403-graphite-statsd.t t/t2404-graphite-stall.t \
-	t/t2405-push-shutdown.t t/t24-carbon.sh t/t24-carbon.py
+	t/t2405-push-shutdown.t t/t24-carbon.sh t/t24-carbon.py \
+	t/t24-stall.sh

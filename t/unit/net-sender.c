@@ -291,6 +291,17 @@ static void on_ready(void *arg)
 	(*(int *)arg)++;
 }
 
+/* sent(): how often, and the bytes the sender still held at the last one */
+static struct tally_net_sender *sent_sender;
+static int sents;
+static uint64_t sent_left;
+
+static void on_sent(void *arg)
+{
+	sents++;
+	sent_left = stats(sent_sender).buffered;
+}
+
 /*
  * A server that accepts and stops reading: the kernel's buffers fill,
  * then the sender's up to max_buffer, then send() says EAGAIN without
@@ -302,16 +313,18 @@ static void test_stall(void)
 	int readies = 0;
 	struct tally_net_sender_opts o = { .max_buffer = 65536,
 					   .ready = on_ready,
+					   .sent = on_sent,
 					   .arg = &readies };
 	struct tally_net_sender_stats st;
 	struct tally_net_sender *t;
 	struct evbuffer *expect = evbuffer_new();
 	struct srv s;
 	char msg[1000];
-	int i, rc = 0, err = 0;
+	int i, rc = 0, err = 0, sents_full;
 	size_t before;
 
 	t = srv_sender(&s, true, 4096, &o);
+	sent_sender = t;
 	ok(WAIT(stats(t).connected), "connected to a server that stalls");
 	memset(msg, '.', sizeof(msg));
 	msg[sizeof(msg) - 1] = '\n';
@@ -340,6 +353,7 @@ static void test_stall(void)
 		   errno == EAGAIN && stats(t).buffered == before,
 	   "a refused message takes nothing");
 	cmp_ok(readies, "==", 0, "no ready() while full");
+	sents_full = sents;
 	s.reading = true;
 	ok(WAIT(readies == 1), "ready() once there is room");
 	ok(WAIT(s.len == evbuffer_get_length(expect)),
@@ -349,6 +363,10 @@ static void test_stall(void)
 		   !memcmp(s.buf, evbuffer_pullup(expect, -1), s.len),
 	   "in order, byte for byte, once");
 	cmp_ok(readies, "==", 1, "ready() came once");
+	ok(WAIT(sent_left == 0) && sents > sents_full,
+	   "sent() as the rest went out, the last with nothing left (%d "
+	   "calls)",
+	   sents - sents_full);
 	st = stats(t);
 	cmp_ok(st.messages_sent, "==", (uint64_t)i, "messages_sent");
 	cmp_ok(st.bytes_sent, "==", s.len, "bytes_sent");

@@ -117,8 +117,10 @@ one line' '
 	test "$queued" -ge 2000 && test "$held" -gt 0 &&
 	test "$total" = $((queued + held)) &&
 	tally_diag <g.loss &&
-	# one-sided: the 5 s flush after the deadline is gone (it took >= 6 s)
-	awk "BEGIN { exit !($took < 6) }"
+	# a hang guard only (a loaded machine may take seconds): the one
+	# line with the sender'"'"'s held points is what the old 5 s flush
+	# after the deadline never wrote; the time is in the diag above
+	awk "BEGIN { exit !($took < 60) }"
 '
 
 test_done

@@ -904,18 +904,9 @@ static void rocm_on_deadline(evutil_socket_t fd, short what, void *arg)
 					    : "did not answer in time");
 }
 
-/* @s seconds as a struct timeval */
-static struct timeval rocm_tv(double s)
-{
-	struct timeval tv = { .tv_sec = (time_t)s };
-
-	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
-	return tv;
-}
-
 static void rocm_arm(struct rocm_smi *r, double seconds)
 {
-	struct timeval tv = rocm_tv(seconds);
+	struct timeval tv = tally_timeval(seconds);
 
 	event_add(r->deadline, &tv);
 }
@@ -970,7 +961,7 @@ static void rocm_on_restart(evutil_socket_t fd, short what, void *arg)
 
 static void rocm_schedule_restart(struct rocm_smi *r, double delay)
 {
-	struct timeval tv = rocm_tv(delay);
+	struct timeval tv = tally_timeval(delay);
 
 	r->state = ROCM_OFF;
 	if (r->restart)

@@ -82,7 +82,13 @@ test_expect_success 'delivered in time: close says 0, the sum still holds' '
 		>ok.emit &&
 	grep "^total sent=20000 " ok.emit &&
 	grep "^total close unreported=0 discarded_max=0$" ok.emit &&
-	wait_for "test \$(accounted) = $((before + 20000))" 30 &&
+	if ! wait_for "test \$(accounted) = $((before + 20000))" 60; then
+		tally_diag "accounted $(accounted), expected" \
+			"$((before + 20000)): received $(received)," \
+			"client_dropped $(zt_drops client_dropped)," \
+			"undelivered $(zt_drops undelivered)"
+		false
+	fi &&
 	wait_for "test \$(closes) = 5" &&
 	tally_diag "undelivered, lost on the collector side:" \
 		$(($(zt_drops undelivered) - und))

@@ -650,6 +650,13 @@ static void req_done(struct evhttp_request *req, void *arg)
 		req_failed(c);
 		return;
 	}
+	/* answered: the request reached the server (a refused connection
+	 * or an unresolved name sent nothing) */
+	n = evbuffer_get_length(c->body);
+	c->st.bytes_sent += n;
+	c->st.bytes_body += c->body_raw;
+	count(c, "http_bytes_sent", n);
+	count(c, "http_bytes_body", c->body_raw);
 	c->large_closes = 0;
 	hd = evhttp_request_get_input_headers(req);
 	in = evhttp_request_get_input_buffer(req);
@@ -752,10 +759,6 @@ static void client_attempt(evutil_socket_t fd, short what, void *arg)
 	c->res.attempts++;
 	c->st.requests++;
 	count(c, "http_requests", 1);
-	c->st.bytes_sent += len;
-	c->st.bytes_body += c->body_raw;
-	count(c, "http_bytes_sent", len);
-	count(c, "http_bytes_body", c->body_raw);
 	c->in_flight = true;
 	{
 		struct timeval tv = tally_timeval(c->o.timeout);

@@ -54,7 +54,8 @@
  *     http_failures_429    attempts answered 429
  *     http_failures_4xx    requests rejected (other 4xx, 1xx, 3xx)
  *     http_gave_up         requests given up after max_attempts
- *     http_bytes_sent      request body bytes written (after gzip)
+ *     http_bytes_sent      request body bytes of answered attempts (after
+ *                          gzip)
  *     http_bytes_body      request body bytes before gzip
  * and keeps the same figures in struct tally_http_stats.
  *
@@ -233,7 +234,8 @@ typedef void (*tally_http_done_fn)(void *arg,
  * @failures_429:     attempts answered 429
  * @rejected:         requests rejected (4xx but 429, 1xx, 3xx)
  * @gave_up:          requests given up
- * @bytes_sent:       request body bytes written, after gzip
+ * @bytes_sent:       request body bytes of attempts the server answered,
+ *                    after gzip
  * @bytes_body:       request body bytes before gzip
  * @busy:             a request is in flight or waiting to be retried (now)
  * @backoff:          seconds of the current wait before a retry (0 when

@@ -325,6 +325,7 @@ static void test_refused(struct event_base *base)
 	struct tally_http_url u = { .host = "127.0.0.1" };
 	struct tally_http_client *c;
 	struct tally_http_stats st;
+	struct evbuffer *body;
 
 	/* a port that was free a moment ago: nothing listens there */
 	{
@@ -341,8 +342,11 @@ static void test_refused(struct event_base *base)
 	}
 	c = tally_http_client_new(NULL, base, &u, &o);
 	memset(&got, 0, sizeof(got));
-	tally_http_client_request(c, "POST", "/write", NULL, 0, NULL, on_done,
+	body = evbuffer_new();
+	evbuffer_add(body, "m v=1i 1234\n", 12);
+	tally_http_client_request(c, "POST", "/write", NULL, 0, body, on_done,
 				  &got);
+	evbuffer_free(body);
 	ok(run_until_done(base), "done");
 	cmp_ok(got.r.outcome, "==", TALLY_HTTP_GAVE_UP,
 	       "connection refused 3 times: given up");
@@ -351,6 +355,7 @@ static void test_refused(struct event_base *base)
 	tally_http_client_get_stats(c, &st);
 	cmp_ok(st.failures_connect, "==", 3, "3 connection failures");
 	cmp_ok(st.gave_up, "==", 1, "gave_up 1");
+	cmp_ok(st.bytes_sent, "==", 0, "no byte counted as sent");
 	tally_http_client_free(c);
 }
 

@@ -56,17 +56,23 @@ test_expect_success 'collector behind: the loss is counted, at both ends' '
 	grep "^close unreported=0 " lost.emit &&
 	test "$discarded" -gt 0 &&
 	rm stall &&
-	if ! wait_for "test \$(accounted) = 20000" 60; then
-		tally_diag "accounted $(accounted): received $(received)," \
-			"client_dropped $(zt_drops client_dropped)," \
-			"undelivered $(zt_drops undelivered)"
+	# every queued event is received or counted undelivered, exactly;
+	# the client drops are exact only when no message that carried a
+	# count was lost: libzmq discards what is in flight when a sender
+	# closes on a full receive queue, counts included
+	# (doc/wire-format.md), so they are a lower bound here
+	queued=$((20000 - dropped)) &&
+	if ! wait_for "test \$((\$(received) + \$(zt_drops undelivered))) = $queued" 60
+	then
+		tally_diag "received $(received) + undelivered" \
+			"$(zt_drops undelivered) != queued $queued"
 		false
 	fi &&
 	und=$(zt_drops undelivered) &&
 	tally_diag "received $(received), dropped by the" \
-		"client $dropped, undelivered $und; close said it discarded" \
-		"at most $discarded" &&
-	test "$(zt_drops client_dropped)" = "$dropped" &&
+		"client $dropped ($(zt_drops client_dropped) reported)," \
+		"undelivered $und; close said it discarded at most $discarded" &&
+	test "$(zt_drops client_dropped)" -le "$dropped" &&
 	test "$und" -gt 0 &&
 	grep "zmq_trace\[tr\]: $und events that senders queued never arrived" tallyd.log
 '

@@ -772,8 +772,16 @@ static void conf_pipelines(struct tally_conf *c, size_t f)
 				continue;
 			snprintf(what, sizeof(what), "pipelines.%s", name);
 			c->errors++;
-			tally_options_unknown(a.file, a.line, what, key,
-					      pipe_keys, NULL, NULL);
+			if (tally_options_nearest(key, pipe_keys, NULL, NULL))
+				tally_options_unknown(a.file, a.line, what,
+						      key, pipe_keys, NULL,
+						      NULL);
+			else
+				tally_log_conf(LOG_ERR, a.file, a.line,
+					       "%s: unknown option '%s' (a "
+					       "pipeline takes from, through "
+					       "and to)",
+					       what, key);
 		}
 		v = realloc(c->pipes, (c->npipes + 1) * sizeof(*v));
 		if (!v)

@@ -113,6 +113,17 @@ test_expect_success 'one unknown option is one error' '
 	grep "1 error, 0 warnings" err
 '
 
+test_expect_success 'a pipeline option: the nearest, or what a pipeline takes' '
+	cat >pipe.conf <<-\EOF &&
+	inputs = { a = { plugin = "counter"; }; };
+	outputs = { o = { plugin = "capture"; path = "/dev/null"; }; };
+	pipelines = { p = { form = ["a"]; via = ["a"]; to = ["o"]; }; };
+	EOF
+	test_must_fail tallyd --check-config -c pipe.conf 2>err &&
+	grep "^pipe.conf:3: error: pipelines.p: unknown option .form. (did you mean .from.?)" err &&
+	grep "^pipe.conf:3: error: pipelines.p: unknown option .via. (a pipeline takes from, through and to)$" err
+'
+
 test_expect_success 'a main file reads its conf.d after itself' '
 	mkdir -p main/conf.d &&
 	echo "global = { interval = 2.0; };" >main/tally.conf &&

@@ -248,6 +248,22 @@ static void test_metrics(void)
 	   "a label named in the layout is not repeated by labels");
 	gr_render_fini(&r);
 
+	{
+		struct tally_labels *t = tally_labels_newv("v", "~tilde", NULL);
+		struct tally_batch *tb = tally_batch_new();
+
+		tally_batch_add_metric(tb, TALLY_GAUGE, "m", NULL, t, 1, T0);
+		layout("v,name,labels", parts, &n);
+		gr_render_init(&r, GR_FMT_PATH, "", parts, n, NULL, 10);
+		memset(&c, 0, sizeof(c));
+		is(first_line(lines(&r, tb, &c)), "_tilde.m 1 1722000000",
+		   "a ~ that starts the path is _ (carbon strips it), a "
+		   "label value's too");
+		gr_render_fini(&r);
+		tally_batch_unref(tb);
+		tally_labels_unref(t);
+	}
+
 	gr_render_init(&r, GR_FMT_TAGS, "hpc", parts, n, host, 10);
 	memset(&c, 0, sizeof(c));
 	is(lines(&r, b, &c),

@@ -301,6 +301,10 @@ static int line_node(struct gr_render *r, size_t *len, const char *s,
 		r->line[(*len)++] = '.';
 	from = *len;
 	n = gr_escape(r->line + *len, s, ctx);
+	/* carbon strips a ~ that starts the path (its name tag): a label
+	 * value first in the layout loses it like a name does */
+	if (!from && n && r->line[0] == '~')
+		r->line[0] = '_';
 	if (!n && dot && *len)
 		(*len)--; /* nothing left of it: no empty node */
 	*len += n;

@@ -57,6 +57,11 @@ static void test_refused(void)
 		  ROCM_BAD_VALUE },
 		{ "m\trocm_utilization_percentage\t0\t1e-999", 2,
 		  ROCM_BAD_MALFORMED },
+		{ "m\trocm_energy_joules\t0\t0x10", 2, ROCM_BAD_MALFORMED },
+		{ "m\trocm_energy_joules\t0\t-0X1p4", 2, ROCM_BAD_MALFORMED },
+		{ "m\trocm_sclk_clock_mhz\t0\t 100", 2, ROCM_BAD_MALFORMED },
+		{ "m\trocm_sclk_clock_mhz\t0\t+100", 2, ROCM_BAD_MALFORMED },
+		{ "m\trocm_sclk_clock_mhz\t0\t1.5e+02", 2, ROCM_BAD_NONE },
 		{ "m\trocm_version_info\t0\t1\tdriver_ver=\xff\tvbios=a\t"
 		  "type=b\tschema=1.0",
 		  2, ROCM_BAD_UTF8 },

@@ -220,12 +220,18 @@ static int proto_sample(char **f, unsigned n, uint32_t ngpus,
 			struct rocm_msg *m)
 {
 	int id = rocm_metric_find(f[1]);
+	const char *v;
 	char *end;
 
 	m->bad = ROCM_BAD_MALFORMED;
 	if (id < 0 || proto_card(f[2], &m->card) < 0)
 		return -1;
 	if ((id == ROCM_M_NUM_GPUS) != (m->card < 0))
+		return -1;
+	/* %.17g's shape: no blank or '+' first, no hex (strtod takes them) */
+	v = f[3] + (f[3][0] == '-');
+	if (*v == ' ' || *v == '\t' || *v == '+' ||
+	    (v[0] == '0' && (v[1] == 'x' || v[1] == 'X')))
 		return -1;
 	errno = 0;
 	m->value = strtod(f[3], &end);
